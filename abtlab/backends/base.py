@@ -1,0 +1,58 @@
+"""The backend interface: one small class per workload driver.
+
+A backend says what it can run here (`available()` with a reason), which factors it
+sweeps, and runs one point, returning a `RunResult`. `abtlab.sweep` turns many
+results into one run dataset, so every backend gets repetitions, storage, traces and
+plots for free.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Backend", "RunResult", "Availability"]
+
+
+@dataclass
+class Availability:
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self):
+        return self.ok
+
+
+@dataclass
+class RunResult:
+    """One repetition of one point.
+
+    scalars: variable name (schema.VARIABLES) -> float.
+    ops: structured array of trace.RECORD_DTYPE (may be empty).
+    commits: dict of column (schema.COMMIT_COLUMNS without the commit_ prefix) -> array.
+    batches: dict of column (schema.BATCH_COLUMNS without the batch_ prefix) -> array.
+    attrs: facts about this run to merge into dataset attrs (freq_mode, filesystem, ...).
+    """
+    scalars: dict
+    ops: np.ndarray | None = None
+    commits: dict | None = None
+    batches: dict | None = None
+    attrs: dict = field(default_factory=dict)
+
+
+class Backend:
+    """Subclass and set name, description, factors; implement available() and run_point()."""
+    name: str = ""
+    description: str = ""
+    # factor name -> default level; a point is a dict with every key set
+    factors: dict = {}
+
+    def available(self) -> Availability:
+        return Availability(True)
+
+    def validate_point(self, point: dict) -> dict:
+        """Return the point with types checked; raise ConfigError naming the field."""
+        return point
+
+    def run_point(self, point: dict, ctx) -> RunResult:
+        raise NotImplementedError

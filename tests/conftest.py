@@ -1,0 +1,48 @@
+"""Shared fixtures. Tests that touch the kernel (loop devices, tracefs, blkio) are
+marked `root` and skipped with a reason where the machine cannot run them."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKENDS = ROOT / "backends"
+
+
+def _can_loop():
+    return os.geteuid() == 0 and os.path.exists("/dev/loop-control") and shutil.which("losetup")
+
+
+def pytest_collection_modifyitems(config, items):
+    if _can_loop():
+        return
+    skip = pytest.mark.skip(reason="needs root with loop devices")
+    for item in items:
+        if "root" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def built_backends():
+    """Build the C backends once per session; return the backends directory."""
+    subprocess.run(["make", "-s", "-C", str(BACKENDS)], check=True)
+    return BACKENDS
+
+
+@pytest.fixture
+def scratch_ext4(tmp_path):
+    """A fresh journaled ext4 on a loop device, torn down even if the test fails."""
+    from abtlab.system.scratchfs import ScratchFS
+    with ScratchFS(size_mb=128, journal=True, workdir=tmp_path) as fs:
+        yield fs
+
+
+@pytest.fixture
+def scratch_nojournal(tmp_path):
+    from abtlab.system.scratchfs import ScratchFS
+    with ScratchFS(size_mb=128, journal=False, workdir=tmp_path) as fs:
+        yield fs
