@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Backend", "RunResult", "Availability"]
+__all__ = ["Backend", "RunResult", "Availability", "RunContext"]
 
 
 @dataclass
@@ -38,6 +38,17 @@ class RunResult:
     commits: dict | None = None
     batches: dict | None = None
     attrs: dict = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    """What the sweep gives a backend for one repetition of one point."""
+    workdir: object            # pathlib.Path: scratch space for this run
+    rep: int = 0               # repetition index
+    seed: int = 0              # reproducible per (point, rep): use it for any randomness
+    quiet: bool = False        # no progress output
+    f_ref_ghz: float | None = None   # reference (highest) frequency of the sweep, for emulation
+    options: dict = field(default_factory=dict)  # backend-specific run options
 
 
 class Backend:
