@@ -57,6 +57,8 @@ class Backend:
     description: str = ""
     # factor name -> default level; a point is a dict with every key set
     factors: dict = {}
+    # option name -> help text; options are per-run settings that are not swept
+    options: dict = {}
 
     def available(self) -> Availability:
         return Availability(True)
@@ -64,6 +66,12 @@ class Backend:
     def validate_point(self, point: dict) -> dict:
         """Return the point with types checked; raise ConfigError naming the field."""
         return point
+
+    def parse_factor(self, name: str, value) -> list:
+        """Levels of a backend-specific factor from a string like '4k,1m' or a list."""
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        return [v.strip() for v in str(value).split(",") if v.strip()]
 
     def run_point(self, point: dict, ctx) -> RunResult:
         raise NotImplementedError

@@ -1,0 +1,51 @@
+"""IOzone throughput-mode initial write (seed 000 Figs. 4-5) on a real scratch ext4."""
+from __future__ import annotations
+
+from .. import model, policies
+from ..errors import ConfigError
+from .base import Backend
+from .realfs import program, real_available, run_workload
+
+__all__ = ["IozoneBackend"]
+
+
+class IozoneBackend(Backend):
+    name = "iozone"
+    description = ("N threads each create a file, meet at a barrier, write S bytes in "
+                   "R-byte records, fsync and close (backends/iozone/abt-iozone)")
+    factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
+               "record_size": 32 * 1024, "device": "none"}
+    options = {"fsync": "fsync each file before close (IOzone -e), default True",
+               "direct": "O_DIRECT writes", "image_mb": "scratch image size"}
+
+    def available(self):
+        return real_available("iozone", "abt-iozone")
+
+    def validate_point(self, point):
+        policies.parse(point["policy"])
+        if point["record_size"] > point["file_size"]:
+            raise ConfigError("record_size", point["record_size"],
+                              f"a record size <= file size ({point['file_size']})")
+        if point["file_size"] % point["record_size"]:
+            raise ConfigError("file_size", point["file_size"],
+                              f"a multiple of the record size ({point['record_size']})")
+        return point
+
+    def run_point(self, point, ctx):
+        exe = program("iozone", "abt-iozone")
+        fsync = ctx.options.get("fsync", True)
+
+        def argv(data_dir, dilate, tpath):
+            a = [exe, "--threads", point["threads"], "--file-size", point["file_size"],
+                 "--record-size", point["record_size"], "--dir", data_dir,
+                 "--dilate", f"{dilate:.6f}", "--trace", tpath]
+            a.append("--fsync" if fsync else "--no-fsync")
+            if ctx.options.get("direct"):
+                a.append("--direct")
+            return a
+        res = run_workload(argv, point, ctx, point["threads"] * point["file_size"])
+        res.scalars.update(model.measures(res.ops, res.commits, "iozone",
+                                          file_size=point["file_size"], fsync=fsync))
+        if res.batches is not None:
+            res.scalars["batches"] = float(len(res.batches["open"]))
+        return res

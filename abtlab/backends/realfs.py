@@ -1,0 +1,125 @@
+"""Run one C workload on a fresh scratch ext4 with tracing, throttling and frequency set.
+
+Shared by the iozone and metarates drivers: everything that touches the machine is
+entered as a context manager, so it is undone on every exit path.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from .. import policies, trace
+from ..errors import RunError, UnavailableError
+from .base import Availability, RunResult
+
+__all__ = ["BACKENDS_DIR", "program", "real_available", "run_workload"]
+
+BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
+
+
+def program(folder: str, name: str) -> Path:
+    path = BACKENDS_DIR / folder / name
+    if not path.exists():
+        raise UnavailableError(f"{path} is not built: run `make -C {BACKENDS_DIR}`")
+    return path
+
+
+def real_available(folder: str, name: str) -> Availability:
+    if os.geteuid() != 0:
+        return Availability(False, "needs root for loop devices and tracefs (use backend 'sim')")
+    if not os.path.exists("/dev/loop-control") or not shutil.which("losetup"):
+        return Availability(False, "no loop devices here (use backend 'sim')")
+    if not shutil.which("mkfs.ext4"):
+        return Availability(False, "mkfs.ext4 not found (Debian package e2fsprogs)")
+    if not (BACKENDS_DIR / folder / name).exists():
+        return Availability(False, f"backends/{folder}/{name} not built (make -C backends)")
+    return Availability(True)
+
+
+def _dilation(point, ctx):
+    mode = ctx.options.get("freq_mode", "native")
+    if mode == "emulated":
+        return ctx.f_ref_ghz / float(point["freq_ghz"]), contextlib.nullcontext()
+    if mode == "real":
+        from ..system.cpufreq import FrequencyPin
+        return 1.0, FrequencyPin(int(round(float(point["freq_ghz"]) * 1e6)))
+    return 1.0, contextlib.nullcontext()
+
+
+def _image_mb(ctx, data_bytes: int) -> int:
+    return int(ctx.options.get("image_mb") or max(256, 3 * data_bytes // 2 ** 20 + 128))
+
+
+def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 900) -> RunResult:
+    """argv_for(data_dir, dilate, trace_path) -> argv. Returns the RunResult with raw
+    ops, commits, batches and attrs; the driver adds the model's scalars."""
+    from ..system.device import DeviceThrottle, parse_profile
+    from ..system.scratchfs import ScratchFS, jbd2_commits
+    from ..system.tracefs import JournalTrace
+    policy = policies.parse(point["policy"])
+    profile = parse_profile(point.get("device", "none"))
+    dilate, freq_cm = _dilation(point, ctx)
+    _drop_caches()
+    with contextlib.ExitStack() as stack:
+        fs = stack.enter_context(ScratchFS(size_mb=_image_mb(ctx, data_bytes), journal=policy.journal,
+                                           mount_options=policy.mount_options(), workdir=ctx.workdir))
+        data_dir = Path(fs.mountpoint) / "data"
+        data_dir.mkdir()
+        os.sync()
+        thr = stack.enter_context(DeviceThrottle(profile, fs.major_minor))
+        jt = stack.enter_context(JournalTrace(fs.dev_t)) if policy.journal else None
+        stack.enter_context(freq_cm)
+        tpath = Path(ctx.workdir) / f"ops-{os.getpid()}.trace"
+        bpath = Path(ctx.workdir) / f"batches-{os.getpid()}.trace"
+        env = dict(os.environ)
+        if policy.kind == "delayjc":
+            from ..delayjc import preload_env
+            env.update(preload_env(policy, bpath))
+        before = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
+        argv = [str(a) for a in argv_for(data_dir, dilate, tpath)]
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        after = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
+        if proc.returncode != 0:
+            raise RunError(f"{Path(argv[0]).name} exited {proc.returncode}: {proc.stderr.strip()}")
+        ops = trace.read(tpath, kind=trace.Kind.OPS)
+        commits = _window(jt.commits(), ops) if jt is not None else _no_commits()
+        batches = _batches(bpath) if policy.kind == "delayjc" else None
+        attrs = {"freq_mode": "emulated" if ctx.options.get("freq_mode") == "emulated"
+                 else "real", **fs.describe(), **thr.describe()}
+    if ctx.options.get("freq_mode") == "emulated":
+        attrs["f_ref_ghz"] = ctx.f_ref_ghz
+        attrs["freq_emulation"] = ("each op's thread CPU time dilated by f_ref/f with spinning "
+                                   "right after the call; device and blocked time not dilated")
+    for p in (tpath, bpath):
+        p.unlink(missing_ok=True)
+    scalars = {"jbd2_info_commits": float(after - before)}
+    return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+def _drop_caches():
+    with contextlib.suppress(OSError):
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+
+
+def _no_commits():
+    z = np.zeros(0, np.int64)
+    return {k: z for k in ("tid", "start", "locking", "flushing", "logging", "end", "handles", "blocks")}
+
+
+def _window(commits: dict, ops) -> dict:
+    """Commits that end after the workload's first op began (earlier ones are set-up)."""
+    if ops.size == 0 or len(commits.get("end", [])) == 0:
+        return commits if len(commits.get("end", [])) else _no_commits()
+    keep = np.asarray(commits["end"]) >= int(ops["t_start_ns"].min())
+    return {k: np.asarray(v)[keep] for k, v in commits.items()}
+
+
+def _batches(path):
+    from ..delayjc import load_batches
+    return load_batches(path) if Path(path).exists() else None

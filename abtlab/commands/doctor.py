@@ -1,0 +1,21 @@
+"""`abtlab doctor`: what can run here and why not."""
+__all__ = ["register"]
+
+
+def register(sub):
+    p = sub.add_parser("doctor", help="what can run on this machine, and why not")
+    p.set_defaults(func=main)
+
+
+def main(args):
+    from ..backends import get, names
+    from ..system.doctor import render, report
+    print(render(report()))
+    print("\nbackends:")
+    for n in names():
+        try:
+            a = get(n).available()
+            print(f"  {'ok ' if a.ok else 'no '} {n:10s} {a.reason}")
+        except Exception as exc:  # a backend that fails to load is reported, not fatal
+            print(f"  no  {n:10s} failed to load: {exc}")
+    return 0

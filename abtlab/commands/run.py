@@ -1,0 +1,64 @@
+"""`abtlab run BACKEND [factor lists] --out PATH`: sweep one backend's factors."""
+from __future__ import annotations
+
+import sys
+
+__all__ = ["register"]
+
+
+def register(sub):
+    p = sub.add_parser("run", help="run a backend over lists of factor levels",
+                       description="Lists are comma-separated; every combination x --reps is run "
+                                   "in random interleaved order and written to --out.")
+    p.add_argument("backend", help="iozone, metarates, sim, dio, locks, ... (abtlab doctor lists them)")
+    p.add_argument("--threads", "--workers", dest="threads", help="threads (iozone) or workers (metarates)")
+    p.add_argument("--file-size", dest="file_size", help="bytes per thread, e.g. 128k")
+    p.add_argument("--record", "--record-size", dest="record_size", help="bytes per write, e.g. 32k")
+    p.add_argument("--files", help="files per worker (metarates)")
+    p.add_argument("--policy", help="ext4,nojc or ';'-separated specs: 'delayjc:window=16ms;ext4'")
+    p.add_argument("--freq", help="emulated:1.6,3.3 | real:1.6,3.3 | native (sim: 1.6,3.3)")
+    p.add_argument("--device", help="none,hdd7200,ssd-sata or 'iops=120,bps=120M'")
+    p.add_argument("-f", "--factor", action="append", default=[], metavar="NAME=LIST",
+                   help="another factor of the backend (e.g. -f block_size=4k,1m)")
+    p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a backend option (e.g. -o workload=metarates, -o cores=4)")
+    p.add_argument("--no-fsync", action="store_true", help="iozone without fsync (IOzone without -e)")
+    p.add_argument("--direct", action="store_true", help="O_DIRECT writes")
+    p.add_argument("--processes", action="store_true", help="metarates workers as processes")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1, help="discarded warm-up runs (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="output NetCDF path")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=main)
+
+
+def _kv(items, field):
+    from ..errors import ConfigError
+    out = {}
+    for it in items:
+        if "=" not in it:
+            raise ConfigError(field, it, "NAME=VALUE")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def main(args):
+    from ..runner import run
+    factors = {k: getattr(args, k) for k in ("threads", "file_size", "record_size", "files",
+                                             "policy", "device") if getattr(args, k) is not None}
+    factors.update(_kv(args.factor, "--factor"))
+    opts = _kv(args.option, "--option")
+    if args.no_fsync:
+        opts["fsync"] = False
+    if args.direct:
+        opts["direct"] = True
+    if args.processes:
+        opts["processes"] = True
+    ds = run(args.backend, out=args.out, reps=args.reps, seed=args.seed, resume=args.resume,
+             quiet=args.quiet, freq=args.freq, warmup=args.warmup,
+             command="abtlab " + " ".join(sys.argv[1:]), **factors, **opts)
+    print(f"wrote {args.out}: {dict(ds.sizes)}")
+    return 0

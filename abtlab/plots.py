@@ -1,0 +1,57 @@
+"""Plots of run datasets. Every title says whether data is measured, emulated or simulated."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import schema
+from .summary import point_stats, provenance_label
+
+__all__ = ["plot_metric", "plot_throughput"]
+
+_LABELS = {"throughput": ("throughput", 2 ** 20, "MiB/s"), "fcr": ("file creation rate", 1, "files/s"),
+           "nonblocked_threads": ("nonblocked threads", 1, "threads"), "commits": ("journal commits", 1, "commits"),
+           "mean_commit_wait": ("mean commit wait", 1e-3, "ms")}
+
+
+def plot_metric(ds, var="throughput", facet=None, ax=None):
+    """var (mean and 95% CI over reps) against freq_ghz, one line per policy.
+
+    facet: a factor to draw one panel per level (e.g. "threads"); other factors with
+    more than one level become separate lines."""
+    import matplotlib.pyplot as plt
+    stats = point_stats(ds, var)
+    name, scale, unit = _LABELS.get(var, (var, 1, ds[var].attrs.get("units", "")))
+    panels = list(ds[facet].values) if facet else [None]
+    if ax is None:
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+        axes = axes[0]
+    else:
+        axes, fig = np.atleast_1d(ax), np.atleast_1d(ax)[0].figure
+    for a, level in zip(axes, panels):
+        sub = stats.sel({facet: level}) if facet else stats
+        _lines(a, sub, scale)
+        a.set_xlabel("CPU frequency (GHz)" + (" [emulated]" if ds.attrs.get("freq_mode") == "emulated" else ""))
+        a.set_ylabel(f"{name} ({unit})")
+        a.set_title(f"{facet}={level}" if facet else name, fontsize=10)
+        a.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{ds.attrs.get('backend', '')} {name} vs frequency - {provenance_label(ds)}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _lines(ax, sub, scale):
+    other = [d for d in sub["mean"].dims if d not in (schema.FREQ,) and sub.sizes[d] > 1]
+    x = sub[schema.FREQ].values
+    stacked = sub.stack(line=other) if other else sub.expand_dims(line=[0])
+    for i in range(stacked.sizes["line"]):
+        s = stacked.isel(line=i)
+        label = ", ".join(f"{d}={s[d].values}" for d in other) or "run"
+        m = s["mean"].values / scale
+        ax.plot(x, m, marker="o", label=label)
+        ax.fill_between(x, s["ci_low"].values / scale, s["ci_high"].values / scale, alpha=0.2)
+
+
+def plot_throughput(ds, facet=None, ax=None):
+    var = "throughput" if "throughput" in ds else "fcr"
+    return plot_metric(ds, var, facet=facet, ax=ax)

@@ -1,0 +1,74 @@
+"""`abtlab.run` / `abtlab run`: turn user-facing options into factor levels and sweep."""
+from __future__ import annotations
+
+from . import policies
+from .backends import get as get_backend
+from .errors import ConfigError
+from .levels import parse_freq, parse_ints, parse_sizes, parse_words
+
+__all__ = ["build_levels", "run"]
+
+# factor -> parser(value) -> list of levels
+_PARSERS = {
+    "policy": lambda v: [p.label for p in policies.parse_list(v)],
+    "threads": lambda v: parse_ints(v, "threads"),
+    "files": lambda v: parse_ints(v, "files"),
+    "file_size": lambda v: parse_sizes(v, "file_size"),
+    "record_size": lambda v: parse_sizes(v, "record_size"),
+    "device": lambda v: _devices(v),
+}
+
+
+def _devices(v):
+    from .system.device import parse_profile
+    words = parse_words(v, "device")
+    for w in words:
+        parse_profile(w)
+    return words
+
+
+def build_levels(backend, freq=None, **factors):
+    """Return (levels, options) for a backend from user values (strings or lists)."""
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    levels, options = {}, {}
+    for name, default in be.factors.items():
+        if name == "freq_ghz":
+            default_mode = "simulated" if be.name == "sim" else None
+            axis = parse_freq(freq if freq is not None else ("simulated:2.0" if be.name == "sim" else "native"),
+                              default_mode=default_mode)
+            if be.name == "sim" and axis.mode != "simulated":
+                axis.mode = "simulated"
+            if be.name != "sim" and axis.mode == "simulated":
+                raise ConfigError("freq", freq, "emulated:... | real:... | native for a real backend")
+            levels[name] = axis.levels
+            options["freq_mode"] = axis.mode
+            continue
+        value = factors.pop(name, None)
+        if value is None:
+            levels[name] = [default]
+        elif name in _PARSERS:
+            levels[name] = _PARSERS[name](value)
+        else:
+            levels[name] = be.parse_factor(name, value)
+    allowed = set(getattr(be, "options", {}) or {}) | {"freq_mode"}
+    for key in factors:
+        if key not in allowed:
+            raise ConfigError(key, factors[key], f"a factor ({', '.join(be.factors)}) or option "
+                              f"({', '.join(sorted(allowed - {'freq_mode'})) or 'none'}) of backend {be.name}")
+    options.update(factors)
+    return levels, options
+
+
+def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
+        warmup=0, command=None, **factors):
+    """Run backend over every combination of the given factor lists.
+
+    Example: abtlab.run("iozone", threads="16,64", policy="ext4,nojc",
+                        freq="emulated:1.6,3.3", device="none", reps=5, out="r.nc")
+    Non-factor keywords (fsync, direct, processes, workload, ...) are backend options.
+    """
+    from . import sweep
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    levels, options = build_levels(be, freq=freq, **factors)
+    return sweep.run(be, levels, reps=reps, out=out, seed=seed, resume=resume, quiet=quiet,
+                     warmup=warmup, options=options, command=command)

@@ -1,0 +1,210 @@
+"""Scratch ext4 filesystems on loop devices: fresh for every run, always torn down.
+
+`ScratchFS` makes a sparse image, formats it (with a data=ordered journal, or without
+one: the paper's NOJC), attaches it with `losetup --find --show` and mounts it. Every
+step pushes its undo onto `abtlab.system.cleanup` the moment it succeeds, so a failure
+half-way, an exception in the `with` body, SIGINT or SIGTERM all unwind what was done
+and nothing else: the loop device is detached only if its backing file is our image,
+and only the directory, mount point and image this object created are removed.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from ..errors import ConfigError, RunError
+from . import cleanup
+from ._shell import read, sh
+
+__all__ = ["ScratchFS", "jbd2_commits", "parse_mount_options", "MOUNT_KEYS", "MOUNT_FLAGS"]
+
+# ext4 options that take a value / are bare flags; others are refused, not passed on.
+MOUNT_KEYS = {"commit", "min_batch_time", "max_batch_time", "barrier", "data",
+              "journal_ioprio", "stripe", "inode_readahead_blks", "init_itable"}
+MOUNT_FLAGS = {"nobarrier", "journal_async_commit", "journal_checksum", "noatime",
+               "relatime", "nodelalloc", "delalloc", "auto_da_alloc", "noauto_da_alloc",
+               "discard", "nodiscard", "dioread_nolock", "dioread_lock", "lazytime",
+               "nolazytime", "noinit_itable", "block_validity", "noblock_validity"}
+DATA_MODES = {"ordered", "writeback", "journal"}
+JBD2_PROC = Path("/proc/fs/jbd2")
+
+
+def _accepted():
+    return (f"comma-separated ext4 options: {', '.join(sorted(k + '=' for k in MOUNT_KEYS))}, "
+            f"{', '.join(sorted(MOUNT_FLAGS))}")
+
+
+def parse_mount_options(text: str) -> list[str]:
+    """Split and validate pass-through mount options; ConfigError('mount_options')."""
+    if not isinstance(text, str):
+        raise ConfigError("mount_options", text, _accepted())
+    opts = [o.strip() for o in text.split(",") if o.strip()]
+    for opt in opts:
+        key, eq, value = opt.partition("=")
+        if eq and key in MOUNT_KEYS and value and not any(c in value for c in " \t"):
+            if key == "data" and value not in DATA_MODES:
+                raise ConfigError("mount_options", opt, f"data={'|'.join(sorted(DATA_MODES))}")
+            if key != "data" and not value.isdigit():
+                raise ConfigError("mount_options", opt, f"{key}=<non-negative integer>")
+            continue
+        if not eq and opt in MOUNT_FLAGS:
+            continue
+        raise ConfigError("mount_options", opt, _accepted())
+    return opts
+
+
+def jbd2_commits(jbd2_name: str) -> int:
+    """Commits done so far by a journal: first number of /proc/fs/jbd2/<name>/info."""
+    path = JBD2_PROC / jbd2_name / "info"
+    try:
+        first = read(path).splitlines()[0]  # "N transactions (M requested), each up to ..."
+        return int(first.split()[0])
+    except (OSError, IndexError, ValueError) as exc:
+        raise RunError(f"cannot read commit count from {path}: {exc}") from exc
+
+
+def loop_backing_file(loopdev: str) -> str | None:
+    """The file a loop device is attached to, or None when it is free."""
+    name = Path(loopdev).name
+    try:
+        return read(f"/sys/block/{name}/loop/backing_file")
+    except OSError:
+        return None
+
+
+class ScratchFS:
+    """A fresh ext4 image on a loop device, mounted; see the module docstring."""
+
+    def __init__(self, size_mb=256, journal=True, mount_options="", workdir=None,
+                 mkfs_options=()):
+        if not isinstance(size_mb, int) or isinstance(size_mb, bool) or not 16 <= size_mb <= 65536:
+            raise ConfigError("size_mb", size_mb, "an integer from 16 to 65536 (MiB)")
+        if workdir is not None and not os.path.isdir(workdir):
+            raise ConfigError("workdir", workdir, "an existing directory")
+        self.size_mb, self.journal = size_mb, bool(journal)
+        self._opts = parse_mount_options(mount_options)
+        if not self.journal and any(o.startswith("data=") for o in self._opts):
+            raise ConfigError("mount_options", mount_options, "no data= without a journal")
+        self.mount_options = ",".join(self._opts)
+        self.mkfs_options = tuple(str(o) for o in mkfs_options)
+        self._workdir = workdir
+        self._tokens: list[int] = []
+        self.dir = self.image = self.loopdev = self.mountpoint = None
+        self.dev_name = self.major_minor = self.dev_t = self.jbd2_name = None
+
+    # -- set-up, one undo per step --------------------------------------------------
+    def __enter__(self):
+        try:
+            self._make_dir()
+            self._make_image()
+            self._attach()
+            self._mount()
+            self._find_journal()
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self._teardown()
+        return False
+
+    def _undo(self, fn, label):
+        self._tokens.append(cleanup.push(fn, label))
+
+    def _make_dir(self):
+        parent = self._workdir or "/var/tmp"
+        self.dir = Path(tempfile.mkdtemp(prefix="abtlab-", dir=parent))
+        self._undo(lambda d=self.dir: d.rmdir(), f"remove {self.dir}")
+
+    def _make_image(self):
+        self.image = self.dir / "scratch.img"
+        with open(self.image, "xb") as f:  # "x": never reuse a file we did not create
+            self._undo(lambda p=self.image: p.unlink(missing_ok=True), f"remove {self.image}")
+            f.truncate(self.size_mb << 20)
+        args = ["mkfs.ext4", "-q", "-F", *self.mkfs_options]
+        if not self.journal:
+            args += ["-O", "^has_journal"]
+        sh(*args, self.image)
+
+    def _attach(self):
+        dev = sh("losetup", "--find", "--show", self.image)
+        if not dev.startswith("/dev/loop"):
+            raise RunError(f"losetup returned {dev!r}, not a loop device")
+        self.loopdev = dev
+        self._undo(self._detach, f"detach {dev}")
+        self.dev_name = Path(dev).name
+        rdev = os.stat(dev).st_rdev
+        major, minor = os.major(rdev), os.minor(rdev)
+        self.major_minor = f"{major}:{minor}"
+        self.dev_t = (major << 20) | minor  # the kernel's internal dev_t, as tracepoints log it
+
+    def _mount(self):
+        mnt = self.dir / "mnt"
+        mnt.mkdir()
+        self._undo(lambda: mnt.rmdir() if not os.path.ismount(mnt) else None, f"remove {mnt}")
+        opts = list(self._opts)
+        if self.journal and not any(o.startswith("data=") for o in opts):
+            opts.insert(0, "data=ordered")
+        args = ["mount", "-t", "ext4"] + (["-o", ",".join(opts)] if opts else [])
+        sh(*args, self.loopdev, mnt)
+        self.mountpoint = mnt
+        self._undo(self._umount, f"unmount {mnt}")
+        self._effective = ",".join(opts)
+
+    def _find_journal(self):
+        if not self.journal:
+            return
+        names = [n for n in os.listdir(JBD2_PROC) if n.startswith(self.dev_name + "-")]
+        if len(names) != 1:
+            raise RunError(f"expected one journal for {self.dev_name} in {JBD2_PROC}, got {names}")
+        self.jbd2_name = names[0]
+
+    # -- tear-down ---------------------------------------------------------------------
+    def _teardown(self):
+        while self._tokens:
+            cleanup.pop(self._tokens.pop())
+
+    def _umount(self):
+        mnt = self.mountpoint
+        if not os.path.ismount(mnt):
+            return
+        sh("sync", "-f", mnt, check=False)
+        for delay in (0, 0.1, 0.3, 1.0):
+            time.sleep(delay)
+            if not sh("umount", mnt, check=False) and not os.path.ismount(mnt):
+                return
+        warnings.warn(f"{mnt} is busy; detached lazily (umount -l)", RuntimeWarning)
+        sh("umount", "-l", mnt)
+
+    def _detach(self):
+        back = loop_backing_file(self.loopdev)
+        if back is None:
+            return
+        if os.path.realpath(back.removesuffix(" (deleted)")) != os.path.realpath(self.image):
+            warnings.warn(f"{self.loopdev} is backed by {back}, not our image: left alone",
+                          RuntimeWarning)
+            return
+        sh("losetup", "-d", self.loopdev)
+
+    # -- facts -------------------------------------------------------------------------
+    def commits(self) -> int:
+        """Journal commits so far (/proc/fs/jbd2); 0 without a journal."""
+        return jbd2_commits(self.jbd2_name) if self.jbd2_name else 0
+
+    def describe(self) -> dict:
+        """Attributes for a run dataset."""
+        data = next((o.split("=", 1)[1] for o in self._opts if o.startswith("data=")), "ordered")
+        return {
+            "filesystem": f"ext4 data={data}" if self.journal else "ext4 no journal (NOJC)",
+            "mount_options": getattr(self, "_effective", self.mount_options),
+            "mkfs_options": " ".join(self.mkfs_options),
+            "image_size_mb": self.size_mb,
+            "block_device": f"loop ({self.loopdev})",
+        }
+
+    def __repr__(self):
+        return f"ScratchFS({self.loopdev} on {self.mountpoint}, journal={self.journal})"

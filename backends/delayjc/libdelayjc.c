@@ -1,0 +1,388 @@
+/*
+ * libdelayjc.c - delayJC: a group commit around fsync/fdatasync, by LD_PRELOAD.
+ *
+ * The first caller on a filesystem (key: st_dev) opens a batch and waits; each
+ * later caller joins it and resets the timer (at most ABT_DELAYJC_MAX_RESETS
+ * times, never past ABT_DELAYJC_MAX_AGE_US after the open). When the timer runs
+ * out and no flush of that filesystem is running, the batch closes and its
+ * opener makes every member durable with ONE syncfs(): ext4 writes back all
+ * dirty data of the filesystem and commits the whole running jbd2 transaction.
+ * Every member returns that flush's error; then each member collects the
+ * writeback error of its own file with sync_file_range(WAIT_AFTER), which
+ * reports and advances the file's errseq (file_fdatawait_range) without a
+ * second commit or cache flush. Callers that arrive during a flush join the
+ * next batch, so a call never returns before a flush that began after it.
+ * Only regular files and directories on ext2/3/4 are batched; every other fd
+ * goes to the real call unchanged. Batches are per process.
+ *
+ * Policies: fixed (window = ABT_DELAYJC_WINDOW_US) and adaptive (docs/delayjc.md):
+ * window = min(2 * EWMA gap, EWMA flush), 0 when the gap >= the flush time, and
+ * the batch closes at once when every recently active caller is a member.
+ * A bad or missing setting refuses to run: message on stderr, _exit(2).
+ * ABT_DELAYJC_FAULT_ERRNO (test hook) makes every flush report that errno.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "abt_trace.h"
+
+#define MAX_FS 16
+#define MAX_RECORDS (1u << 21)        /* 64 MiB of stats at most; later ones are counted */
+#define EXT4_MAGIC 0xEF53              /* ext2, ext3 and ext4 share it */
+#define EPOCH_NS 250000000ull          /* horizon of "recently active caller" */
+#define GAP_CAP_NS 1000000000.0        /* an idle second is not a rate */
+#define DRAIN_NS 30000000000ull        /* exit waits at most this for open batches */
+
+typedef struct {
+    uint64_t open_ns, close_ns, deadline_ns;
+    uint32_t members, resets, refs;
+    int err, done;
+} batch;
+
+typedef struct {
+    dev_t dev;
+    int used, flushing;
+    batch *open;                      /* the collecting batch, or NULL */
+    pthread_cond_t cv;
+    uint64_t last_arrival, epoch;     /* adaptive estimates below */
+    unsigned callers_cur, callers_prev;
+    double gap_ns, flush_ns;
+} fsq;
+
+static struct {
+    int ready, adaptive, fault, owner;
+    uint64_t window_ns, max_age_ns;
+    uint32_t max_resets;
+    const char *stats;
+} cfg;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static fsq queues[MAX_FS];
+static abt_record *recs;
+static size_t nrec, caprec;
+static uint64_t dropped;
+static int exiting;
+static int (*real_fsync)(int), (*real_fdatasync)(int);
+static __thread struct { dev_t dev; uint64_t epoch; } seen[4];
+
+/* ---- configuration ------------------------------------------------------ */
+
+static void refuse(const char *var, const char *given, const char *accepted)
+{
+    fprintf(stderr, "libdelayjc: %s: given '%s'; accepted: %s. Refusing to run.\n",
+            var, given ? given : "(unset)", accepted);
+    _exit(2);
+}
+
+static long long env_int(const char *var, long long lo, long long hi, const char *acc)
+{
+    const char *s = getenv(var);
+    char *end;
+    errno = 0;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || !*s || errno || *end || v < lo || v > hi) refuse(var, s, acc);
+    return v;
+}
+
+static int parse_fault(void)
+{
+    const char *s = getenv("ABT_DELAYJC_FAULT_ERRNO");
+    if (!s) return 0;
+    static const struct { const char *n; int e; } names[] = {
+        {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(s, names[i].n)) return names[i].e;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < 1 || v > 4095)
+        refuse("ABT_DELAYJC_FAULT_ERRNO", s, "EIO, ENOSPC, EROFS, EDQUOT or an errno 1..4095 "
+               "(test hook: every flush reports it)");
+    return (int)v;
+}
+
+static void parse_config(void)
+{
+    const char *pol = getenv("ABT_DELAYJC_POLICY");
+    if (!pol || (strcmp(pol, "fixed") && strcmp(pol, "adaptive")))
+        refuse("ABT_DELAYJC_POLICY", pol, "fixed or adaptive");
+    cfg.adaptive = !strcmp(pol, "adaptive");
+    if (cfg.adaptive && getenv("ABT_DELAYJC_WINDOW_US"))
+        refuse("ABT_DELAYJC_WINDOW_US", getenv("ABT_DELAYJC_WINDOW_US"),
+               "unset when ABT_DELAYJC_POLICY=adaptive (the window is tuned at run time)");
+    if (!cfg.adaptive)
+        cfg.window_ns = 1000ull * (uint64_t)env_int("ABT_DELAYJC_WINDOW_US", 0, 60000000,
+                                   "an integer from 0 to 60000000 (microseconds)");
+    cfg.max_resets = (uint32_t)env_int("ABT_DELAYJC_MAX_RESETS", 0, 1000000,
+                                       "an integer from 0 to 1000000");
+    cfg.max_age_ns = 1000ull * (uint64_t)env_int("ABT_DELAYJC_MAX_AGE_US", 1, 600000000,
+                                                 "an integer from 1 to 600000000 (microseconds)");
+    cfg.fault = parse_fault();
+    cfg.stats = getenv("ABT_DELAYJC_STATS");
+    if (cfg.stats && (!*cfg.stats || strlen(cfg.stats) > PATH_MAX - 16))
+        refuse("ABT_DELAYJC_STATS", cfg.stats, "a writable file path (or unset)");
+}
+
+/* ---- adaptive estimates (called with mu held) --------------------------- */
+
+static void ewma(double *x, double v)
+{
+    *x = *x > 0 ? *x + (v - *x) / 8.0 : v;
+}
+
+/* Count distinct callers per 250 ms epoch; active = max(this epoch, last). */
+static unsigned active_callers(fsq *q, uint64_t now)
+{
+    uint64_t e = now / EPOCH_NS + 1;
+    if (e != q->epoch) {
+        q->callers_prev = e == q->epoch + 1 ? q->callers_cur : 0;
+        q->callers_cur = 0;
+        q->epoch = e;
+    }
+    int slot = -1;
+    for (int i = 0; i < 4 && slot < 0; i++)
+        if (seen[i].epoch && seen[i].dev == q->dev) slot = i;
+    for (int i = 0; i < 4 && slot < 0; i++)
+        if (!seen[i].epoch) slot = i;
+    if (slot < 0) slot = 0;                /* a fifth filesystem evicts the first */
+    if (seen[slot].epoch != e || seen[slot].dev != q->dev) {
+        seen[slot].dev = q->dev;
+        seen[slot].epoch = e;
+        q->callers_cur++;
+    }
+    return q->callers_cur > q->callers_prev ? q->callers_cur : q->callers_prev;
+}
+
+static uint64_t window_ns(const fsq *q)
+{
+    if (!cfg.adaptive) return cfg.window_ns;
+    if (q->flush_ns <= 0 || q->gap_ns <= 0 || q->gap_ns >= q->flush_ns) return 0;
+    double w = 2.0 * q->gap_ns;
+    return (uint64_t)(w < q->flush_ns ? w : q->flush_ns);
+}
+
+/* ---- batches ------------------------------------------------------------ */
+
+static fsq *queue_for(dev_t dev)
+{
+    for (int i = 0; i < MAX_FS; i++)
+        if (queues[i].used && queues[i].dev == dev) return &queues[i];
+    for (int i = 0; i < MAX_FS; i++)
+        if (!queues[i].used) {
+            pthread_condattr_t a;
+            pthread_condattr_init(&a);
+            pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+            memset(&queues[i], 0, sizeof queues[i]);
+            pthread_cond_init(&queues[i].cv, &a);
+            queues[i].dev = dev;
+            queues[i].used = 1;
+            return &queues[i];
+        }
+    return NULL;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* Open a batch or join the open one; returns it with a reference taken. */
+static batch *arrive(fsq *q, uint64_t now, int *leader)
+{
+    if (q->last_arrival) {
+        double gap = (double)(now - q->last_arrival);
+        ewma(&q->gap_ns, gap < GAP_CAP_NS ? gap : GAP_CAP_NS);
+    }
+    q->last_arrival = now;
+    unsigned active = active_callers(q, now);
+    batch *b = q->open;
+    *leader = b == NULL;
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        b->open_ns = now;
+        b->deadline_ns = now + min_u64(window_ns(q), cfg.max_age_ns);
+        q->open = b;
+    } else if (b->resets < cfg.max_resets) {
+        uint64_t d = min_u64(now + window_ns(q), b->open_ns + cfg.max_age_ns);
+        if (d > b->deadline_ns) b->deadline_ns = d;   /* a reset never shortens */
+        b->resets++;
+    }
+    b->members++;
+    b->refs++;
+    if (cfg.adaptive && !*leader && b->members >= active) {
+        b->deadline_ns = now;                          /* everyone is here */
+        pthread_cond_broadcast(&q->cv);
+    }
+    return b;
+}
+
+static void wait_until(fsq *q, uint64_t deadline)
+{
+    struct timespec ts = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
+    pthread_cond_timedwait(&q->cv, &mu, &ts);
+}
+
+static void record(uint16_t op, uint16_t flags, uint32_t bytes, uint64_t t0, uint64_t t1)
+{
+    if (nrec == caprec) {
+        size_t cap = caprec ? caprec * 2 : 1024;
+        abt_record *r = cap <= MAX_RECORDS ? realloc(recs, cap * sizeof *r) : NULL;
+        if (!r) { dropped++; return; }
+        recs = r;
+        caprec = cap;
+    }
+    recs[nrec++] = (abt_record){(uint32_t)getpid(), 0, op, flags, bytes, t0, t1};
+}
+
+/* The opener: wait for the timer and for the previous flush, then flush once. */
+static void lead(fsq *q, batch *b, int fd)
+{
+    uint64_t now;
+    while (now = abt_now_ns(), q->flushing || (now < b->deadline_ns && !exiting)) {
+        if (q->flushing) pthread_cond_wait(&q->cv, &mu);
+        else wait_until(q, b->deadline_ns);
+    }
+    q->open = NULL;
+    q->flushing = 1;
+    b->close_ns = now;
+    pthread_mutex_unlock(&mu);
+    uint64_t t0 = abt_now_ns();
+    int err = syncfs(fd) ? errno : 0;
+    if (cfg.fault) err = cfg.fault;
+    uint64_t t1 = abt_now_ns();
+    pthread_mutex_lock(&mu);
+    ewma(&q->flush_ns, (double)(t1 - t0));
+    b->err = err;
+    b->done = 1;
+    q->flushing = 0;
+    uint16_t fl = err ? ABT_F_ERROR : 0;
+    record(ABT_OP_BATCH, (uint16_t)(b->resets > 0xffff ? 0xffff : b->resets), b->members,
+           b->open_ns, b->close_ns);
+    record(ABT_OP_FLUSH, fl, err ? (uint32_t)err : b->members, t0, t1);
+    pthread_cond_broadcast(&q->cv);
+}
+
+static int batchable(int fd, dev_t *dev)
+{
+    struct stat st;
+    struct statfs sf;
+    if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return 0;
+    if (fstatfs(fd, &sf) || sf.f_type != EXT4_MAGIC) return 0;
+    *dev = st.st_dev;
+    return 1;
+}
+
+static int group_sync(int fd, int (*real)(int))
+{
+    dev_t dev;
+    if (!cfg.ready || !batchable(fd, &dev)) return real(fd);
+    int cs, leader;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);   /* a waiter must not vanish */
+    pthread_mutex_lock(&mu);
+    fsq *q = exiting ? NULL : queue_for(dev);
+    batch *b = q ? arrive(q, abt_now_ns(), &leader) : NULL;
+    if (!b) {
+        pthread_mutex_unlock(&mu);
+        pthread_setcancelstate(cs, NULL);
+        return real(fd);
+    }
+    if (leader) lead(q, b, fd);
+    while (!b->done) pthread_cond_wait(&q->cv, &mu);
+    int err = b->err;
+    if (--b->refs == 0) free(b);
+    pthread_mutex_unlock(&mu);
+    /* this file's own writeback error since its last check (no commit, no flush) */
+    if (!err && sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+                                SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
+        && errno != ESPIPE && errno != EINVAL)
+        err = errno;
+    pthread_setcancelstate(cs, NULL);
+    if (err) { errno = err; return -1; }
+    return 0;
+}
+
+static void resolve(void)
+{
+    if (!real_fsync) real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    if (!real_fdatasync) real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+}
+
+int fsync(int fd)
+{
+    resolve();
+    return group_sync(fd, real_fsync);
+}
+
+int fdatasync(int fd)
+{
+    resolve();
+    return group_sync(fd, real_fdatasync);
+}
+
+/* ---- process life: fork, start, exit ------------------------------------ */
+
+static void before_fork(void) { pthread_mutex_lock(&mu); }
+static void parent_after_fork(void) { pthread_mutex_unlock(&mu); }
+
+/* The child has one thread: batches of the parent's other threads are theirs. */
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&mu, NULL);
+    memset(queues, 0, sizeof queues);   /* their batches stay with the parent */
+    free(recs);
+    recs = NULL;
+    nrec = caprec = 0;
+    dropped = 0;
+    cfg.owner = 0;
+}
+
+__attribute__((constructor)) static void delayjc_init(void)
+{
+    resolve();
+    parse_config();
+    char pid[24], *own = getenv("ABT_DELAYJC_STATS_OWNER");
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    cfg.owner = !own || !strcmp(own, pid);   /* an exec'd descendant is not */
+    if (!own) setenv("ABT_DELAYJC_STATS_OWNER", pid, 1);
+    pthread_atfork(before_fork, parent_after_fork, child_after_fork);
+    cfg.ready = 1;
+}
+
+/* Close open batches now and wait (bounded) for their flushes. */
+static void drain(void)
+{
+    uint64_t limit = abt_now_ns() + DRAIN_NS;
+    for (int i = 0; i < MAX_FS; i++) {
+        fsq *q = &queues[i];
+        if (!q->used) continue;
+        pthread_cond_broadcast(&q->cv);
+        while ((q->open || q->flushing) && abt_now_ns() < limit) wait_until(q, limit);
+    }
+}
+
+__attribute__((destructor)) static void delayjc_fini(void)
+{
+    if (!cfg.ready) return;
+    pthread_mutex_lock(&mu);
+    exiting = 1;
+    drain();
+    if (cfg.stats && (cfg.owner || nrec)) {
+        char path[PATH_MAX];
+        if (cfg.owner) snprintf(path, sizeof path, "%s", cfg.stats);
+        else snprintf(path, sizeof path, "%s.%ld", cfg.stats, (long)getpid());
+        if (abt_trace_write(path, ABT_KIND_BATCHES, recs, nrec))
+            fprintf(stderr, "libdelayjc: ABT_DELAYJC_STATS: cannot write '%s': %s\n",
+                    path, strerror(errno));
+        if (dropped)
+            fprintf(stderr, "libdelayjc: %llu batch records not kept (limit %u)\n",
+                    (unsigned long long)dropped, MAX_RECORDS);
+    }
+    pthread_mutex_unlock(&mu);
+}

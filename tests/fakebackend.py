@@ -1,0 +1,27 @@
+"""A deterministic backend for testing the sweep machinery without root."""
+import time
+
+import numpy as np
+
+from abtlab.backends.base import Backend, RunResult
+from abtlab.trace import RECORD_DTYPE
+
+
+class FakeBackend(Backend):
+    name = "fake"
+    description = "deterministic numbers from the run seed"
+    factors = {"policy": "ext4", "threads": 4}
+    options = {"delay": "seconds to sleep per run"}
+
+    def run_point(self, point, ctx):
+        time.sleep(float(ctx.options.get("delay", 0)))
+        rng = np.random.default_rng(ctx.seed)
+        ops = np.zeros(point["threads"], RECORD_DTYPE)
+        ops["tid"] = np.arange(point["threads"])
+        ops["t_start_ns"] = rng.integers(0, 1000, point["threads"])
+        ops["t_end_ns"] = ops["t_start_ns"] + 10
+        commits = {"tid": np.array([1, 2]), "start": np.array([5, 50]), "end": np.array([20, 70])}
+        return RunResult(scalars={"throughput": float(rng.normal(100, 5)) * point["threads"],
+                                  "commits": 2.0},
+                         ops=ops, commits=commits, attrs={"freq_mode": "simulated",
+                                                          "filesystem": "none", "mount_options": ""})

@@ -1,0 +1,161 @@
+"""The ABT model (seed 000 eqs. 1-10) on hand-built traces: each case of Figs. 5 and 6."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abtlab import model
+from abtlab.errors import ConfigError
+from abtlab.trace import RECORD_DTYPE, Op
+
+
+def trace(rows):
+    """rows: (tid, op, start_ns, end_ns, bytes)."""
+    out = np.zeros(len(rows), RECORD_DTYPE)
+    for i, (tid, op, s, e, b) in enumerate(rows):
+        out[i] = (1000, tid, int(op), 0, b, s, e)
+    return out
+
+
+def commits(*spans):
+    s = np.array([a for a, _ in spans], np.int64)
+    e = np.array([b for _, b in spans], np.int64)
+    n = len(spans)
+    return {"tid": np.arange(n), "start": s, "locking": s, "flushing": s, "logging": s,
+            "end": e, "handles": np.ones(n), "blocks": np.ones(n)}
+
+
+def iozone_thread(tid, w0, w1, f1, nbytes=100):
+    """open, barrier, two writes spanning [w0, w1], fsync until f1, close."""
+    mid = (w0 + w1) // 2
+    return [(tid, Op.OPEN, 0, 5, 0), (tid, Op.BARRIER, 5, 10, 0),
+            (tid, Op.WRITE, w0, mid, nbytes // 2), (tid, Op.WRITE, mid, w1, nbytes - nbytes // 2),
+            (tid, Op.FSYNC, w1, f1, 0), (tid, Op.CLOSE, f1, f1 + 1, 0)]
+
+
+# Fig. 5: one commit L1 = [100, 200]; K_i (tid 0) triggers it.
+FIG5 = (iozone_thread(0, 10, 50, 200)        # K_i: X (its write ends before the commit)
+        + iozone_thread(1, 10, 90, 200)      # not affected: X
+        + iozone_thread(2, 20, 250, 400)     # fully blocked: Y
+        + iozone_thread(3, 150, 260, 400)    # partially blocked: Z
+        + iozone_thread(4, 250, 300, 400))   # after the commit: X
+L1 = (100, 200)
+
+
+def test_fig5_classes():
+    res = model.classify(trace(FIG5), commits(L1))
+    labels = [res["labels"][c] for c in res["write_class"][:, 0]]
+    assert labels == ["X", "X", "Y", "Z", "X"]
+
+
+def test_fig5_measures_and_eq3():
+    m = model.measures(trace(FIG5), commits(L1), "iozone", file_size=100)
+    assert (m["nonblocked_threads"], m["blocked_full"], m["blocked_partial"]) == (3, 1, 1)
+    t_write = np.array([200 - 10, 200 - 10, 400 - 20, 400 - 150, 400 - 250]) * 1e-9
+    assert m["throughput"] == pytest.approx(np.sum(100 / t_write))
+    assert m["mean_write"] == pytest.approx(t_write.mean())
+    assert m["commits"] == 1 and m["fsync_calls"] == 5
+    assert m["elapsed"] == pytest.approx(401e-9)
+    # waits: threads 0,1 covered by L1 (end 200); 2,3,4 fsync after it: own duration
+    waits = np.array([200 - 50, 200 - 90, 400 - 250, 400 - 260, 400 - 300]) * 1e-9
+    assert m["mean_commit_wait"] == pytest.approx(waits.mean())
+
+
+def test_fsync_off_uses_last_write_end():
+    m = model.measures(trace(FIG5), commits(L1), "iozone", file_size=100, fsync=False)
+    t_write = np.array([40, 80, 230, 110, 50]) * 1e-9
+    assert m["throughput"] == pytest.approx(np.sum(100 / t_write))
+
+
+def test_eq5_eq6_decompose_eq4():
+    q_w, r_w, q_jc, r_jc = 20.0, 250.0, 100.0, 200.0
+    assert model.t_write_y(q_w, r_w, q_jc, r_jc) == model.t_write_x(q_w, r_w) == 230.0
+    assert model.t_write_z(150.0, 260.0, q_jc, r_jc) == model.t_write_x(150.0, 260.0) == 110.0
+    assert model.blocked_time(q_w, q_jc, r_jc, "Y") == 100.0
+    assert model.blocked_time(150.0, q_jc, r_jc, "Z") == 50.0
+    assert model.blocked_time(10.0, q_jc, r_jc, "X") == 0.0
+
+
+def test_eq7_eq8_split_eq3():
+    t = np.array([190.0, 230.0, 110.0])
+    parts = model.throughput_by_class(100.0, t, ["X", "Y", "Z"])
+    assert parts["Y"] == pytest.approx(100 / 230)
+    assert parts["total"] == pytest.approx(model.iozone_throughput(100.0, t))
+
+
+def test_many_commits_y_wins_over_z():
+    # one write [150, 700] is Z for L1=[100,200] and Y for L2=[300,400]
+    ops = trace(iozone_thread(0, 10, 50, 200) + iozone_thread(1, 150, 700, 800))
+    res = model.classify(ops, commits((100, 200), (300, 400)))
+    assert [res["labels"][c] for c in res["write_class"][1]] == ["Z", "Y"]
+    m = model.measures(ops, commits((100, 200), (300, 400)), "iozone")
+    assert (m["nonblocked_threads"], m["blocked_full"], m["blocked_partial"]) == (1, 1, 0)
+    assert m["commits"] == 2
+
+
+def test_commits_outside_the_run_not_counted():
+    m = model.measures(trace(FIG5), commits((-500, -400), L1, (10_000, 10_100)), "iozone")
+    assert m["commits"] == 1
+
+
+def test_nojc_no_commits():
+    empty = {k: np.zeros(0) for k in ("tid", "start", "locking", "flushing", "logging", "end",
+                                      "handles", "blocks")}
+    for c in (empty, None):
+        m = model.measures(trace(FIG5), c, "iozone")
+        assert m["commits"] == 0 and m["nonblocked_threads"] == 5
+        assert m["blocked_full"] == 0 and m["blocked_partial"] == 0
+        assert m["mean_commit_wait"] == pytest.approx(m["mean_fsync"])
+
+
+# Fig. 6: Metarates, L1 = [100, 300] triggered by K_i, L2 = [300, 500].
+FIG6 = [
+    (0, Op.OPEN, 0, 10, 0), (0, Op.FSYNC, 10, 300, 0), (0, Op.CLOSE, 300, 305, 0),   # K_i
+    (1, Op.OPEN, 0, 50, 0), (1, Op.FSYNC, 50, 300, 0), (1, Op.CLOSE, 300, 310, 0),   # group 1
+    (2, Op.OPEN, 0, 150, 0), (2, Op.FSYNC, 150, 500, 0), (2, Op.CLOSE, 500, 520, 0), # group 2
+]
+
+
+def test_fig6_blocked_fsyncs_and_fcr():
+    c = commits((100, 300), (300, 500))
+    res = model.classify(trace(FIG6), c)
+    assert res["fsync_blocked"].tolist() == [False, False, True]
+    m = model.measures(trace(FIG6), c, "metarates")
+    assert (m["nonblocked_threads"], m["blocked_full"]) == (2, 1)
+    assert np.isnan(m["blocked_partial"])
+    t_all = np.array([10 + 290 + 5, 50 + 250 + 10, 150 + 350 + 20]) * 1e-9
+    assert m["fcr"] == pytest.approx(3 / t_all.sum())
+    assert m["fcr_approx"] == pytest.approx(3 / (np.array([290, 250, 350]) * 1e-9).sum())
+    assert m["mean_commit_wait"] == pytest.approx(np.mean([290, 250, 350]) * 1e-9)
+    assert m["commits"] == 2
+
+
+def test_fcr_many_files_per_worker():
+    # F=2 files per worker, N=1: eq. (9) -> 2 / (sum of both creates)
+    rows = [(0, Op.OPEN, 0, 10, 0), (0, Op.FSYNC, 10, 40, 0), (0, Op.CLOSE, 40, 50, 0),
+            (0, Op.OPEN, 50, 60, 0), (0, Op.FSYNC, 60, 160, 0), (0, Op.CLOSE, 160, 170, 0)]
+    m = model.measures(trace(rows), None, "metarates")
+    assert m["fcr"] == pytest.approx(2 / ((10 + 30 + 10 + 10 + 100 + 10) * 1e-9))
+    assert m["nonblocked_threads"] == 1
+
+
+def test_commit_wait_rule():
+    # fsync [10, 300] covered by commit ending at 250 -> 240; fsync [400, 420] after
+    # the last commit -> own duration 20
+    w = model.commit_waits([10, 400], [300, 420], [250])
+    assert w.tolist() == [240, 20]
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(ConfigError) as e:
+        model.measures(trace(FIG5), None, "fio")
+    assert e.value.field == "workload"
+    with pytest.raises(ConfigError) as e:
+        model.measures(np.zeros(3), None, "iozone")
+    assert e.value.field == "ops"
+    with pytest.raises(ConfigError) as e:
+        model.measures(trace(FIG5), commits((200, 100)), "iozone")
+    assert e.value.field == "commits.end"
+    with pytest.raises(ConfigError) as e:
+        model.measures(trace(FIG5), None, "iozone", file_size=-1)
+    assert e.value.field == "file_size"

@@ -1,0 +1,101 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import abtlab
+from abtlab import backends, schema, store, sweep
+from abtlab.errors import ConfigError
+
+HERE = Path(__file__).parent
+backends.register("fake", "fakebackend:FakeBackend")
+sys.path.insert(0, str(HERE))
+LEVELS = {"policy": ["ext4", "nojc"], "threads": [2, 8]}
+
+
+def test_expand_and_seeds():
+    pts = sweep.expand(LEVELS)
+    assert len(pts) == 4 and pts[0] == {"policy": "ext4", "threads": 2}
+    assert sweep.run_seed(0, 1, 2) == sweep.run_seed(0, 1, 2) != sweep.run_seed(0, 2, 1)
+
+
+def test_run_assembles_and_round_trips(tmp_path):
+    out = tmp_path / "r.nc"
+    ds = sweep.run("fake", LEVELS, reps=3, out=out, quiet=True)
+    assert ds["throughput"].dims == ("policy", "threads", "rep")
+    assert ds["throughput"].attrs["units"] == "bytes/s"
+    assert int((ds[schema.RUN_ID] >= 0).sum()) == 12
+    assert ds.sizes["op"] == 3 * 2 * (2 + 8) and ds.sizes["commit"] == 24
+    schema.validate(ds)
+    back = abtlab.load(out)
+    np.testing.assert_allclose(back["throughput"].values, ds["throughput"].values)
+    rid = int(back[schema.RUN_ID].sel(policy="nojc", threads=8, rep=1))
+    assert back.abt.ops(rid).size == 8
+    assert list(back.abt.commits(rid)["end"]) == [20, 70]
+    assert not store.parts_dir(out).exists()
+    for key in ("kernel", "cpu", "backend", "abtlab_version", "start_time", "end_time", "command"):
+        assert key in back.attrs
+
+
+def test_results_independent_of_order(tmp_path):
+    a = sweep.run("fake", LEVELS, reps=2, quiet=True, seed=3, shuffle=True)
+    b = sweep.run("fake", LEVELS, reps=2, quiet=True, seed=3, shuffle=False)
+    np.testing.assert_array_equal(a["throughput"].values, b["throughput"].values)
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(ConfigError, match="reps"):
+        sweep.run("fake", LEVELS, reps=0, quiet=True)
+    with pytest.raises(ConfigError, match="threads"):
+        sweep.run("fake", {"policy": ["ext4"], "threads": []}, quiet=True)
+    with pytest.raises(ConfigError, match="backend"):
+        sweep.run("no-such-backend", LEVELS, quiet=True)
+
+
+def test_torn_part_is_discarded_and_rerun(tmp_path):
+    out = tmp_path / "r.nc"
+    d = store.parts_dir(out)
+    d.mkdir()
+    (d / store.part_name(0, 0)).write_bytes(b"\x89HDF\r\n torn")
+    with pytest.warns(UserWarning, match="discarded unreadable part"):
+        ds = sweep.run("fake", LEVELS, reps=1, out=out, resume=True, quiet=True)
+    assert not d.exists()  # parts are removed once the dataset is written
+    assert np.isfinite(ds["throughput"].values).all()
+
+
+_SCRIPT = """
+import sys; sys.path.insert(0, {here!r})
+from abtlab import backends, sweep
+backends.register("fake", "fakebackend:FakeBackend")
+sweep.run("fake", {levels!r}, reps=4, out={out!r}, seed=7, quiet=True, resume={resume},
+          options={{"delay": {delay}}})
+"""
+
+
+def _spawn(out, resume, delay):
+    code = _SCRIPT.format(here=str(HERE), levels=LEVELS, out=str(out), resume=resume, delay=delay)
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
+    ref = sweep.run("fake", LEVELS, reps=4, seed=7, quiet=True)
+    out = tmp_path / "k.nc"
+    proc = _spawn(out, False, 0.15)
+    parts = store.parts_dir(out)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(parts.glob("p*.nc"))) < 4:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_before = len(list(parts.glob("p*.nc")))
+    assert 4 <= n_before < 16
+    assert _spawn(out, True, 0.0).wait(timeout=120) == 0
+    got = abtlab.load(out)
+    np.testing.assert_array_equal(got["throughput"].values, ref["throughput"].values)
+    assert int((got[schema.RUN_ID] >= 0).sum()) == 16
+    assert got.sizes["op"] == ref.sizes["op"]
