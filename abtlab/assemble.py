@@ -54,7 +54,7 @@ def assemble(parts: list, levels: dict, attrs: dict):
     arrays = {n: np.full(shape, np.nan) for n in names}
     run_id = np.full(shape, -1, dtype=np.int64)
     tables = {c: [] for c in (*schema.OP_COLUMNS, *schema.COMMIT_COLUMNS, *schema.BATCH_COLUMNS)}
-    run_attrs = {}
+    run_attrs: dict = {}
     parts = sorted(parts, key=lambda p: (int(p.attrs["point_index"]), int(p.attrs["rep"])))
     for rid, part in enumerate(parts):
         point = json.loads(part.attrs["point"])
@@ -68,7 +68,10 @@ def assemble(parts: list, levels: dict, attrs: dict):
             n = part.sizes.get(dim, 0)
             for c in cols:
                 tables[c].append(np.full(n, rid, np.int64) if c.endswith("_run") else part[c].values)
-        run_attrs.update(json.loads(part.attrs["run_attrs"]))
+        for k, v in json.loads(part.attrs["run_attrs"]).items():
+            run_attrs.setdefault(k, [])
+            if v not in run_attrs[k]:
+                run_attrs[k].append(v)
     data = {}
     for n, arr in arrays.items():
         meta = schema.VARIABLES.get(n)
@@ -81,7 +84,9 @@ def assemble(parts: list, levels: dict, attrs: dict):
             data[c] = ((dim,), vals.astype(np.int64), {"units": units})
     coords = {f: list(v) for f, v in levels.items()}
     coords[schema.REP] = np.arange(nrep)
-    merged = {**run_attrs, **attrs}
+    # an attr that differs between runs (e.g. filesystem per policy) keeps every value
+    merged = {k: v[0] if len(v) == 1 else " | ".join(map(str, v)) for k, v in run_attrs.items()}
+    merged.update(attrs)
     return xr.Dataset(data, coords=coords, attrs=merged)
 
 

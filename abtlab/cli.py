@@ -26,14 +26,18 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from .system import cleanup
     try:
-        return int(args.func(args) or 0)
+        # SIGTERM/SIGINT unwind every `with` that changed the machine (mounts, loops, ...)
+        with cleanup.installed():
+            return int(args.func(args) or 0)
     except AbtError as exc:
         print(f"abtlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"abtlab {args.command}: interrupted; cleaned up", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", 2)
+        print(f"abtlab {args.command}: interrupted; machine changes undone", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":

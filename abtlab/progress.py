@@ -20,10 +20,10 @@ class Progress:
             return
         el = time.monotonic() - self.t0
         eta = el / self.done * (self.total - self.done) if self.done else 0.0
-        width = 24
+        width = 20
         fill = int(width * self.done / max(self.total, 1))
         bar = "#" * fill + "." * (width - fill)
         end = "\n" if self.done >= self.total else ""
         self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} "
-                          f"{el:6.1f}s elapsed, ETA {eta:6.1f}s {note[:40]:<40}{end}")
+                          f"{el:5.0f}s, ETA {eta:5.0f}s {note[:36]:<36}{end}")
         self.stream.flush()

@@ -47,7 +47,9 @@
 typedef struct {
     uint64_t open_ns, close_ns, deadline_ns;
     uint32_t members, resets, refs;
-    int err, done;
+    uint32_t pending;                 /* FLUSH=fsync: members still syncing */
+    uint64_t flush_start;
+    int err, done, go;
 } batch;
 
 typedef struct {
@@ -61,7 +63,7 @@ typedef struct {
 } fsq;
 
 static struct {
-    int ready, adaptive, fault, owner;
+    int ready, adaptive, fault, owner, each;   /* each: ABT_DELAYJC_FLUSH=fsync */
     uint64_t window_ns, max_age_ns;
     uint32_t max_resets;
     const char *stats;
@@ -128,6 +130,10 @@ static void parse_config(void)
     cfg.max_age_ns = 1000ull * (uint64_t)env_int("ABT_DELAYJC_MAX_AGE_US", 1, 600000000,
                                                  "an integer from 1 to 600000000 (microseconds)");
     cfg.fault = parse_fault();
+    const char *fl = getenv("ABT_DELAYJC_FLUSH");
+    if (fl && strcmp(fl, "syncfs") && strcmp(fl, "fsync"))
+        refuse("ABT_DELAYJC_FLUSH", fl, "syncfs or fsync (unset: syncfs)");
+    cfg.each = fl && !strcmp(fl, "fsync");
     cfg.stats = getenv("ABT_DELAYJC_STATS");
     if (cfg.stats && (!*cfg.stats || strlen(cfg.stats) > PATH_MAX - 16))
         refuse("ABT_DELAYJC_STATS", cfg.stats, "a writable file path (or unset)");
@@ -241,7 +247,21 @@ static void record(uint16_t op, uint16_t flags, uint32_t bytes, uint64_t t0, uin
     recs[nrec++] = (abt_record){(uint32_t)getpid(), 0, op, flags, bytes, t0, t1};
 }
 
-/* The opener: wait for the timer and for the previous flush, then flush once. */
+static void finish(fsq *q, batch *b, uint64_t t1)
+{
+    ewma(&q->flush_ns, (double)(t1 - b->flush_start));
+    b->done = 1;
+    q->flushing = 0;
+    record(ABT_OP_BATCH, (uint16_t)(b->resets > 0xffff ? 0xffff : b->resets), b->members,
+           b->open_ns, b->close_ns);
+    record(ABT_OP_FLUSH, b->err ? ABT_F_ERROR : 0, b->err ? (uint32_t)b->err : b->members,
+           b->flush_start, t1);
+    pthread_cond_broadcast(&q->cv);
+}
+
+/* The opener: wait for the timer and for the previous flush, then close the
+ * batch and flush it once (syncfs), or release every member to sync its own
+ * file together (FLUSH=fsync: jbd2 groups their commits). */
 static void lead(fsq *q, batch *b, int fd)
 {
     uint64_t now;
@@ -252,21 +272,33 @@ static void lead(fsq *q, batch *b, int fd)
     q->open = NULL;
     q->flushing = 1;
     b->close_ns = now;
+    b->flush_start = abt_now_ns();
+    if (cfg.each) {
+        b->go = 1;
+        b->pending = b->members;
+        pthread_cond_broadcast(&q->cv);
+        return;
+    }
     pthread_mutex_unlock(&mu);
-    uint64_t t0 = abt_now_ns();
     int err = syncfs(fd) ? errno : 0;
     if (cfg.fault) err = cfg.fault;
     uint64_t t1 = abt_now_ns();
     pthread_mutex_lock(&mu);
-    ewma(&q->flush_ns, (double)(t1 - t0));
     b->err = err;
-    b->done = 1;
-    q->flushing = 0;
-    uint16_t fl = err ? ABT_F_ERROR : 0;
-    record(ABT_OP_BATCH, (uint16_t)(b->resets > 0xffff ? 0xffff : b->resets), b->members,
-           b->open_ns, b->close_ns);
-    record(ABT_OP_FLUSH, fl, err ? (uint32_t)err : b->members, t0, t1);
-    pthread_cond_broadcast(&q->cv);
+    finish(q, b, t1);
+}
+
+/* FLUSH=fsync: this member's part of the flush; the first error goes to all. */
+static void sync_own(fsq *q, batch *b, int fd, int (*real)(int))
+{
+    while (!b->go) pthread_cond_wait(&q->cv, &mu);
+    pthread_mutex_unlock(&mu);
+    int err = real(fd) ? errno : 0;
+    if (cfg.fault) err = cfg.fault;
+    uint64_t t1 = abt_now_ns();
+    pthread_mutex_lock(&mu);
+    if (err && !b->err) b->err = err;
+    if (--b->pending == 0) finish(q, b, t1);
 }
 
 static int batchable(int fd, dev_t *dev)
@@ -294,12 +326,13 @@ static int group_sync(int fd, int (*real)(int))
         return real(fd);
     }
     if (leader) lead(q, b, fd);
+    if (cfg.each) sync_own(q, b, fd, real);
     while (!b->done) pthread_cond_wait(&q->cv, &mu);
     int err = b->err;
     if (--b->refs == 0) free(b);
     pthread_mutex_unlock(&mu);
     /* this file's own writeback error since its last check (no commit, no flush) */
-    if (!err && sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+    if (!err && !cfg.each && sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
                                 SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
         && errno != ESPIPE && errno != EINVAL)
         err = errno;

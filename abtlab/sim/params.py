@@ -1,0 +1,173 @@
+"""Simulator parameters: workload, CPU (scaled by frequency), device presets, variation.
+
+CPU costs are given at the reference frequency f_ref; at frequency f a phase costs
+    c(f) = c_ref * (nonscaling + (1 - nonscaling) * f_ref / f)
+(`nonscaling` is the share of a CPU phase bound by memory or uncore, which does not
+speed up with the core clock). Device phases (data flush, journal commit, inode write)
+do not scale with f. The scheduler's time slice does not either: by default it follows
+CFS, max(sched_latency / N, min_granularity), both scaled by 1 + log2(cores) as Linux
+does. How a thread's CPU work per op compares with these f-independent times is what
+decides how many threads one commit batches.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from .. import policies
+from ..errors import ConfigError
+from . import kernel as K
+
+__all__ = ["SimParams", "DEVICES", "DISTRIBUTIONS", "make"]
+
+# Device presets (us). hdd7200: 4.17 ms mean rotational latency + short seeks, ~120 MB/s
+# (8 us/KiB); a commit is a small sequential journal write plus a cache flush (several ms,
+# as the paper's Table 3 / Fig. 8 waits of 18-25 ms for two commits suggest).
+# loop: this kind of VM's loop device, ~1 ms fsync. ssd-sata: ~500 MB/s, ~100 us flushes.
+DEVICES = {
+    "loop": dict(flush_fixed_us=150.0, flush_us_per_kib=0.5, commit_fixed_us=800.0,
+                 commit_us_per_block=4.0, inode_write_us=150.0),
+    "hdd7200": dict(flush_fixed_us=1500.0, flush_us_per_kib=8.0, commit_fixed_us=6000.0,
+                    commit_us_per_block=34.0, inode_write_us=4500.0),
+    "ssd-sata": dict(flush_fixed_us=60.0, flush_us_per_kib=2.0, commit_fixed_us=150.0,
+                     commit_us_per_block=8.0, inode_write_us=60.0),
+}
+DISTRIBUTIONS = ("lognormal", "gamma", "fixed")
+WORKLOADS = ("iozone", "metarates")
+
+
+@dataclass(frozen=True)
+class SimParams:
+    workload: str = "iozone"
+    policy: str = "ext4"
+    threads: int = 64
+    cores: int = 4
+    file_size: int = 128 * 1024
+    record_size: int = 32 * 1024
+    files: int = 1
+    fsync: bool = True
+    freq_ghz: float = 3.3
+    f_ref_ghz: float = 3.3
+    nonscaling: float = 0.1
+    quantum_us: float | None = None        # None: CFS-like, see module doc
+    open_us: float = 20.0                  # CPU costs at f_ref
+    write_fixed_us: float = 4.0
+    write_us_per_kib: float = 0.5
+    fsync_cpu_us: float = 8.0
+    close_us: float = 4.0
+    spawn_us: float = 25.0                 # creating one thread (serial, in the main thread)
+    device: str = "loop"
+    device_overrides: dict = field(default_factory=dict, hash=False)
+    blocks_per_handle: float = 1.0
+    cpu_dist: str = "lognormal"
+    cpu_cv: float = 0.1
+    dev_dist: str = "lognormal"
+    dev_cv: float = 0.2
+    wake_front: bool = True
+    adaptive_k: float = 2.0
+    ewma_alpha: float = 0.25
+
+    def device_params(self) -> dict:
+        return {**DEVICES[self.device], **self.device_overrides}
+
+    def scale(self) -> float:
+        return self.nonscaling + (1 - self.nonscaling) * self.f_ref_ghz / self.freq_ghz
+
+    def quantum(self) -> float:
+        if self.quantum_us is not None:
+            return float(self.quantum_us)
+        factor = 1 + math.log2(self.cores)
+        return max(6000.0 * factor / self.threads, 750.0 * factor)
+
+    def as_attrs(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k != "device_overrides"}
+        d.update(self.device_params())
+        d["quantum_us"] = self.quantum()
+        return {f"sim_{k}": (str(v) if v is None or isinstance(v, bool) else v) for k, v in d.items()}
+
+
+def _need(cond, name, given, accepted):
+    if not cond:
+        raise ConfigError(name, given, accepted)
+
+
+def _validate(p: SimParams) -> None:
+    _need(p.workload in WORKLOADS, "workload", p.workload, " | ".join(WORKLOADS))
+    for name in ("threads", "cores", "files"):
+        v = getattr(p, name)
+        _need(isinstance(v, (int, np.integer)) and v >= 1, name, v, "an integer >= 1")
+    for name in ("file_size", "record_size"):
+        v = getattr(p, name)
+        _need(isinstance(v, (int, np.integer)) and v >= 1, name, v, "a size in bytes >= 1")
+    _need(p.record_size <= p.file_size, "record_size", p.record_size,
+          f"<= file_size ({p.file_size})")
+    for name in ("freq_ghz", "f_ref_ghz"):
+        v = getattr(p, name)
+        _need(isinstance(v, (int, float)) and 0 < v < 100, name, v, "a frequency in GHz > 0")
+    _need(0 <= p.nonscaling <= 1, "nonscaling", p.nonscaling, "a fraction in [0, 1]")
+    _need(p.quantum_us is None or p.quantum_us > 0, "quantum_us", p.quantum_us, "> 0 or None")
+    for name in ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
+                 "spawn_us", "blocks_per_handle", "cpu_cv", "dev_cv", "adaptive_k"):
+        v = getattr(p, name)
+        _need(isinstance(v, (int, float)) and v >= 0 and math.isfinite(v), name, v, "a number >= 0")
+    _need(0 < p.ewma_alpha <= 1, "ewma_alpha", p.ewma_alpha, "a weight in (0, 1]")
+    _need(p.device in DEVICES, "device", p.device, " | ".join(DEVICES))
+    for k, v in p.device_overrides.items():
+        _need(k in DEVICES["loop"], f"device_overrides.{k}", k, ", ".join(DEVICES["loop"]))
+        _need(isinstance(v, (int, float)) and v >= 0, f"device_overrides.{k}", v, "a number >= 0")
+    for name in ("cpu_dist", "dev_dist"):
+        v = getattr(p, name)
+        _need(v in DISTRIBUTIONS, name, v, " | ".join(DISTRIBUTIONS))
+
+
+def make(**kw) -> SimParams:
+    """SimParams from keywords, checked; ConfigError names the bad field."""
+    known = set(SimParams.__dataclass_fields__)
+    for k in kw:
+        _need(k in known, k, kw[k], "one of " + ", ".join(sorted(known)))
+    if "policy" in kw:
+        kw["policy"] = policies.parse(kw["policy"]).label
+    p = replace(SimParams(), **kw)
+    _validate(p)
+    return p
+
+
+def vector(p: SimParams) -> np.ndarray:
+    """The kernel's parameter vector (costs at the simulated frequency, in us)."""
+    pol = policies.parse(p.policy)
+    dev = p.device_params()
+    s = p.scale()
+    v = np.zeros(K.NPARAM)
+    v[K.I_QUANTUM] = p.quantum()
+    v[K.I_C_OPEN], v[K.I_C_FSYNC], v[K.I_C_CLOSE] = p.open_us * s, p.fsync_cpu_us * s, p.close_us * s
+    v[K.I_C_WRITE] = (p.write_fixed_us + p.write_us_per_kib * p.record_size / 1024) * s
+    v[K.I_FLUSH_FIXED] = dev["flush_fixed_us"]
+    v[K.I_FLUSH_PER_BYTE] = dev["flush_us_per_kib"] / 1024
+    v[K.I_COMMIT_FIXED], v[K.I_COMMIT_PER_BLOCK] = dev["commit_fixed_us"], dev["commit_us_per_block"]
+    v[K.I_INODE_WRITE] = dev["inode_write_us"]
+    v[K.I_BLOCKS_PER_HANDLE] = p.blocks_per_handle
+    v[K.I_POLICY], v[K.I_WINDOW], v[K.I_KPARAM] = _policy_code(pol)
+    v[K.I_MAX_RESETS] = pol.params.get("max_resets", 0)
+    v[K.I_MAX_AGE] = pol.params.get("max_age_us", 0.0)
+    v[K.I_WAKE_FRONT] = 1.0 if p.wake_front else 0.0
+    v[K.I_ALPHA] = p.ewma_alpha
+    v[K.I_D0] = dev["commit_fixed_us"]       # first estimate of a commit's duration
+    v[K.I_RECORD_BYTES] = p.record_size
+    v[K.I_CORES] = p.cores
+    if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
+        v[K.I_KPARAM] = p.adaptive_k
+    return v
+
+
+def _policy_code(pol):
+    if pol.kind == "ext4":
+        return K.POL_EXT4, 0.0, 0.0
+    if pol.kind == "nojc":
+        return K.POL_NOJC, 0.0, 0.0
+    if pol.kind == "batch":
+        return K.POL_BATCH, pol.params["min_us"], pol.params["max_us"]
+    if pol.params["mode"] == "fixed":
+        return K.POL_FIXED, pol.params["window_us"], 0.0
+    return K.POL_ADAPT, 0.0, 0.0

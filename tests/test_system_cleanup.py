@@ -1,0 +1,181 @@
+"""The undo stack, and nothing left behind by ScratchFS + DeviceThrottle + JournalTrace
+after an exception or a SIGTERM."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from abtlab.system import cleanup
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def spawn(code: str) -> subprocess.Popen:
+    """Start a python child running `code`; return once it printed READY."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("READY"):
+            return proc, lines
+    proc.wait(30)
+    raise AssertionError(f"child never got READY: {''.join(lines)} {proc.stderr.read()}")
+
+
+def finish(proc, sig=signal.SIGTERM):
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    return out, err
+
+
+# -- the stack itself --------------------------------------------------------------------
+def test_run_all_runs_newest_first_once_each():
+    done = []
+    for name in "abc":
+        cleanup.push(lambda n=name: done.append(n), f"undo {name}")
+    cleanup.run_all()
+    cleanup.run_all()
+    assert done == ["c", "b", "a"]
+    assert cleanup.pending() == []
+
+
+def test_pop_runs_only_its_own_undo_and_only_once():
+    done = []
+    keep = cleanup.push(lambda: done.append("keep"), "keep")
+    tok = cleanup.push(lambda: done.append("mine"), "mine")
+    assert cleanup.pop(tok) is True
+    assert cleanup.pop(tok) is False
+    assert done == ["mine"]
+    cleanup.discard(keep)
+    assert cleanup.pending() == []
+
+
+def test_a_failing_undo_warns_and_the_others_still_run():
+    done = []
+    cleanup.push(lambda: done.append("first"), "first")
+    cleanup.push(lambda: 1 / 0, "broken")
+    cleanup.push(lambda: done.append("last"), "last")
+    with pytest.warns(RuntimeWarning, match="broken failed"):
+        cleanup.run_all()
+    assert done == ["last", "first"]
+
+
+def _child_with_undos(tmp_path, body):
+    out = tmp_path / "undone.txt"
+    return out, f"""
+        import time
+        from abtlab.system import cleanup
+        cleanup.installed()
+        log = open({str(out)!r}, "a", buffering=1)
+        cleanup.push(lambda: log.write("A\\n"), "A")
+        def slow():
+            time.sleep(0.5)
+            log.write("B\\n")
+        cleanup.push(slow, "B")
+        {body}
+    """
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_runs_every_undo_once_even_if_signalled_again(tmp_path, sig):
+    out, code = _child_with_undos(tmp_path, "print('READY', flush=True); time.sleep(60)")
+    proc, _ = spawn(code)
+    proc.send_signal(sig)
+    import time
+    time.sleep(0.2)  # while the slow undo runs
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert out.read_text().split() == ["B", "A"]
+
+
+@pytest.mark.parametrize("body", ["print('READY', flush=True)",
+                                  "print('READY', flush=True); raise SystemExit(3)",
+                                  "print('READY', flush=True); 1 / 0"])
+def test_exit_paths_run_every_undo(tmp_path, body):
+    out, code = _child_with_undos(tmp_path, body)
+    proc, _ = spawn(code)
+    proc.communicate(timeout=30)
+    assert out.read_text().split() == ["B", "A"]
+
+
+def test_installed_as_context_restores_handlers():
+    before = signal.getsignal(signal.SIGTERM)
+    done = []
+    with cleanup.installed():
+        assert signal.getsignal(signal.SIGTERM) is not before
+        cleanup.push(lambda: done.append(1), "x")
+    assert done == [1]
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+# -- nothing left by the real thing ----------------------------------------------------------
+def _leftovers(image, loopdev, mountpoint, instance, major_minor):
+    found = []
+    if image and subprocess.run(["losetup", "-j", str(image)], capture_output=True,
+                                text=True).stdout.strip():
+        found.append("loop device")
+    if mountpoint and os.path.ismount(mountpoint):
+        found.append("mount")
+    if instance and os.path.exists(instance):
+        found.append("tracefs instance")
+    for f in Path("/sys/fs/cgroup/blkio").glob("blkio.throttle.*_device"):
+        if any(line.split()[0] == major_minor for line in f.read_text().splitlines()):
+            found.append(f.name)
+    if image and os.path.exists(image):
+        found.append("image file")
+    return found
+
+
+_SETUP = """
+    import os
+    from abtlab.system import cleanup
+    from abtlab.system.scratchfs import ScratchFS
+    from abtlab.system.device import DeviceThrottle
+    from abtlab.system.tracefs import JournalTrace
+    cleanup.installed()
+    with ScratchFS(size_mb=32, workdir={workdir!r}) as fs, \\
+         DeviceThrottle("hdd7200", fs.major_minor), JournalTrace(fs.dev_t) as tr:
+        print("READY", fs.image, fs.loopdev, fs.mountpoint, tr.path, fs.major_minor, flush=True)
+        {body}
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("how", ["exception", "sigterm", "sigint"])
+def test_nothing_left_after_failure_or_signal(tmp_path, how):
+    body = "raise RuntimeError('mid-run failure')" if how == "exception" else \
+        "import time; time.sleep(60)"
+    proc, lines = spawn(_SETUP.format(workdir=str(tmp_path), body=body))
+    _, image, loopdev, mnt, instance, mm = lines[-1].split()
+    try:
+        if how != "exception":
+            proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode != 0
+        assert ("mid-run failure" in err) if how == "exception" else ("Terminated" in err)
+        assert _leftovers(image, loopdev, mnt, instance, mm) == []
+    finally:
+        proc.kill()
+        _force_cleanup(image, loopdev, mnt, instance, mm)
+
+
+def _force_cleanup(image, loopdev, mnt, instance, mm):
+    """Leave the machine clean even when the code under test failed to."""
+    if os.path.ismount(mnt):
+        subprocess.run(["umount", "-l", mnt])
+    attached = subprocess.run(["losetup", "-j", image], capture_output=True, text=True).stdout
+    if attached.startswith(loopdev + ":"):
+        subprocess.run(["losetup", "-d", loopdev])
+    if os.path.isdir(instance):
+        os.rmdir(instance)
+    for f in Path("/sys/fs/cgroup/blkio").glob("blkio.throttle.*_device"):
+        if mm in f.read_text():
+            f.write_text(f"{mm} 0")
