@@ -22,10 +22,10 @@ PROG = Path(__file__).resolve().parents[1] / "backends" / "delayjc" / "abt-fsync
 DEFAULT = "ext4;delayjc:window=16ms,max_resets=64;delayjc:adaptive"
 
 
-def run_once(pol, mnt, args, stats):
+def run_once(pol, flush, mnt, args, stats):
     env = dict(os.environ)
     if pol.kind == "delayjc":
-        env.update(delayjc.preload_env(pol, stats))
+        env.update(delayjc.preload_env(pol, stats), ABT_DELAYJC_FLUSH=flush)
     cmd = [str(PROG), "--dir", str(mnt), "--threads", str(args.threads),
            "--files", str(args.files), "--size", args.size]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=True).stdout
@@ -45,28 +45,36 @@ def main(argv=None):
     ap.add_argument("--size", default="128k")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--policies", default=DEFAULT)
+    ap.add_argument("--flush", choices=("syncfs", "fsync", "both"), default="both",
+                    help="how a delayJC batch is flushed (ABT_DELAYJC_FLUSH)")
     args = ap.parse_args(argv)
     pols = policies.parse_list(args.policies)
     if any(p.kind not in ("ext4", "delayjc") for p in pols):
         ap.error("--policies: only ext4 and delayjc specs run on the same filesystem here")
     subprocess.run(["make", "-s", "-C", str(PROG.parents[1])], check=True)
-    tput = {p.label: [] for p in pols}
-    members = {p.label: [] for p in pols}
+    flushes = ("syncfs", "fsync") if args.flush == "both" else (args.flush,)
+    cases = [(p, f) for p in pols for f in (flushes if p.kind == "delayjc" else ("-",))]
+    tput = {_name(*c): [] for c in cases}
+    members = {_name(*c): [] for c in cases}
     with tempfile.TemporaryDirectory() as tmp, ScratchFS(size_mb=512, journal=True, workdir=tmp) as fs:
         for rep in range(args.reps):
-            for pol in (pols if rep % 2 == 0 else pols[::-1]):
-                t, m = run_once(pol, fs.mountpoint, args, Path(tmp) / "stats.bin")
-                tput[pol.label].append(t)
+            for pol, flush in (cases if rep % 2 == 0 else cases[::-1]):
+                t, m = run_once(pol, flush, fs.mountpoint, args, Path(tmp) / "stats.bin")
+                tput[_name(pol, flush)].append(t)
                 if m is not None:
-                    members[pol.label].append(m)
-    base = statistics.median(tput[pols[0].label])
+                    members[_name(pol, flush)].append(m)
+    base = statistics.median(tput[_name(*cases[0])])
     print(f"threads={args.threads} files/thread={args.files} size={args.size} reps={args.reps} "
           f"(scratch loop ext4 data=ordered, real runs)")
-    for p in pols:
-        med = statistics.median(tput[p.label])
-        mm = f" mean_members={statistics.median(members[p.label]):.1f}" if members[p.label] else ""
-        print(f"{p.label:48s} median {med / 2**20:8.2f} MiB/s  ratio_to_{pols[0].label} "
-              f"{med / base:5.2f}{mm}")
+    for c in cases:
+        name = _name(*c)
+        med = statistics.median(tput[name])
+        mm = f" mean_members={statistics.median(members[name]):.1f}" if members[name] else ""
+        print(f"{name:62s} median {med / 2**20:8.2f} MiB/s  ratio {med / base:5.2f}{mm}")
+
+
+def _name(pol, flush):
+    return pol.label if flush == "-" else f"{pol.label} flush={flush}"
 
 
 if __name__ == "__main__":

@@ -25,28 +25,46 @@ BACKENDS = Path(__file__).resolve().parents[1] / "backends"
 PROG = BACKENDS / "iozone" / "abt-iozone"
 
 
-def _once(args: list[str], workdir: Path, trace: Path | None) -> tuple[float, float]:
-    """One run; returns (process wall s, in-program elapsed s). Files are kept by
-    abt-iozone and removed here, outside the timing: unlinking 64 freshly synced
-    files on ext4 takes ~200 ms here and would drown what is being measured."""
+COLUMNS = ("wall", "elapsed", "cpu", "save")
+
+
+def _once(args: list[str], workdir: Path, trace: Path | None) -> tuple[float, ...]:
+    """One run; returns (process wall s, in-program elapsed s, process CPU s, trace
+    save s). Files are kept by abt-iozone and removed here, outside the timing:
+    unlinking 64 freshly synced files on ext4 takes ~200 ms here and would drown
+    what is being measured."""
     mode = ["--trace", str(trace)] if trace else ["--no-record"]
     t0 = time.perf_counter()
-    p = subprocess.run([str(PROG), *args, "--keep", *mode], capture_output=True, text=True)
+    p = subprocess.Popen([str(PROG), *args, "--keep", *mode], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate()
     wall = time.perf_counter() - t0
     for f in workdir.glob("abt-iozone.*"):
         f.unlink()
     if trace:
-        trace.unlink()
+        trace.unlink(missing_ok=True)
     if p.returncode == 2:
-        raise ConfigError("abt-iozone arguments", " ".join(args), p.stderr.strip())
+        raise ConfigError("abt-iozone arguments", " ".join(args), err.strip())
     if p.returncode != 0:
-        raise RunError(f"abt-iozone failed ({p.returncode}): {p.stderr.strip()}")
-    out = dict(line.split(": ", 1) for line in p.stdout.splitlines())
-    return wall, int(out["elapsed_ns"]) * 1e-9
+        raise RunError(f"abt-iozone failed ({p.returncode}): {err.strip()}")
+    kv = dict(line.split(": ", 1) for line in out.splitlines())
+    return (wall, int(kv["elapsed_ns"]) * 1e-9, _child_cpu_since(), int(kv["save_ns"]) * 1e-9)
+
+
+_cpu_seen = [0.0]
+
+
+def _child_cpu_since() -> float:
+    """CPU (user + sys) of children reaped since the last call: the run just done."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = ru.ru_utime + ru.ru_stime
+    delta, _cpu_seen[0] = total - _cpu_seen[0], total
+    return delta
 
 
 def measure(args: list[str], reps: int, workdir: Path) -> dict[str, np.ndarray]:
-    """Interleave the two modes reps times (order alternating); return times [reps, 2]."""
+    """Interleave the two modes reps times (order alternating); arrays [reps, 4]."""
     res = {"no-record": [], "trace": []}
     trace = workdir / "overhead.trace"
     _once(args, workdir, None)  # warm-up: page cache, directory, allocator
@@ -67,15 +85,21 @@ def ratio_ci(a: np.ndarray, b: np.ndarray, n: int = 4000, seed: int = 0) -> tupl
 
 def report(res: dict[str, np.ndarray]) -> None:
     for col, what in ((0, "process wall time (incl. trace write)"),
-                      (1, "in-program elapsed (start gate .. join)")):
+                      (1, "in-program elapsed (start gate .. join)"),
+                      (2, "process CPU time (user + sys)")):
         a, b = np.median(res["no-record"][:, col]), np.median(res["trace"][:, col])
         q = [np.percentile(res[m][:, col], [25, 75]) * 1e3 for m in ("no-record", "trace")]
+        lo, hi = ratio_ci(res["no-record"][:, col], res["trace"][:, col])
         print(f"{what}:")
         print(f"  --no-record median {a * 1e3:9.3f} ms  (IQR {q[0][0]:.3f}..{q[0][1]:.3f})")
         print(f"  --trace     median {b * 1e3:9.3f} ms  (IQR {q[1][0]:.3f}..{q[1][1]:.3f})")
-        lo, hi = ratio_ci(res["no-record"][:, col], res["trace"][:, col])
         print(f"  ratio trace/no-record {b / a:.4f}  overhead {100 * (b / a - 1):+.2f} % "
               f"(95 % bootstrap CI {100 * (lo - 1):+.2f} .. {100 * (hi - 1):+.2f} %)")
+    save = res["trace"][:, 3]
+    frac = save / res["trace"][:, 0]
+    print(f"trace write alone (timed inside abt-iozone): median {np.median(save) * 1e3:.3f} ms"
+          f" = {100 * np.median(frac):.2f} % of the --trace run's wall time "
+          f"(IQR {100 * np.percentile(frac, 25):.2f}..{100 * np.percentile(frac, 75):.2f} %)")
 
 
 def main(argv: list[str] | None = None) -> None:

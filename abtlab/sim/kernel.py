@@ -17,21 +17,16 @@ Mechanism (seed 000 Figs. 4-6):
 """
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 try:  # numba is optional: the same functions run uncompiled without it
     from numba import njit
-    from numba.typed import List as _List
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
 
     def njit(*a, **k):
         return (lambda f: f) if not (a and callable(a[0])) else a[0]
-
-    _List = list
 
 __all__ = ["run_kernel", "HAVE_NUMBA", "P", "POL_EXT4", "POL_NOJC", "POL_FIXED", "POL_ADAPT",
            "POL_BATCH", "OPS_COLS", "COMMIT_COLS"]
@@ -73,7 +68,7 @@ REM, SLICE, OPSTART, DIRTY = range(4)
 W_NONE, W_LOCK, W_COMMIT, W_BARRIER, W_DEV, W_CPU = range(6)
 # journal ints / floats
 RUN, COMMITTING, COMMITTED, NCOMMIT, PENDING, GEN, RESETS, LOCKED, NBAR, HANDLES, SEQ, \
-    QH, QT, QN = range(14)
+    QH, QT, QN, HSIZE = range(15)
 DEVFREE, FIRST, DEADLINE, GAP, LAST, EWMA_D = range(6)
 # events
 EV_CPU, EV_DEV, EV_COMMIT, EV_TIMER, EV_START = range(5)
@@ -82,9 +77,52 @@ COMMIT_COLS = ("tid", "start", "flushing", "end", "handles", "blocks")
 
 
 @njit(cache=True)
+def _less(hf, hn, a, b):
+    return hf[a] < hf[b] or (hf[a] == hf[b] and hn[a, 0] < hn[b, 0])
+
+
+@njit(cache=True)
+def _swap(hf, hn, a, b):
+    hf[a], hf[b] = hf[b], hf[a]
+    for c in range(3):
+        hn[a, c], hn[b, c] = hn[b, c], hn[a, c]
+
+
+@njit(cache=True)
 def _push(heap, ji, t, kind, idx):
+    """Binary min-heap on (time, sequence) over preallocated arrays."""
+    hf, hn = heap
     ji[SEQ] += 1
-    heapq.heappush(heap, (t, ji[SEQ], kind, idx))
+    j = ji[HSIZE]
+    ji[HSIZE] = j + 1
+    hf[j] = t
+    hn[j, 0], hn[j, 1], hn[j, 2] = ji[SEQ], kind, idx
+    while j > 0:
+        parent = (j - 1) // 2
+        if not _less(hf, hn, j, parent):
+            break
+        _swap(hf, hn, j, parent)
+        j = parent
+
+
+@njit(cache=True)
+def _pop(heap, ji):
+    hf, hn = heap
+    t, kind, idx = hf[0], hn[0, 1], hn[0, 2]
+    n = ji[HSIZE] - 1
+    ji[HSIZE] = n
+    _swap(hf, hn, 0, n)
+    j = 0
+    while True:
+        a, b, m = 2 * j + 1, 2 * j + 2, j
+        if a < n and _less(hf, hn, a, m):
+            m = a
+        if b < n and _less(hf, hn, b, m):
+            m = b
+        if m == j:
+            return t, kind, idx
+        _swap(hf, hn, j, m)
+        j = m
 
 
 @njit(cache=True)
@@ -372,7 +410,7 @@ def _init_state(n, cores, pr):
     ti[:, CORE] = -1
     ti[:, TXN] = -1
     tf = np.zeros((n, 4), np.float64)
-    ji = np.zeros(14, np.int64)
+    ji = np.zeros(15, np.int64)
     ji[COMMITTING] = -1
     ji[COMMITTED] = -1
     jf = np.zeros(6, np.float64)
@@ -383,18 +421,22 @@ def _init_state(n, cores, pr):
 
 
 @njit(cache=True)
+def core_cap(pr):
+    return int(pr[I_CORES])
+
+
+@njit(cache=True)
 def run_kernel(prog, pr, spawn, nz, cn, out_o, out_c):
     """Simulate one repetition. out_o[:, 3:5] get op start/end, out_c the commits.
     Returns the number of commits."""
     n = spawn.size
     ti, tf, ji, jf, core, crun, q = _init_state(n, int(pr[I_CORES]), pr)
-    heap = _List()
-    heap.append((0.0, 0, -1, 0))
-    heapq.heappop(heap)
+    cap = 2 * out_c.shape[0] + 2 * n + core_cap(pr) + 8   # bound on pending events
+    heap = (np.empty(cap), np.empty((cap, 3), np.int64))
     for i in range(n):
         _push(heap, ji, spawn[i], EV_START, i)
-    while len(heap) > 0:
-        t, _, kind, idx = heapq.heappop(heap)
+    while ji[HSIZE] > 0:
+        t, kind, idx = _pop(heap, ji)
         if kind == EV_CPU:
             _on_cpu(idx, t, crun, prog, pr, nz, cn, heap, ji, jf, ti, tf, core, q, out_o, out_c)
         elif kind == EV_START or kind == EV_DEV:

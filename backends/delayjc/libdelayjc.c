@@ -19,6 +19,8 @@
  * window = min(2 * EWMA gap, EWMA flush), 0 when the gap >= the flush time, and
  * the batch closes at once when every recently active caller is a member.
  * A bad or missing setting refuses to run: message on stderr, _exit(2).
+ * ABT_DELAYJC_FLUSH=fsync (optional; unset = syncfs) instead releases the
+ * members together to fsync their own files, one jbd2 commit serving them all.
  * ABT_DELAYJC_FAULT_ERRNO (test hook) makes every flush report that errno.
  */
 #define _GNU_SOURCE

@@ -35,15 +35,16 @@ typedef struct {
     double dilate;
 } opts;
 
+/* cache-line aligned: each worker (thread or process) bumps its own n */
 typedef struct {
-    uint64_t n; /* ops done; records stored when recording */
+    _Alignas(64) uint64_t n; /* ops done; records stored when recording */
     uint32_t pid;
     int failed;
 } wstate;
 
 /* Everything workers share; one MAP_SHARED mapping, so forked children too. */
 typedef struct {
-    pthread_barrier_t barrier;
+    _Alignas(64) pthread_barrier_t barrier;
     pthread_mutex_t gate_mu;
     pthread_cond_t gate_cv;
     int gate; /* 0 closed, 1 go, -1 abort: start only once every worker exists */
@@ -209,7 +210,7 @@ static void *thread_main(void *arg)
 /* One anonymous MAP_SHARED mapping: shared state, worker states, records. */
 static shared *make_shared(const opts *o)
 {
-    uint64_t per = 1 + 3 * (uint64_t)o->files;
+    uint64_t per = (1 + 3 * (uint64_t)o->files + 1) & ~(uint64_t)1; /* 64-byte slots */
     size_t recs = o->no_record ? 0 : (size_t)(per * o->workers * sizeof(abt_record));
     size_t len = sizeof(shared) + o->workers * sizeof(wstate) + recs;
     char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
