@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.abtlab-installed
-DEBS := e2fsprogs util-linux fio strace psmisc
+DEBS := e2fsprogs util-linux fio strace psmisc fuse3 libfuse3-dev pkg-config
 DEMO_OUT ?= demo-out
 
 .PHONY: demo test setup debs backends bench clean

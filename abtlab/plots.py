@@ -41,12 +41,13 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
 
 
 def _lines(ax, sub, scale):
-    other = [d for d in sub["mean"].dims if d not in (schema.FREQ,) and sub.sizes[d] > 1]
+    sub = sub.squeeze([d for d in sub["mean"].dims if d != schema.FREQ and sub.sizes[d] == 1], drop=False)
+    other = [d for d in sub["mean"].dims if d != schema.FREQ]
     x = sub[schema.FREQ].values
     stacked = sub.stack(line=other) if other else sub.expand_dims(line=[0])
     for i in range(stacked.sizes["line"]):
         s = stacked.isel(line=i)
-        label = ", ".join(f"{d}={s[d].values}" for d in other) or "run"
+        label = ", ".join(f"{s[d].values}" if d == "policy" else f"{d}={s[d].values}" for d in other) or "run"
         m = s["mean"].values / scale
         ax.plot(x, m, marker="o", label=label)
         ax.fill_between(x, s["ci_low"].values / scale, s["ci_high"].values / scale, alpha=0.2)

@@ -31,7 +31,8 @@ def read(path, fmt: str = "auto", **kw) -> np.ndarray:
     """Read a trace of any supported format; fmt: auto | abtlab | fio | darshan."""
     formats = {"abtlab": read_abtlab, "fio": read_fio_log, "darshan": read_darshan_dxt}
     if fmt == "auto":
-        fmt = _guess_format(os.fspath(path))
+        first = path[0] if isinstance(path, (list, tuple)) and path else path
+        fmt = _guess_format(_expand(first)[0])
     if fmt not in formats:
         raise ConfigError("fmt", fmt, "auto | " + " | ".join(formats))
     return formats[fmt](path, **kw)

@@ -3,7 +3,7 @@
 rep by rep so drift hits all alike. Prints median throughputs and ratios to ext4.
 
     .venv/bin/python -m benchmarks.delayjc [--threads 64] [--files 4] [--size 128k]
-        [--reps 5] [--policies "ext4;delayjc:window=16ms,max_resets=64;delayjc:adaptive"]
+        [--reps 5] [--device none|hdd7200] [--flush both] [--policies "ext4;delayjc:window=16ms,max_resets=64;delayjc:adaptive"]
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from abtlab import delayjc, policies
+from abtlab.system.device import DeviceThrottle, parse_profile
 from abtlab.system.scratchfs import ScratchFS
 
 PROG = Path(__file__).resolve().parents[1] / "backends" / "delayjc" / "abt-fsyncers"
@@ -45,6 +46,7 @@ def main(argv=None):
     ap.add_argument("--size", default="128k")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--policies", default=DEFAULT)
+    ap.add_argument("--device", default="none", help="device profile (abtlab.system.device)")
     ap.add_argument("--flush", choices=("syncfs", "fsync", "both"), default="both",
                     help="how a delayJC batch is flushed (ABT_DELAYJC_FLUSH)")
     args = ap.parse_args(argv)
@@ -56,7 +58,8 @@ def main(argv=None):
     cases = [(p, f) for p in pols for f in (flushes if p.kind == "delayjc" else ("-",))]
     tput = {_name(*c): [] for c in cases}
     members = {_name(*c): [] for c in cases}
-    with tempfile.TemporaryDirectory() as tmp, ScratchFS(size_mb=512, journal=True, workdir=tmp) as fs:
+    with tempfile.TemporaryDirectory() as tmp, ScratchFS(size_mb=512, journal=True, workdir=tmp) as fs, \
+            DeviceThrottle(parse_profile(args.device), fs.major_minor):
         for rep in range(args.reps):
             for pol, flush in (cases if rep % 2 == 0 else cases[::-1]):
                 t, m = run_once(pol, flush, fs.mountpoint, args, Path(tmp) / "stats.bin")
@@ -65,7 +68,7 @@ def main(argv=None):
                     members[_name(pol, flush)].append(m)
     base = statistics.median(tput[_name(*cases[0])])
     print(f"threads={args.threads} files/thread={args.files} size={args.size} reps={args.reps} "
-          f"(scratch loop ext4 data=ordered, real runs)")
+          f"device={args.device} (scratch loop ext4 data=ordered, real runs)")
     for c in cases:
         name = _name(*c)
         med = statistics.median(tput[name])

@@ -40,7 +40,7 @@ def iozone(backends, tmp_path, *extra, threads=4, fsize="128k", rsize="32k"):
     return trace.read(out, kind=trace.Kind.OPS), p
 
 
-def parse_describe(text):
+def parse_kv(text):
     return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
 
 
@@ -48,7 +48,7 @@ def parse_describe(text):
 def test_describe_matches_python_dtype(built_backends, prog):
     p = run(built_backends, prog, "--describe")
     assert p.returncode == 0, p.stderr
-    d = parse_describe(p.stdout)
+    d = parse_kv(p.stdout)
     assert d["name"] == os.path.basename(prog)
     assert int(d["record_size"]) == trace.RECORD_DTYPE.itemsize
     assert int(d["trace_kind"]) == trace.Kind.OPS
@@ -68,7 +68,7 @@ def test_iozone_ops_per_thread_and_bytes(built_backends, tmp_path):
     assert np.all(recs["pid"] == recs["pid"][0])
     assert np.all(recs["t_end_ns"] >= recs["t_start_ns"])
     assert np.all(np.diff(threads[0]["t_start_ns"].astype(np.int64)) > 0)
-    assert parse_describe(p.stdout)["records"] == str(recs.size)
+    assert parse_kv(p.stdout)["records"] == str(recs.size)
     assert not list(tmp_path.glob("abt-iozone.*")), "files not removed without --keep"
 
 
@@ -96,7 +96,7 @@ def test_iozone_no_fsync_keep_and_direct(built_backends, tmp_path):
 def test_no_record_writes_no_trace(built_backends, tmp_path):
     p = run(built_backends, IOZONE, "--dir", tmp_path, "--threads", 3, "--no-record")
     assert p.returncode == 0, p.stderr
-    out = parse_describe(p.stdout)
+    out = parse_kv(p.stdout)
     assert out["records"] == "0" and out["ops"] == str(3 * 8)
     p = run(built_backends, METARATES, "--dir", tmp_path, "--workers", 2, "--no-record")
     assert p.returncode == 0, p.stderr
@@ -106,7 +106,7 @@ def test_no_record_writes_no_trace(built_backends, tmp_path):
 @pytest.mark.parametrize("processes", [False, True])
 def test_metarates_counts(built_backends, tmp_path, processes):
     out = tmp_path / "m.trace"
-    extra = ["--processes"] if processes else []
+    extra = ["--processes", "--dilate", "1.5"] if processes else []
     p = subprocess.Popen([str(built_backends / METARATES), "--dir", str(tmp_path), "--workers",
                           "3", "--files", "4", "--trace", str(out), *extra],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -117,7 +117,9 @@ def test_metarates_counts(built_backends, tmp_path, processes):
     assert sorted(threads) == [0, 1, 2]
     for r in threads.values():
         assert r["op"].tolist() == [Op.BARRIER] + [Op.OPEN, Op.FSYNC, Op.CLOSE] * 4
-        assert np.all(r[r["op"] == Op.OPEN]["flags"] == Flag.CREAT)
+        dil = Flag.DILATED if processes else 0  # dilation works in forked workers too
+        assert np.all(r["flags"] & Flag.DILATED == dil)
+        assert np.all(r[r["op"] == Op.OPEN]["flags"] == Flag.CREAT | dil)
         assert np.all(r["pid"] == r["pid"][0])
     pids = {int(r["pid"][0]) for r in threads.values()}
     if processes:  # one child per worker, none of them the parent

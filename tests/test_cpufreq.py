@@ -58,7 +58,8 @@ def test_frequencies_from_table_and_from_range(tmp_path):
     assert frequencies(acpi) == [800000, 1600000, 2000000, 2600000, 3300000]
     f = frequencies(pstate)
     assert f[0] == 800000 and f[-1] == 3300000 and f[1] - f[0] == 100000
-    assert available(acpi) == (True, "cpufreq acpi-cpufreq on 2 CPUs, pinning by userspace governor")
+    assert available(acpi) == (True,
+                               "cpufreq acpi-cpufreq on 2 CPUs, pinning by userspace governor")
     assert "min=max" in available(pstate)[1]
 
 
@@ -118,4 +119,32 @@ def test_restored_after_sigterm_in_a_child(tmp_path, kind):
         proc.communicate(timeout=30)
     finally:
         proc.kill()
+    assert state(root) == before
+
+
+@pytest.mark.parametrize("start,target", [(("800000", "800000"), 3300000),
+                                          (("3300000", "3300000"), 800000),
+                                          (("1200000", "2000000"), 2500000)])
+def test_limits_never_cross_like_the_kernel_demands(tmp_path, monkeypatch, start, target):
+    from abtlab.system import cpufreq
+    root = make_tree(tmp_path, "pstate", ncpu=1)
+    cf = root / "cpu0/cpufreq"
+    (cf / "scaling_min_freq").write_text(start[0])
+    (cf / "scaling_max_freq").write_text(start[1])
+    real_write = cpufreq.write
+
+    def strict(path, value):  # EINVAL, as the kernel answers min > max
+        other = {"scaling_min_freq": "scaling_max_freq", "scaling_max_freq": "scaling_min_freq"}
+        name = Path(path).name
+        if name in other:
+            cur = int((Path(path).parent / other[name]).read_text())
+            if (name == "scaling_min_freq" and int(value) > cur) or \
+                    (name == "scaling_max_freq" and int(value) < cur):
+                raise OSError(22, f"{name}={value} crosses {cur}")
+        real_write(path, value)
+
+    monkeypatch.setattr(cpufreq, "write", strict)
+    before = state(root)
+    with FrequencyPin(target, root=root):
+        assert state(root)[0][1:] == (str(target), str(target))
     assert state(root) == before

@@ -50,7 +50,7 @@ def _served_by_later_flush(ops, b):
     ("ABT_DELAYJC_POLICY", "sometimes"), ("ABT_DELAYJC_WINDOW_US", "-1"),
     ("ABT_DELAYJC_WINDOW_US", "16ms"), ("ABT_DELAYJC_MAX_RESETS", None),
     ("ABT_DELAYJC_MAX_AGE_US", "0"), ("ABT_DELAYJC_FAULT_ERRNO", "EWHATEVER"),
-    ("ABT_DELAYJC_STATS", ""),
+    ("ABT_DELAYJC_STATS", ""), ("ABT_DELAYJC_FLUSH", "sometimes"),
 ])
 def test_invalid_env_refused(built_backends, var, value):
     env = dict(FIXED)
@@ -104,12 +104,17 @@ def test_load_and_summary_of_written_stats(tmp_path):
 
 # ---- real threads on a real loop ext4 ---------------------------------------------
 
+ADAPTIVE = {"ABT_DELAYJC_POLICY": "adaptive", "ABT_DELAYJC_MAX_RESETS": "64",
+            "ABT_DELAYJC_MAX_AGE_US": "1000000"}
+
+
 @pytest.mark.root
-@pytest.mark.parametrize("policy", [FIXED, {"ABT_DELAYJC_POLICY": "adaptive",
-                                            "ABT_DELAYJC_MAX_RESETS": "64",
-                                            "ABT_DELAYJC_MAX_AGE_US": "1000000"}])
-def test_every_sync_waits_for_a_flush_that_began_after_it(built_backends, scratch_ext4, tmp_path, policy):
-    p, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, policy,
+@pytest.mark.parametrize("policy,flush", [(FIXED, "fsync"), (FIXED, "syncfs"),
+                                          (ADAPTIVE, "fsync"), (ADAPTIVE, "syncfs")])
+def test_every_sync_waits_for_a_flush_that_began_after_it(built_backends, scratch_ext4, tmp_path,
+                                                          policy, flush):
+    env = {**policy, "ABT_DELAYJC_FLUSH": flush}
+    p, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
                                    "--threads", "8", "--files", "12")
     ops, b = trace.read(ops_path), delayjc.load_batches(stats)
     assert ops.size == 96 and not np.any(ops["flags"] & trace.Flag.ERROR)
@@ -119,8 +124,9 @@ def test_every_sync_waits_for_a_flush_that_began_after_it(built_backends, scratc
 
 
 @pytest.mark.root
-def test_injected_error_reaches_every_member(built_backends, scratch_ext4, tmp_path):
-    env = {**FIXED, "ABT_DELAYJC_FAULT_ERRNO": "EIO"}
+@pytest.mark.parametrize("flush", ["fsync", "syncfs"])
+def test_injected_error_reaches_every_member(built_backends, scratch_ext4, tmp_path, flush):
+    env = {**FIXED, "ABT_DELAYJC_FAULT_ERRNO": "EIO", "ABT_DELAYJC_FLUSH": flush}
     p, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
                                    "--threads", "6", "--files", "4", "--sync", "fdatasync")
     ops, b = trace.read(ops_path), delayjc.load_batches(stats)

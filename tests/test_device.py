@@ -98,26 +98,23 @@ def _lines_for(mm):
 
 
 @pytest.mark.root
-def test_hdd_profile_slows_fsync_and_commits_then_goes_away(scratch_ext4):
-    from abtlab.system.tracefs import JournalTrace
+def test_hdd_profile_slows_fsync_then_goes_away(scratch_ext4):
     fs = scratch_ext4
-    now = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)  # noqa: E731
-    with JournalTrace(fs.dev_t) as tr:
-        t0 = now()
-        base = _median_fsync(fs.mountpoint, 8)
-        t1 = now()
-        with DeviceThrottle("hdd7200", fs.major_minor) as t:
-            if t.backend == "v1":
-                assert f"{fs.major_minor} 120" in _lines_for(fs.major_minor)
-            slow = _median_fsync(fs.mountpoint, 8)
-        t2 = now()
-        c = tr.commits()
+    base = _median_fsync(fs.mountpoint, 8)
+    with DeviceThrottle("hdd7200", fs.major_minor) as t:
+        if t.backend == "v1":
+            assert f"{fs.major_minor} 120" in _lines_for(fs.major_minor)
+        slow = _median_fsync(fs.mountpoint, 8)
     assert _lines_for(fs.major_minor) == []
-    # Lenient on purpose (a loaded machine): 120 IOPS is >= 8 ms per throttled IO, and an
-    # fsync waits for several; throttle bursts make single commits fast, so compare means.
+    # Lenient on purpose (a loaded machine): 120 IOPS is >= 8 ms per throttled IO and
+    # an fsync waits for several of them.
     assert slow > max(3 * base, 0.008), (base, slow)
-    dur = (c["end"] - c["start"]) / 1e6
-    before = dur[(c["start"] > t0) & (c["end"] < t1)]
-    during = dur[(c["start"] > t1) & (c["end"] < t2)]
-    assert len(before) >= 4 and len(during) >= 4
-    assert during.mean() > before.mean(), (before, during)
+
+
+def test_existing_limit_is_reported_and_restored(tmp_path):
+    root = _fake_v1(tmp_path)
+    (root / "blkio.throttle.write_iops_device").write_text("7:3 33\n")
+    with pytest.warns(RuntimeWarning, match="already limits 7:3 to 33"):
+        with DeviceThrottle("wiops=50", "7:3", v1_root=root):
+            assert (root / "blkio.throttle.write_iops_device").read_text() == "7:3 50"
+    assert (root / "blkio.throttle.write_iops_device").read_text() == "7:3 33"

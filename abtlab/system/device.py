@@ -5,8 +5,7 @@ takes several, and the ABT slowdown depends on how long a journal commit lasts. 
 kernel's block throttling limits IOPS and bytes/s per device:
 
 * cgroup v1: `blkio.throttle.{read,write}_{iops,bps}_device` of the ROOT blkio cgroup,
-  so every task is limited, kjournald2 and the loop workers included: journal commits
-  get slower too, which is the point.
+  so every task's bios are counted, kjournald2's and the loop workers' included.
 * cgroup v2 (only where v1 blkio is absent): the root cgroup has no `io.max`, so a child
   cgroup `abtlab-<pid>-<n>` gets it and the workload must be moved into
   `DeviceThrottle.cgroup` (kernel threads such as kjournald2 stay unthrottled there).
@@ -24,18 +23,24 @@ Profile values and where they come from:
   42,000 write IOPS.
 * `none`: no limits (the loop device as it is).
 
-Caveat, measured here: the throttle counts bios before they are merged, and jbd2 submits
-each journal block as its own bio, so one commit of k blocks costs about k IOs, where a
-disk would write them as one sequential run. A 4 KiB write + fsync on ext4 data=ordered
-takes ~0.6 ms with `none` and ~90 ms with `hdd7200` on the 6.18 VM (about 11 throttled
-IOs), slower than a real 7200 rpm disk (typically 10-30 ms): use explicit `iops=` limits
-to calibrate a commit duration.
+Caveats, measured on the 6.18 VM (tests/fixtures/device_probe.py):
+* The limit is an average rate: blk-throttle grants iops x (time since the slice began),
+  and the slice grows while a bio waits. The whole debt of a commit therefore lands on
+  the next fsync's data write-back, and the commit's own journal writes then pass in the
+  budget that wait accrued. 4 KiB write + fsync, ext4 data=ordered: `none` 0.4-1.2 ms;
+  `wiops=20` 400-500 ms per fsync, yet jbd2 commits (start -> end) stay at 0.6-2.5 ms,
+  as without limits. So profiles slow fsync, not the commit window itself.
+* bios are counted before merging and jbd2 submits each journal block as its own bio,
+  so a commit of k blocks costs ~k IOs where a disk writes one sequential run: `hdd7200`
+  fsyncs take ~0.1 s here, slower than a real 7200 rpm disk (typically 10-30 ms). Use
+  explicit `iops=` limits to calibrate.
 """
 from __future__ import annotations
 
 import itertools
 import os
 import re
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -178,6 +183,9 @@ class DeviceThrottle:
         for field, value in limits.items():
             path = self.v1_root / _V1_FILES[field]
             before = _v1_current(path, self.major_minor)
+            if before:  # e.g. left by a killed process: kept, restored, but said
+                warnings.warn(f"{path.name} already limits {self.major_minor} to {before}",
+                              RuntimeWarning)
             undo = lambda p=path, b=before: write(p, f"{self.major_minor} {b}")
             self._tokens.append(cleanup.push(undo, f"restore {path.name} {self.major_minor}"))
             write(path, f"{self.major_minor} {value}")

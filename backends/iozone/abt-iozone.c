@@ -68,6 +68,9 @@ static void describe(const opts *o)
     printf("trace_kind: %d\n", ABT_KIND_OPS);
     printf("pid: the process id (one process)\n");
     printf("tid: thread index 0..threads-1, not the kernel tid\n");
+    printf("clock: CLOCK_MONOTONIC ns; t_end_ns after the dilation spin\n");
+    printf("dilate: each op's thread CPU time is stretched by F (spin after the call); "
+           "blocked time is not; records flagged DILATED when F > 1\n");
     printf("ops_per_thread: open barrier write*(file_size/record_size) [fsync] close\n");
     printf("param.threads: %ld\n", o->threads);
     printf("param.file_size: %llu\n", (unsigned long long)o->file_size);
@@ -244,20 +247,26 @@ static void *run_thread(void *arg)
     return NULL;
 }
 
-/* Per-thread record arrays (count known up front) and write buffers. */
+/* Write buffers, then one record block with a cache-line aligned slice per
+ * thread (count known up front), zeroed so no page is first touched in the run. */
 static worker *make_workers(const opts *o)
 {
     uint64_t per = 3 + o->file_size / o->record_size + (o->fsync ? 1 : 0);
-    size_t rbytes = (per * sizeof(abt_record) + 63) & ~(size_t)63;
+    size_t slice = (size_t)((per + 1) & ~1ull); /* records; 2 records = 64 bytes */
     worker *ws = aligned_alloc(64, (size_t)o->threads * sizeof *ws);
     if (!ws) return NULL;
     for (long i = 0; i < o->threads; i++) {
         worker *w = &ws[i];
         *w = (worker){.idx = (uint32_t)i, .o = o};
-        if (!o->no_record && !(w->recs = aligned_alloc(64, rbytes))) return NULL;
         if (posix_memalign((void **)&w->buf, DIRECT_ALIGN, o->record_size)) return NULL;
-        memset(w->buf, 0xA5, o->record_size); /* touch the pages before the timed part */
+        memset(w->buf, 0xA5, o->record_size);
     }
+    if (o->no_record) return ws;
+    size_t bytes = slice * sizeof(abt_record) * (size_t)o->threads;
+    abt_record *block = aligned_alloc(64, bytes);
+    if (!block) return NULL;
+    memset(block, 0, bytes);
+    for (long i = 0; i < o->threads; i++) ws[i].recs = block + slice * (size_t)i;
     return ws;
 }
 
@@ -283,22 +292,24 @@ static uint64_t run_all(worker *ws, long n)
     return abt_now_ns() - t0;
 }
 
-/* Concatenate the per-thread records in thread order and write one trace. */
+/* Compact the per-thread slices in thread order (in place) and write one trace. */
 static int save_trace(const opts *o, worker *ws, uint64_t *count)
 {
-    uint64_t total = 0;
-    for (long i = 0; i < o->threads; i++) total += ws[i].n;
-    abt_record *all = malloc((total ? total : 1) * sizeof *all);
-    if (!all) return -1;
+    abt_record *all = ws[0].recs;
     uint64_t k = 0;
     for (long i = 0; i < o->threads; i++) {
-        memcpy(all + k, ws[i].recs, ws[i].n * sizeof *all);
+        memmove(all + k, ws[i].recs, ws[i].n * sizeof *all);
         k += ws[i].n;
     }
-    int r = abt_trace_write(o->trace, ABT_KIND_OPS, all, total);
-    free(all);
-    *count = total;
-    return r;
+    *count = k;
+    return abt_trace_write(o->trace, ABT_KIND_OPS, all, k);
+}
+
+static void free_workers(worker *ws, long n)
+{
+    free(ws[0].recs); /* the record block (NULL with --no-record) */
+    for (long i = 0; i < n; i++) free(ws[i].buf);
+    free(ws);
 }
 
 static void remove_files(const opts *o)
@@ -330,6 +341,7 @@ int main(int argc, char **argv)
         failed = 1;
     }
     t_save = abt_now_ns() - t_save;
+    free_workers(ws, o.threads);
     if (!o.keep) remove_files(&o);
     printf("elapsed_ns: %llu\nsave_ns: %llu\nops: %llu\nrecords: %llu\n",
            (unsigned long long)elapsed, (unsigned long long)t_save,

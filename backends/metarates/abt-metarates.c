@@ -71,6 +71,9 @@ static void describe(const opts *o)
     printf("trace_kind: %d\n", ABT_KIND_OPS);
     printf("pid: the process that ran the worker (one per worker with --processes)\n");
     printf("tid: worker index 0..workers-1, not the kernel tid\n");
+    printf("clock: CLOCK_MONOTONIC ns; t_end_ns after the dilation spin\n");
+    printf("dilate: each op's thread CPU time is stretched by F (spin after the call); "
+           "blocked time is not; records flagged DILATED when F > 1\n");
     printf("ops_per_worker: barrier (open fsync close)*files\n");
     printf("param.workers: %ld\n", o->workers);
     printf("param.files: %ld\n", o->files);

@@ -33,10 +33,10 @@
 #define ALIGN 4096 /* buffer alignment: a page satisfies every device's dio_mem_align */
 
 static struct {
-    int workload, direct, verify;
+    int workload, direct, verify, keep;
     uint64_t bs, file_size, count, seed;
     const char *dir, *trace;
-} opt = {3, 0, 0, 4096, 16ull << 20, 0, 1, NULL, NULL};
+} opt = {3, 0, 0, 0, 4096, 16ull << 20, 0, 1, NULL, NULL};
 
 static abt_record *recs;
 static uint64_t nrec, caprec;
@@ -45,7 +45,7 @@ static char path[4096];
 /* The data file goes on every exit, including the exit(2) of a late EINVAL. */
 static void remove_data(void)
 {
-    if (path[0]) unlink(path);
+    if (path[0] && !opt.keep) unlink(path);
 }
 
 static void die(const char *what)
@@ -311,9 +311,9 @@ static void describe(void)
            "parameters: --workload 1..4 (1 appends+syncfs, 2 random reads of --file-size, "
            "3 single-block overwrite+syncfs, 4 single-block write+syncfs+read), --direct, "
            "--block-size %llu..%llu (k/m/g), --dir DIR, --count N, --file-size SIZE, "
-           "--seed N, --trace PATH, --verify\n"
+           "--seed N, --trace PATH, --verify, --keep (leave the data file; output names it)\n"
            "output: workload mode block_size count bytes_written bytes_read elapsed_ns "
-           "filesystem dio_align verified\n",
+           "filesystem dio_align verified [file]\n",
            PROG, sizeof(abt_record), sizeof(abt_header), MIN_BS, MAX_BS);
 }
 
@@ -323,7 +323,7 @@ static void parse(int argc, char **argv)
         {"workload", 1, 0, 'w'}, {"direct", 0, 0, 'D'}, {"block-size", 1, 0, 'b'},
         {"dir", 1, 0, 'd'}, {"count", 1, 0, 'c'}, {"file-size", 1, 0, 'f'},
         {"seed", 1, 0, 's'}, {"trace", 1, 0, 't'}, {"verify", 0, 0, 'V'},
-        {"describe", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"keep", 0, 0, 'k'}, {"describe", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -336,6 +336,7 @@ static void parse(int argc, char **argv)
         case 's': opt.seed = (uint64_t)abt_parse_long(PROG, "--seed", optarg, 0, LONG_MAX); break;
         case 't': opt.trace = optarg; break;
         case 'V': opt.verify = 1; break;
+        case 'k': opt.keep = 1; break;
         case 'h': describe(); exit(0);
         default: abt_bad_arg(PROG, "option", "unknown; accepted: see --describe");
         }
@@ -370,9 +371,10 @@ int main(int argc, char **argv)
     }
     if (opt.trace && abt_trace_write(opt.trace, ABT_KIND_OPS, recs, nrec)) die("write --trace");
     printf("workload=%d mode=%s block_size=%llu count=%llu bytes_written=%llu bytes_read=%llu "
-           "elapsed_ns=%llu filesystem=%s dio_align=%u verified=%s\n", opt.workload,
+           "elapsed_ns=%llu filesystem=%s dio_align=%u verified=%s%s%s\n", opt.workload,
            opt.direct ? "direct" : "buffered", (unsigned long long)opt.bs,
            (unsigned long long)opt.count, (unsigned long long)sp.wr, (unsigned long long)sp.rd,
-           (unsigned long long)(sp.t1 - sp.t0), fs, align, opt.verify ? "yes" : "no");
+           (unsigned long long)(sp.t1 - sp.t0), fs, align, opt.verify ? "yes" : "no",
+           opt.keep ? " file=" : "", opt.keep ? path : "");
     return 0;
 }

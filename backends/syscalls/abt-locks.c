@@ -5,8 +5,8 @@
  * the paper); inside it, a loop of WORK asm volatile("nop"). The lock is a pthread
  * spinlock or a default (non-adaptive) pthread mutex. The timed span is creating and
  * joining all threads, the paper's PROFILE START..END. --trace writes one ABT_OP_LOCK
- * record per entry (lock request .. unlock, bytes = WORK); without it the threads
- * read no clock, so tracing does not slow the untraced runs.
+ * record per entry spanning the hold (lock acquired .. unlocked, bytes = WORK), so
+ * holds never overlap if the lock excludes; without it the threads read no clock.
  *
  * Prints one line of key=value. Exit: 0 ok; 1 run failure; 2 bad option.
  */
@@ -50,11 +50,12 @@ static void *worker(void *arg)
     abt_record *r = recs ? recs + idx * opt.entries : NULL;
     uint32_t pid = (uint32_t)getpid(), tid = (uint32_t)syscall(SYS_gettid);
     for (long e = 0; e < opt.entries; e++) {
-        uint64_t t0 = r ? abt_now_ns() : 0;
         lock();
+        uint64_t t0 = r ? abt_now_ns() : 0;
         for (long i = 0; i < opt.work; i++) __asm__ volatile("nop");
+        uint64_t t1 = r ? abt_now_ns() : 0;
         unlock();
-        if (r) r[e] = (abt_record){pid, tid, ABT_OP_LOCK, 0, (uint32_t)opt.work, t0, abt_now_ns()};
+        if (r) r[e] = (abt_record){pid, tid, ABT_OP_LOCK, 0, (uint32_t)opt.work, t0, t1};
     }
     return NULL;
 }

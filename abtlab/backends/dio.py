@@ -1,0 +1,120 @@
+"""Buffered vs O_DIRECT file workloads (seed 002, Figs. 1-4; backends/syscalls/abt-dio).
+
+Workloads: 1 sequential appends + syncfs, 2 random reads of a 16 MiB file, 3 single-block
+overwrite with syncfs between, 4 single-block write, syncfs, read. Where the run goes:
+options.directory if given; else, where loop devices work, a fresh scratch ext4 per run
+(options.scratch, default on), so syncfs flushes this run and nothing else; else the
+run's work directory. The filesystem used is always recorded in the attrs.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from .. import trace
+from ..errors import ConfigError
+from .base import Backend, RunResult
+from .locks import _available, _int_in, run_kv, syscalls_program
+
+__all__ = ["DioBackend", "MODES", "WORKLOADS", "MIN_BLOCK", "MAX_BLOCK", "mount_of"]
+
+MODES = ("buffered", "direct")
+WORKLOADS = {1: "sequential appends + syncfs", 2: "random reads of a file",
+             3: "single-block overwrite + syncfs", 4: "single-block write + syncfs + read"}
+MIN_BLOCK, MAX_BLOCK = 512, 16 << 20
+_FIELDS = {"--workload": "workload", "--block-size": "block_size", "--direct": "mode",
+           "--dir": "directory", "--count": "count", "--file-size": "file_size"}
+
+
+def mount_of(path) -> dict:
+    """Filesystem type, options and source of the mount holding path (/proc/self/mountinfo)."""
+    real, best = os.path.realpath(path), None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            mnt, opts = left.split()[4], left.split()[5]
+            if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and \
+                    (best is None or len(mnt) >= len(best[0])):
+                fstype, source, sopts = (right.split() + ["", "", ""])[:3]
+                best = (mnt, fstype, f"{opts},{sopts}", source)
+    if best is None:
+        return {"filesystem": "unknown", "mount_options": "", "block_device": ""}
+    return {"filesystem": best[1], "mount_options": best[2], "block_device": best[3]}
+
+
+def _data_bytes(point, opts) -> int:
+    bs, w = point["block_size"], point["workload"]
+    if w == 1:
+        return int(opts.get("count") or 256) * bs
+    return int(opts.get("file_size") or 16 << 20) if w == 2 else bs
+
+
+class DioBackend(Backend):
+    name = "dio"
+    description = ("one of seed 002's four file workloads, buffered or O_DIRECT, at one "
+                   "block size (4 KiB to 16 MiB in the paper)")
+    factors = {"workload": 3, "mode": "buffered", "block_size": 4096}
+
+    def available(self):
+        return _available("abt-dio")
+
+    def validate_point(self, point):
+        if point.get("mode") not in MODES:
+            raise ConfigError("mode", point.get("mode"), " | ".join(MODES))
+        return {**point, "workload": _int_in(point, "workload", 1, 4),
+                "block_size": _int_in(point, "block_size", MIN_BLOCK, MAX_BLOCK)}
+
+    def run_point(self, point, ctx):
+        """options: directory, scratch (bool), count, file_size, seed, verify, trace
+        (default True), timeout (s, default 600)."""
+        point = self.validate_point(point)
+        opts = ctx.options
+        with contextlib.ExitStack() as stack:
+            where, attrs = self._place(stack, point, ctx)
+            tdir = stack.enter_context(tempfile.TemporaryDirectory(dir=ctx.workdir))
+            tpath = Path(tdir) / "dio.trace"
+            traced = bool(opts.get("trace", True))
+            out = run_kv(self._argv(point, ctx, where, tpath if traced else None), _FIELDS,
+                         {**opts, **point}, timeout=float(opts.get("timeout", 600)))
+            ops = trace.read(tpath, kind=trace.Kind.OPS) if traced else None
+        elapsed = int(out["elapsed_ns"]) * 1e-9
+        moved = int(out["bytes_written"]) + int(out["bytes_read"])
+        attrs.update({"freq_mode": "real", "dio_offset_align": int(out["dio_align"]),
+                      "ops_per_run": int(out["count"]), "verified": out["verified"],
+                      "traced": int(traced)})
+        return RunResult(scalars={"elapsed": elapsed, "throughput": moved / elapsed},
+                         ops=ops, attrs=attrs)
+
+    def _place(self, stack, point, ctx):
+        """Directory to run in and its filesystem attrs; a scratch ext4 if asked for."""
+        opts = ctx.options
+        if opts.get("directory") is not None:
+            d = Path(opts["directory"])
+            if not d.is_dir():
+                raise ConfigError("directory", str(d), "an existing directory")
+            return d, mount_of(d)
+        if opts.get("scratch", True) and _can_loop():
+            from ..system.scratchfs import ScratchFS
+            size = max(128, 2 * _data_bytes(point, opts) // 2**20 + 64)
+            fs = stack.enter_context(ScratchFS(size_mb=size, journal=True, workdir=ctx.workdir))
+            return Path(fs.mountpoint), fs.describe()
+        return Path(ctx.workdir), mount_of(ctx.workdir)
+
+    @staticmethod
+    def _argv(point, ctx, where, tpath):
+        o = ctx.options
+        argv = [syscalls_program("abt-dio"), "--workload", point["workload"],
+                "--block-size", point["block_size"], "--dir", where,
+                "--seed", int(o.get("seed", ctx.seed)) % 2**62 + 1]
+        argv += ["--direct"] if point["mode"] == "direct" else []
+        argv += ["--count", o["count"]] if o.get("count") else []
+        argv += ["--file-size", o["file_size"]] if o.get("file_size") else []
+        argv += ["--verify"] if o.get("verify") else []
+        return argv + (["--trace", tpath] if tpath else [])
+
+
+def _can_loop() -> bool:
+    import shutil
+    return os.geteuid() == 0 and os.path.exists("/dev/loop-control") and bool(shutil.which("losetup"))

@@ -1,0 +1,117 @@
+"""Spinlock vs mutex (seed 002, Fig. 5): N threads x 100 critical-section entries of W
+nops, timed from the first pthread_create to the last join (backends/syscalls/abt-locks).
+
+Also holds the two helpers both syscall drivers use: run a program that prints one
+`key=value` line, and turn its exit code into abtlab's errors.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .. import trace
+from ..errors import ConfigError, RunError, UnavailableError
+from .base import Availability, Backend, RunResult
+
+__all__ = ["LocksBackend", "run_kv", "syscalls_program", "LOCKS", "MAX_THREADS", "MAX_WORK"]
+
+LOCKS = ("spin", "mutex")
+MAX_THREADS, MAX_WORK = 100, 1_000_000
+BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
+_BAD_ARG = re.compile(r"^[\w-]+: (--[\w-]+|option|argument): (.*)$", re.S)
+
+
+def syscalls_program(name: str) -> Path:
+    path = BACKENDS_DIR / "syscalls" / name
+    if not os.access(path, os.X_OK):
+        raise UnavailableError(f"{path} is not built: run `make -C {BACKENDS_DIR}`")
+    return path
+
+
+def _available(name: str) -> Availability:
+    path = BACKENDS_DIR / "syscalls" / name
+    if not os.access(path, os.X_OK):
+        return Availability(False, f"backends/syscalls/{name} not built (make -C backends)")
+    return Availability(True)
+
+
+def run_kv(argv, fields: dict, point: dict | None = None, timeout: float = 600) -> dict:
+    """Run argv; return its `key=value` output line as a dict of strings.
+
+    Exit 2 (bad option) -> ConfigError naming the factor that fields maps the option
+    to (given: its value in point); exit 3 (cannot run on this filesystem) ->
+    UnavailableError; else RunError.
+    """
+    argv = [str(a) for a in argv]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"{Path(argv[0]).name} ran longer than {timeout:g} s "
+                       f"(options.timeout): {' '.join(argv[1:])}") from None
+    err = proc.stderr.strip()
+    if proc.returncode == 2:
+        m = _BAD_ARG.match(err)
+        opt, msg = (m.group(1), m.group(2)) if m else ("option", err)
+        field = fields.get(opt, opt.lstrip("-"))
+        given = (point or {}).get(field, " ".join(argv[1:]))
+        raise ConfigError(field, given, re.sub(r"^given [^;]*; (accepted:? ?)?", "", msg))
+    if proc.returncode == 3:
+        raise UnavailableError(err)
+    if proc.returncode != 0:
+        raise RunError(f"{Path(argv[0]).name} exited {proc.returncode}: {err}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise RunError(f"{Path(argv[0]).name} printed nothing")
+    return dict(kv.split("=", 1) for kv in lines[-1].split())
+
+
+def _int_in(point, key, lo, hi):
+    v = point.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not lo <= v <= hi:
+        raise ConfigError(key, v, f"an integer from {lo} to {hi}")
+    return int(v)
+
+
+class LocksBackend(Backend):
+    name = "locks"
+    description = ("N threads x 100 critical-section entries of W nops under a pthread "
+                   "spinlock or mutex; elapsed from first create to last join (seed 002)")
+    factors = {"lock": "spin", "threads": 1, "work": 1}
+
+    def available(self):
+        return _available("abt-locks")
+
+    def validate_point(self, point):
+        if point.get("lock") not in LOCKS:
+            raise ConfigError("lock", point.get("lock"), " | ".join(LOCKS))
+        return {**point, "threads": _int_in(point, "threads", 1, MAX_THREADS),
+                "work": _int_in(point, "work", 1, MAX_WORK)}
+
+    def run_point(self, point, ctx):
+        """options: entries (default 100), trace (default True: one record per entry,
+        two clock reads each, which lengthens runs with tiny critical sections),
+        timeout (s, default 600)."""
+        point = self.validate_point(point)
+        opts = ctx.options
+        argv = [syscalls_program("abt-locks"), "--lock", point["lock"],
+                "--threads", point["threads"], "--work", point["work"],
+                "--entries", _int_in({"entries": opts.get("entries", 100)}, "entries", 1, 10**6)]
+        traced = bool(opts.get("trace", True))
+        with tempfile.TemporaryDirectory(dir=ctx.workdir) as tmp:
+            tpath = Path(tmp) / "locks.trace"
+            out = run_kv(argv + (["--trace", tpath] if traced else []), _LOCK_FIELDS, point,
+                         timeout=float(opts.get("timeout", 600)))
+            ops = trace.read(tpath, kind=trace.Kind.OPS) if traced else None
+        attrs = {"freq_mode": "real", "filesystem": "none (CPU-only workload)",
+                 "mount_options": "", "hardware_threads": os.cpu_count(),
+                 "critical_section": "W x asm volatile(nop) in a counted loop",
+                 "mutex_kind": "default pthread mutex (futex, no adaptive spinning)",
+                 "entries_per_thread": int(out["entries"]), "traced": int(traced)}
+        return RunResult(scalars={"elapsed": int(out["elapsed_ns"]) * 1e-9}, ops=ops, attrs=attrs)
+
+
+_LOCK_FIELDS = {"--lock": "lock", "--threads": "threads", "--work": "work",
+                "--entries": "entries", "--trace": "trace"}

@@ -1,0 +1,40 @@
+"""Calibration recovers known simulator parameters from simulated traces."""
+from __future__ import annotations
+
+import pytest
+
+import abtlab.sim as sim
+from abtlab.model import fit_sim_params
+
+FIXED = dict(cpu_dist="fixed", dev_dist="fixed", nonscaling=0.0)
+
+
+def test_cpu_costs_and_flush_from_one_thread():
+    p = sim.make(threads=1, cores=1, device="loop", freq_ghz=1.65, **FIXED)
+    r = sim.run_once(p, 0)
+    fit = fit_sim_params(r.ops, r.commits, freq_ghz=1.65, f_ref_ghz=3.3, nonscaling=0.0)
+    assert fit["open_us"] == pytest.approx(p.open_us, rel=1e-3)
+    assert fit["close_us"] == pytest.approx(p.close_us, rel=1e-3)
+    write = p.write_fixed_us + p.write_us_per_kib * p.record_size / 1024
+    assert fit["write_fixed_us"] == pytest.approx(write, rel=1e-3)
+    dev = p.device_params()
+    flush = dev["flush_fixed_us"] + dev["flush_us_per_kib"] * p.file_size / 1024
+    # the gap holds the fsync CPU part too: 8 us at 3.3 GHz, doubled at 1.65 GHz
+    assert fit["flush_us"] == pytest.approx(flush + 2 * p.fsync_cpu_us, rel=1e-3)
+
+
+def test_commit_cost_line_from_many_commits():
+    p = sim.make(workload="metarates", threads=12, files=6, cores=2, device="hdd7200", **FIXED)
+    r = sim.run_once(p, 1)
+    fit = fit_sim_params(r.ops, r.commits)
+    dev = p.device_params()
+    assert fit["commit_count"] >= 3
+    assert fit["commit_fixed_us"] == pytest.approx(dev["commit_fixed_us"], rel=1e-3)
+    assert fit["commit_us_per_block"] == pytest.approx(dev["commit_us_per_block"], rel=1e-3)
+    assert fit["dev_cv"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_commit_spread_is_seen():
+    p = sim.make(workload="metarates", threads=12, files=6, cores=2, dev_cv=0.3)
+    r = sim.run_once(p, 1)
+    assert 0.1 < fit_sim_params(r.ops, r.commits)["dev_cv"] < 0.6

@@ -1,0 +1,132 @@
+"""Simulator invariants (abtlab.sim): durability order, locking, policies, determinism."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import abtlab.sim as sim
+from abtlab import schema
+from abtlab.errors import ConfigError
+from abtlab.trace import Op
+
+SMALL = dict(threads=24, cores=2)
+
+
+def _covering_ok(r):
+    """Every fsync returns after the end of the first commit that started after the
+    thread's last metadata change before it (the commit of its transaction)."""
+    ops, c = r.ops, r.commits
+    order = np.argsort(c["start"])
+    s, e = c["start"][order], c["end"][order]
+    for tid in np.unique(ops["tid"]):
+        mine = ops[ops["tid"] == tid]
+        for f in mine[mine["op"] == Op.FSYNC]:
+            meta = mine[np.isin(mine["op"], [Op.OPEN, Op.WRITE]) & (mine["t_end_ns"] <= f["t_start_ns"])]
+            last = meta["t_end_ns"].max()
+            k = np.searchsorted(s, last, side="left")
+            assert k < s.size, "an fsync returned but its transaction was never committed"
+            assert f["t_end_ns"] >= e[k]
+
+
+@pytest.mark.parametrize("kw", [dict(workload="iozone", device="hdd7200"),
+                                dict(workload="metarates", files=3),
+                                dict(workload="iozone", policy="delayjc:window=2ms"),
+                                dict(workload="metarates", files=2, policy="delayjc:adaptive"),
+                                dict(workload="iozone", policy="batch:min_us=100,max_us=3000")])
+def test_fsync_never_returns_before_its_commit(kw):
+    for r in sim.simulate_point(reps=3, seed=5, **SMALL, **kw):
+        assert len(r.commits["start"]) >= 1
+        _covering_ok(r)
+
+
+def test_commits_do_not_overlap_and_lock_writes():
+    r = sim.simulate_point(reps=1, seed=2, threads=64, cores=4, device="hdd7200", freq_ghz=3.3)[0]
+    s, e = r.commits["start"], r.commits["end"]
+    assert np.all(s[1:] >= e[:-1])
+    w = r.ops[r.ops["op"] == Op.WRITE]
+    for a, b in zip(s, e):
+        inside = (w["t_start_ns"] > a) & (w["t_start_ns"] < b)
+        assert np.all(w["t_end_ns"][inside] >= b)   # a write arriving during a commit waits it out
+
+
+def test_nojc_never_blocks():
+    for wl in ("iozone", "metarates"):
+        for r in sim.simulate_point(reps=3, seed=1, policy="nojc", workload=wl, files=2, **SMALL):
+            assert len(r.commits["start"]) == 0
+            assert r.scalars["commits"] == 0 and r.scalars["blocked_full"] == 0
+            assert r.scalars["nonblocked_threads"] == SMALL["threads"]
+
+
+@pytest.mark.parametrize("kw", [dict(workload="iozone", threads=64, device="hdd7200"),
+                                dict(workload="iozone", threads=32, device="loop", freq_ghz=1.6),
+                                dict(workload="metarates", threads=16, files=4)])
+@pytest.mark.parametrize("delay", ["delayjc:window=16ms", "delayjc:window=1ms", "delayjc:adaptive"])
+def test_delayjc_commits_no_more_than_ext4(kw, delay):
+    for seed in range(3):
+        base = sim.simulate_point(reps=1, seed=seed, policy="ext4", **kw)[0]
+        late = sim.simulate_point(reps=1, seed=seed, policy=delay, **kw)[0]
+        assert late.scalars["commits"] <= base.scalars["commits"]
+
+
+def test_same_seed_same_output_and_seed_matters():
+    a, b = (sim.simulate_point(reps=1, seed=7, **SMALL)[0] for _ in range(2))
+    c = sim.simulate_point(reps=1, seed=8, **SMALL)[0]
+    assert np.array_equal(a.ops, b.ops) and a.scalars == b.scalars
+    assert all(np.array_equal(a.commits[k], b.commits[k]) for k in a.commits)
+    assert not np.array_equal(a.ops, c.ops)
+
+
+def test_fixed_distributions_give_no_variation():
+    rs = sim.simulate_point(reps=3, seed=0, cpu_dist="fixed", dev_dist="fixed", **SMALL)
+    assert rs[0].scalars == rs[1].scalars == rs[2].scalars
+
+
+def test_frequency_scales_cpu_not_device():
+    slow, fast = (sim.simulate_point(reps=1, seed=0, policy="nojc", threads=1, cores=1,
+                                     cpu_dist="fixed", dev_dist="fixed", nonscaling=0.0,
+                                     freq_ghz=f)[0] for f in (1.65, 3.3))
+    def dur(r, op):
+        sel = r.ops[r.ops["op"] == op]
+        return float(np.sum(sel["t_end_ns"] - sel["t_start_ns"]))
+    assert dur(slow, Op.WRITE) == pytest.approx(2 * dur(fast, Op.WRITE), rel=1e-3)
+    fs, ff = dur(slow, Op.FSYNC), dur(fast, Op.FSYNC)
+    assert fs > ff and fs - ff == pytest.approx(8.0e3, rel=1e-2)   # only fsync's 8 us CPU part scales
+
+
+def test_dataset_schema_and_labels():
+    ds = sim.simulate(reps=2, policy=["ext4", "nojc"], freq_ghz=[1.6, 3.3], **SMALL)
+    schema.validate(ds)
+    assert ds.attrs["freq_mode"] == "simulated" and ds.attrs["backend"] == "sim"
+    assert ds.sizes["rep"] == 2 and list(ds.policy.values) == ["ext4", "nojc"]
+    assert int(ds.commits.sel(policy="nojc").sum()) == 0
+    assert ds.sizes["commit"] == int(ds.commits.sel(policy="ext4").sum())
+    assert ds.sizes["op"] == 8 * 24 * (2 + 4 + 2)   # runs x threads x (open, barrier, 4 writes, fsync, close)
+
+
+def test_backend_runs_and_validates():
+    from abtlab.backends import get
+    from abtlab.backends.base import RunContext
+    b = get("sim")
+    assert b.available()
+    r = b.run_point({"threads": 8, "policy": "delayjc:adaptive"},
+                    RunContext(workdir=None, seed=1, options={"workload": "metarates", "cores": 2}))
+    assert r.attrs["freq_mode"] == "simulated" and r.scalars["fsync_calls"] == 8
+    with pytest.raises(ConfigError) as e:
+        b.validate_point({"device": "floppy"})
+    assert e.value.field == "device"
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(threads=0), "threads"), (dict(record_size=1 << 20), "record_size"),
+    (dict(device="floppy"), "device"), (dict(policy="bogus"), "policy"),
+    (dict(cpu_dist="cauchy"), "cpu_dist"), (dict(freq_ghz=-1.0), "freq_ghz"),
+    (dict(nonscaling=2.0), "nonscaling"), (dict(workload="fio"), "workload"),
+    (dict(warp=9), "warp"), (dict(device_overrides={"x": 1}), "device_overrides.x"),
+    (dict(quantum_us=0), "quantum_us")])
+def test_bad_parameters_name_the_field(kw, field):
+    with pytest.raises(ConfigError) as e:
+        sim.make(**kw)
+    assert e.value.field == field
+    with pytest.raises(ConfigError) as e:
+        sim.simulate(reps=0)
+    assert e.value.field == "reps"
