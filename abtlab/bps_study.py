@@ -89,7 +89,7 @@ def _fio_args(directory, set_name, p, cfg):
         return common + [f"--filename={f}", f"--bs={p['request_size']}", f"--size={total}"], total
     if set_name == "concurrency":
         n = p["jobs"]
-        per = total // n // cfg["align"] * cfg["align"]
+        per = total // n // cfg["job_bs"] * cfg["job_bs"]    # whole blocks: fio reads no partial one
         for i in range(n):
             _make_file(os.path.join(directory, f"bps.job.{i}"), per)
         return common + [f"--directory={directory}", "--filename_format=bps.job.$jobnum",

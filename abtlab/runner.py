@@ -46,7 +46,11 @@ def build_levels(backend, freq=None, **factors):
         value = factors.pop(name, None)
         if value is None:
             levels[name] = [default]
+        elif name == "device" and be.name == "sim":
+            levels[name] = parse_words(value, "device")  # simulator presets; checked by validate_point
         elif name in _PARSERS:
+            if isinstance(value, (list, tuple)) and name == "policy":
+                value = ";".join(map(str, value))
             levels[name] = _PARSERS[name](value)
         else:
             levels[name] = be.parse_factor(name, value)
@@ -60,7 +64,7 @@ def build_levels(backend, freq=None, **factors):
 
 
 def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
-        warmup=0, command=None, **factors):
+        warmup=0, command=None, scheduler=None, workers=2, **factors):
     """Run backend over every combination of the given factor lists.
 
     Example: abtlab.run("iozone", threads="16,64", policy="ext4,nojc",
@@ -70,5 +74,7 @@ def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
     from . import sweep
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels, options = build_levels(be, freq=freq, **factors)
-    return sweep.run(be, levels, reps=reps, out=out, seed=seed, resume=resume, quiet=quiet,
-                     warmup=warmup, options=options, command=command)
+    freq_mode = options.pop("freq_mode", None)
+    return sweep.run(be.name if isinstance(backend, str) else be, levels, reps=reps, out=out,
+                     seed=seed, resume=resume, quiet=quiet, warmup=warmup, options=options,
+                     command=command, freq_mode=freq_mode, scheduler=scheduler, workers=workers)

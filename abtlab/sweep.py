@@ -2,6 +2,9 @@
 
 Every finished repetition is written atomically to `<out>.parts/` before the next
 starts, so a killed sweep resumes (`resume=True`) without re-running or losing a run.
+Repetitions are fixed (`reps=5`) or adaptive (`reps=Reps(min=3, max=50, target=0.05)`):
+a point gets more runs only while the CI half-width of its mean (or of its slowdown
+ratio against the lowest frequency) is wider than the target.
 """
 from __future__ import annotations
 
@@ -11,18 +14,44 @@ import itertools
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__, store
-from .assemble import assemble, result_to_part
+from .assemble import assemble
 from .backends import get as get_backend
-from .backends.base import RunContext
 from .errors import ConfigError, RunError
+from .executor import Task, make_executor
 from .progress import Progress
 
-__all__ = ["expand", "run", "run_seed"]
+__all__ = ["expand", "run", "run_seed", "Reps"]
+
+
+@dataclass(frozen=True)
+class Reps:
+    """Adaptive repetitions: at least `min`, at most `max` runs per point; stop a point
+    once the relative CI half-width (at `level`) of `metric` is <= target. on="slowdown"
+    uses the ratio to the lowest frequency of the same configuration instead."""
+    min: int = 3
+    max: int = 50
+    target: float = 0.05
+    level: float = 0.95
+    metric: str = "throughput"
+    on: str = "mean"
+
+    def __post_init__(self):
+        if not (isinstance(self.min, int) and self.min >= 2):
+            raise ConfigError("repetitions.min", self.min, "an integer >= 2")
+        if not (isinstance(self.max, int) and self.max >= self.min):
+            raise ConfigError("repetitions.max", self.max, f"an integer >= min ({self.min})")
+        if not (0 < float(self.target) < 10):
+            raise ConfigError("repetitions.target", self.target, "a relative half-width in (0, 10)")
+        if not (0.5 <= float(self.level) < 1):
+            raise ConfigError("repetitions.level", self.level, "a confidence level in [0.5, 1)")
+        if self.on not in ("mean", "slowdown"):
+            raise ConfigError("repetitions.on", self.on, "mean | slowdown")
 
 
 def expand(levels: dict) -> list[dict]:
@@ -41,64 +70,89 @@ def _now():
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def run(backend, levels: dict, reps: int = 3, out=None, seed: int = 0, resume: bool = False,
-        quiet: bool = False, shuffle: bool = True, warmup: int = 0, options: dict | None = None,
-        attrs: dict | None = None, command: str | None = None):
-    """Run every point of levels x reps; return the assembled xarray.Dataset.
-
-    backend: a registry name or Backend instance. levels: factor -> list of levels.
-    out: NetCDF path; without it, parts go to a temporary directory that is removed.
-    """
-    from . import accessor  # noqa: F401  (registers ds.abt)
-    be = get_backend(backend) if isinstance(backend, str) else backend
+def _check(be, reps, levels):
     avail = be.available()
     if not avail:
         raise ConfigError("backend", be.name, f"a backend that can run here ({avail.reason})")
-    if not isinstance(reps, int) or reps < 1:
-        raise ConfigError("reps", reps, "an integer >= 1")
-    levels = {k: list(v) for k, v in levels.items()}
+    if not isinstance(reps, Reps) and not (isinstance(reps, int) and reps >= 1):
+        raise ConfigError("reps", reps, "an integer >= 1 or a Reps rule")
     for k, v in levels.items():
         if not v:
             raise ConfigError(k, v, "at least one level")
+
+
+def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
+        quiet: bool = False, shuffle: bool = True, warmup: int = 0, options: dict | None = None,
+        attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
+        scheduler=None, workers: int = 2):
+    """Run every point of levels x reps; return the assembled xarray.Dataset.
+
+    backend: a registry name or Backend instance. levels: factor -> list of levels.
+    reps: an int (fixed) or a Reps rule (adaptive). out: NetCDF path; without it, parts
+    go to a temporary directory that is removed. scheduler: None/"serial", "local"
+    (a dask LocalCluster of `workers`), a scheduler address or a dask Client.
+    """
+    from . import accessor  # noqa: F401  (registers ds.abt)
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    levels = {k: list(v) for k, v in levels.items()}
+    _check(be, reps, levels)
     points = [be.validate_point(p) for p in expand(levels)]
     options = dict(options or {})
+    freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
     tmp_out = None
     if out is None:
         tmp_out = Path(tempfile.mkdtemp(prefix="abtlab-sweep-")) / "run.nc"
         out = tmp_out
     out = Path(out)
     if not resume and store.parts_dir(out).exists():
-        raise ConfigError("out", str(out), "a path without unfinished parts (pass resume=True / --resume to continue it)")
+        raise ConfigError("out", str(out), "a path without unfinished parts "
+                          "(pass resume=True / --resume to continue it)")
     started = _now()
     done = store.read_parts(out) if resume else {}
-    todo = [(i, r) for i in range(len(points)) for r in range(reps)
-            if store.part_name(i, r) not in done]
-    if shuffle:
-        np.random.default_rng(seed).shuffle(todo)
     f_ref = max(levels["freq_ghz"]) if "freq_ghz" in levels else None
-    prog = Progress(len(todo) + warmup, label=f"{be.name}", quiet=quiet)
-    with tempfile.TemporaryDirectory(prefix="abtlab-run-") as work:
-        for w in range(warmup):  # discarded: first runs pay cold caches and page-ins
-            ctx = RunContext(Path(work), rep=-1, seed=run_seed(seed, -1, w), quiet=True,
-                             f_ref_ghz=f_ref, options=options)
-            be.run_point(points[w % len(points)], ctx)
-            prog.step("warm-up (discarded)")
-        for i, r in todo:
-            ctx = RunContext(Path(work), rep=r, seed=run_seed(seed, i, r), quiet=quiet,
-                             f_ref_ghz=f_ref, options=options)
-            try:
-                result = be.run_point(points[i], ctx)
-            except RunError as exc:
-                raise RunError(f"{be.name} point {points[i]} rep {r}: {exc}") from exc
-            name = store.part_name(i, r)
-            part = result_to_part(result, points[i], i, r)
-            store.write_part(out, name, part)
-            done[name] = part
-            prog.step(_short(points[i]))
+
+    def task(i, r, q=quiet):
+        return Task(backend if isinstance(backend, str) else be, points[i], i, r,
+                    run_seed(seed, i, r), options, f_ref, freq_mode, q)
+
+    real_io = be.name != "sim"
+    ex = make_executor(scheduler, workers=workers, real_io=real_io)
+    rng = np.random.default_rng(seed)
+    try:
+        if warmup and not resume:
+            # discarded: the first runs pay cold caches, page-ins and lazy init
+            for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
+                pass
+        rule = reps if isinstance(reps, Reps) else None
+        wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
+        prog = Progress(sum(wanted.values()) - len(done), label=be.name, quiet=quiet)
+        while True:
+            todo = [(i, r) for i, n in wanted.items() for r in range(n)
+                    if store.part_name(i, r) not in done]
+            if not todo:
+                if rule is None:
+                    break
+                more = _more_reps(rule, points, levels, done, wanted)
+                if not more:
+                    break
+                wanted.update(more)
+                prog.total += sum(more[i] - len(_values(done, i, rule.metric)) for i in more)
+                continue
+            if shuffle:
+                rng.shuffle(todo)
+            for t, part in ex.map([task(i, r) for i, r in todo]):
+                name = store.part_name(t.index, t.rep)
+                store.write_part(out, name, part)
+                done[name] = part
+                prog.step(_short(t.point))
+    except RunError as exc:
+        raise RunError(f"{be.name}: {exc}") from exc
+    finally:
+        ex.close()
     from .system.facts import collect
     meta = {**collect(), "backend": be.name, "abtlab_version": __version__, "start_time": started,
-            "end_time": _now(), "command": command or " ".join(sys.argv), "reps": reps,
-            "seed": seed, **(attrs or {})}
+            "end_time": _now(), "command": command or " ".join(sys.argv), "seed": seed,
+            "reps": str(reps), **(attrs or {})}
     ds = assemble(list(done.values()), levels, meta)
     if tmp_out is None:
         store.save(ds, out)
@@ -106,6 +160,33 @@ def run(backend, levels: dict, reps: int = 3, out=None, seed: int = 0, resume: b
     else:
         shutil.rmtree(tmp_out.parent, ignore_errors=True)
     return ds
+
+
+def _values(done, i, metric):
+    return np.array([float(p[metric]) for p in done.values()
+                     if int(p.attrs["point_index"]) == i and metric in p])
+
+
+def _more_reps(rule, points, levels, done, wanted):
+    """Points whose CI is still too wide get more runs (about what the CI asks, capped)."""
+    from .stats import ci_halfwidth
+    rhw = {i: ci_halfwidth(_values(done, i, rule.metric), rule.level) for i in wanted}
+    if rule.on == "slowdown" and "freq_ghz" in levels:
+        # ratio CI (delta method on means): relative half-widths add in quadrature
+        f_low = min(levels["freq_ghz"])
+        ref = {_config(p): i for i, p in enumerate(points) if p["freq_ghz"] == f_low}
+        rhw = {i: float(np.hypot(h, rhw[ref[_config(points[i])]])) for i, h in rhw.items()}
+    more = {}
+    for i, h in rhw.items():
+        n = wanted[i]
+        if h > rule.target and n < rule.max:
+            need = int(np.ceil(n * (h / rule.target) ** 2)) if np.isfinite(h) else n + 1
+            more[i] = int(min(rule.max, max(n + 1, min(need, 2 * n))))
+    return more
+
+
+def _config(point):
+    return tuple((k, v) for k, v in point.items() if k != "freq_ghz")
 
 
 def _short(point):

@@ -216,7 +216,7 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     """Time buffered and O_DIRECT runs of each workload x block size in directory
     (None: a fresh scratch ext4 per run where loop devices work). Defaults: 4 and 64 KiB,
     a 4 MiB file for random reads (seconds); full=True: 4 KiB..16 MiB and the paper's
-    16 MiB file. Returns elapsed/throughput (mode, workload, block_size, rep), count,
+    16 MiB file. Returns elapsed/throughput (mode, workload, block_size, rep), ops_per_run,
     and direct_speedup = t_buffered / t_direct with its CI."""
     from .backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend, mount_of
     blocks = _levels(block_sizes, PAPER_BLOCKS if full else QUICK_BLOCKS, "block_sizes",
@@ -241,7 +241,7 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
               for i in range(len(workloads))]
     ds = xr.Dataset({"elapsed": (dims, get("elapsed"), {"units": "s"}),
                      "throughput": (dims, get("throughput"), {"units": "bytes/s"}),
-                     "count": (("workload", "block_size"), counts, {"units": "1"})},
+                     "ops_per_run": (("workload", "block_size"), counts, {"units": "1"})},
                     coords={"mode": ["buffered", "direct"], "workload": workloads,
                             "block_size": blocks, "rep": np.arange(reps)})
     where = mount_of(directory) if directory is not None else res[(0, 0)].attrs

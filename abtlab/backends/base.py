@@ -48,6 +48,7 @@ class RunContext:
     seed: int = 0              # reproducible per (point, rep): use it for any randomness
     quiet: bool = False        # no progress output
     f_ref_ghz: float | None = None   # reference (highest) frequency of the sweep, for emulation
+    freq_mode: str = "native"        # real | emulated | simulated | native (no pinning)
     options: dict = field(default_factory=dict)  # backend-specific run options
 
 

@@ -42,7 +42,7 @@ def real_available(folder: str, name: str) -> Availability:
 
 
 def _dilation(point, ctx):
-    mode = ctx.options.get("freq_mode", "native")
+    mode = ctx.freq_mode
     if mode == "emulated":
         return ctx.f_ref_ghz / float(point["freq_ghz"]), contextlib.nullcontext()
     if mode == "real":
@@ -89,9 +89,9 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         ops = trace.read(tpath, kind=trace.Kind.OPS)
         commits = _window(jt.commits(), ops) if jt is not None else _no_commits()
         batches = _batches(bpath) if policy.kind == "delayjc" else None
-        attrs = {"freq_mode": "emulated" if ctx.options.get("freq_mode") == "emulated"
+        attrs = {"freq_mode": "emulated" if ctx.freq_mode == "emulated"
                  else "real", **fs.describe(), **thr.describe()}
-    if ctx.options.get("freq_mode") == "emulated":
+    if ctx.freq_mode == "emulated":
         attrs["f_ref_ghz"] = ctx.f_ref_ghz
         attrs["freq_emulation"] = ("each op's thread CPU time dilated by f_ref/f with spinning "
                                    "right after the call; device and blocked time not dilated")

@@ -41,8 +41,23 @@ def _kv(items, field):
         if "=" not in it:
             raise ConfigError(field, it, "NAME=VALUE")
         k, v = it.split("=", 1)
-        out[k.strip()] = v.strip()
+        out[k.strip()] = _coerce(v.strip())
     return out
+
+
+def _coerce(v):
+    """'true'/'false' -> bool, numbers -> int/float; lists stay strings for the parsers."""
+    low = v.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    return v
 
 
 def main(args):

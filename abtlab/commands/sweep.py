@@ -1,0 +1,23 @@
+"""`abtlab sweep SPEC.toml --out PATH [--resume]`: run a sweep spec."""
+import sys
+
+__all__ = ["register"]
+
+
+def register(sub):
+    p = sub.add_parser("sweep", help="run a sweep spec (TOML): factors, repetition rule, execution",
+                       description="See abtlab/spec.py for the format. Each finished run is "
+                                   "written atomically; --resume continues after a crash or kill -9.")
+    p.add_argument("spec")
+    p.add_argument("--out", help="output NetCDF (overrides the spec's out)")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args):
+    from ..spec import run_spec
+    ds = run_spec(args.spec, out=args.out, resume=args.resume, quiet=args.quiet,
+                  command="abtlab " + " ".join(sys.argv[1:]))
+    print(f"wrote {args.out or 'spec out'}: {dict(ds.sizes)}")
+    return 0

@@ -1,0 +1,306 @@
+/*
+ * abt-slowdisk - an emulated slow disk: a FUSE passthrough of one backing
+ * directory that makes every read, write and fsync of its files cost what a
+ * device model says, so a loop device on an image file in it behaves like a
+ * disk with per-request latency (a journal commit then costs milliseconds).
+ *
+ *   abt-slowdisk [model options] BACKING_DIR MOUNTPOINT [fuse options, e.g. -f]
+ *
+ * Model (one device, requests served one at a time in arrival order):
+ *   read/write of n bytes at offset o:
+ *     o in [head, head + window]  -> (o - head + n) / bw      (no seek, no rotation;
+ *                                     a short forward skip passes under the head)
+ *     otherwise                   -> seek + rotation + n / bw
+ *     then head = o + n
+ *   fsync (the loop device's cache flush / FUA)  -> flush
+ * The queue is a virtual clock: a request starts when the device is free
+ * (max(now, busy_until)), busy_until advances by its cost, and the caller
+ * sleeps until then with clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME).
+ * Costs never overlap, and the sleep is outside the mutex so the FUSE threads
+ * only queue, as at a real disk. The host file is written at once and never
+ * fsynced (the image is scratch): only the model's latency is seen.
+ *
+ * Counters (requests, positionings, flushes, modelled busy time) go to stderr
+ * at exit as one "slowdisk: key=value ..." line.
+ */
+#define _GNU_SOURCE
+#define FUSE_USE_VERSION 31
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abt_opts.h"
+
+#define PROG "abt-slowdisk"
+
+typedef struct {
+    long seek_us, rotation_us, bw_mbps, flush_us;
+    uint64_t window;
+} model;
+
+static model g_m = {8500, 4167, 125, 4000, 65536};
+static int g_dir = -1;                 /* the backing directory */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_busy_until, g_head;  /* virtual clock (ns), head position (bytes) */
+static int g_have_head;
+static uint64_t g_reqs, g_positionings, g_flushes, g_busy_ns;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* Cost (ns) of a transfer of n bytes at off; moves the head. Call with g_mu held. */
+static uint64_t transfer_cost(uint64_t off, uint64_t n)
+{
+    uint64_t bytes = n, cost = 0;
+    if (g_have_head && off >= g_head && off - g_head <= g_m.window) {
+        bytes += off - g_head;
+    } else {
+        cost = (uint64_t)(g_m.seek_us + g_m.rotation_us) * 1000u;
+        g_positionings++;
+    }
+    g_head = off + n;
+    g_have_head = 1;
+    return cost + bytes * 1000u / (uint64_t)g_m.bw_mbps;  /* MB/s = bytes/us */
+}
+
+/* Queue a request of `cost` ns behind the ones before it; return when it is done. */
+static void serve(int is_flush, uint64_t off, uint64_t n)
+{
+    pthread_mutex_lock(&g_mu);
+    uint64_t cost = is_flush ? (uint64_t)g_m.flush_us * 1000u : transfer_cost(off, n);
+    uint64_t t = now_ns(), start = g_busy_until > t ? g_busy_until : t;
+    g_busy_until = start + cost;
+    g_reqs++;
+    g_flushes += (uint64_t)is_flush;
+    g_busy_ns += cost;
+    uint64_t done = g_busy_until;
+    pthread_mutex_unlock(&g_mu);
+    sleep_until(done);
+}
+
+/* FUSE paths are "/name"; the backing directory's relative path is "name" or ".". */
+static const char *rel(const char *path)
+{
+    return path[1] ? path + 1 : ".";
+}
+
+static int sd_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    int r = fi ? fstat((int)fi->fh, st) : fstatat(g_dir, rel(path), st, AT_SYMLINK_NOFOLLOW);
+    return r < 0 ? -errno : 0;
+}
+
+static int sd_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    (void)off; (void)fi; (void)flags;
+    int fd = openat(g_dir, rel(path), O_RDONLY | O_DIRECTORY);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return -e;
+    }
+    for (struct dirent *e; (e = readdir(d));)
+        fill(buf, e->d_name, NULL, 0, 0);
+    closedir(d);
+    return 0;
+}
+
+static int sd_open(const char *path, struct fuse_file_info *fi)
+{
+    int fd = openat(g_dir, rel(path), fi->flags & ~O_DIRECT);
+    if (fd < 0) return -errno;
+    fi->fh = (uint64_t)fd;
+    return 0;
+}
+
+static int sd_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    int fd = openat(g_dir, rel(path), (fi->flags & ~O_DIRECT) | O_CREAT, mode);
+    if (fd < 0) return -errno;
+    fi->fh = (uint64_t)fd;
+    return 0;
+}
+
+static int sd_read(const char *path, char *buf, size_t n, off_t off, struct fuse_file_info *fi)
+{
+    (void)path;
+    ssize_t r = pread((int)fi->fh, buf, n, off);
+    if (r < 0) return -errno;
+    serve(0, (uint64_t)off, n);
+    return (int)r;
+}
+
+static int sd_write(const char *path, const char *buf, size_t n, off_t off,
+                    struct fuse_file_info *fi)
+{
+    (void)path;
+    ssize_t r = pwrite((int)fi->fh, buf, n, off);
+    if (r < 0) return -errno;
+    serve(0, (uint64_t)off, n);
+    return (int)r;
+}
+
+static int sd_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    (void)path; (void)datasync; (void)fi;
+    serve(1, 0, 0);
+    return 0;
+}
+
+static int sd_release(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    close((int)fi->fh);
+    return 0;
+}
+
+static int sd_unlink(const char *path)
+{
+    return unlinkat(g_dir, rel(path), 0) < 0 ? -errno : 0;
+}
+
+static int sd_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    int fd = fi ? (int)fi->fh : openat(g_dir, rel(path), O_WRONLY);
+    if (fd < 0) return -errno;
+    int r = ftruncate(fd, size) < 0 ? -errno : 0;
+    if (!fi) close(fd);
+    return r;
+}
+
+static int sd_fallocate(const char *path, int mode, off_t off, off_t len,
+                        struct fuse_file_info *fi)
+{
+    (void)path;
+    return fallocate((int)fi->fh, mode, off, len) < 0 ? -errno : 0;
+}
+
+static int sd_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    int r = fi ? futimens((int)fi->fh, tv) : utimensat(g_dir, rel(path), tv, AT_SYMLINK_NOFOLLOW);
+    return r < 0 ? -errno : 0;
+}
+
+static int sd_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    int r = fi ? fchmod((int)fi->fh, mode) : fchmodat(g_dir, rel(path), mode, 0);
+    return r < 0 ? -errno : 0;
+}
+
+static int sd_statfs(const char *path, struct statvfs *sv)
+{
+    (void)path;
+    return fstatvfs(g_dir, sv) < 0 ? -errno : 0;
+}
+
+static void *sd_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    /* Writes must reach the model as the loop device issues them, not when the
+     * kernel's write-back of this file's page cache gets round to them. */
+    conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    cfg->use_ino = 0;
+    return NULL;
+}
+
+static void sd_destroy(void *data)
+{
+    (void)data;
+    fprintf(stderr, "slowdisk: requests=%llu positionings=%llu flushes=%llu busy_ns=%llu\n",
+            (unsigned long long)g_reqs, (unsigned long long)g_positionings,
+            (unsigned long long)g_flushes, (unsigned long long)g_busy_ns);
+}
+
+static const struct fuse_operations ops = {
+    .getattr = sd_getattr, .readdir = sd_readdir, .open = sd_open, .create = sd_create,
+    .read = sd_read, .write = sd_write, .fsync = sd_fsync, .release = sd_release,
+    .unlink = sd_unlink, .truncate = sd_truncate, .fallocate = sd_fallocate,
+    .utimens = sd_utimens, .chmod = sd_chmod, .statfs = sd_statfs,
+    .init = sd_init, .destroy = sd_destroy,
+};
+
+static void describe(void)
+{
+    printf("name: %s\nsummary: FUSE passthrough with a disk latency model per request\n"
+           "param.seek_us: %ld\nparam.rotation_us: %ld\nparam.bw_mbps: %ld\n"
+           "param.flush_us: %ld\nparam.sequential_window: %llu\n"
+           "model: read/write = (seek_us + rotation_us unless the offset is within "
+           "sequential_window past the previous end) + bytes / bw; fsync = flush_us; "
+           "one request at a time\n", PROG, g_m.seek_us, g_m.rotation_us, g_m.bw_mbps,
+           g_m.flush_us, (unsigned long long)g_m.window);
+}
+
+/* "--opt=V" or "--opt V": the value, advancing *i past it; NULL if argv[*i] is not opt. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n) != 0) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0') return NULL;
+    if (*i + 1 >= argc) abt_bad_arg(PROG, opt, "missing value");
+    return argv[++*i];
+}
+
+/* Takes the model options out of argv; returns 1 for --describe. */
+static int parse_model(int *argc, char **argv)
+{
+    int out = 1, want_describe = 0;
+    for (int i = 1; i < *argc; i++) {
+        const char *v;
+        if (!strcmp(argv[i], "--describe")) want_describe = 1;
+        else if ((v = opt_value(*argc, argv, &i, "--seek-us")))
+            g_m.seek_us = abt_parse_long(PROG, "--seek-us", v, 0, 1000000);
+        else if ((v = opt_value(*argc, argv, &i, "--rotation-us")))
+            g_m.rotation_us = abt_parse_long(PROG, "--rotation-us", v, 0, 1000000);
+        else if ((v = opt_value(*argc, argv, &i, "--bw-mbps")))
+            g_m.bw_mbps = abt_parse_long(PROG, "--bw-mbps", v, 1, 100000);
+        else if ((v = opt_value(*argc, argv, &i, "--flush-us")))
+            g_m.flush_us = abt_parse_long(PROG, "--flush-us", v, 0, 1000000);
+        else if ((v = opt_value(*argc, argv, &i, "--sequential-window")))
+            g_m.window = abt_parse_size(PROG, "--sequential-window", v, 0, 1ull << 30);
+        else argv[out++] = argv[i];
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return want_describe;
+}
+
+int main(int argc, char **argv)
+{
+    if (parse_model(&argc, argv)) {
+        describe();
+        return 0;
+    }
+    if (argc < 3 || argv[1][0] == '-')
+        abt_bad_arg(PROG, "BACKING_DIR", "usage: %s [--seek-us N] [--rotation-us N] "
+                    "[--bw-mbps N] [--flush-us N] [--sequential-window BYTES] [--describe] "
+                    "BACKING_DIR MOUNTPOINT [fuse options]", PROG);
+    g_dir = open(argv[1], O_RDONLY | O_DIRECTORY);
+    if (g_dir < 0)
+        abt_bad_arg(PROG, "BACKING_DIR", "given '%s': %s", argv[1], strerror(errno));
+    /* fuse_main sees PROG MOUNTPOINT [options]. */
+    argv[1] = argv[0];
+    return fuse_main(argc - 1, argv + 1, &ops, NULL);
+}

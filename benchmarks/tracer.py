@@ -1,0 +1,83 @@
+"""Cost of recording: a 4 KiB buffered-write fio job bare, under libabtrace, under strace.
+
+    .venv/bin/python -m benchmarks.tracer [--size 128m] [--reps 5] [--dir DIR]
+
+Runs are interleaved (bare, libabtrace, strace, bare, ...) so drift hits all
+alike; each line gives the median over --reps of the fio process's wall time and
+of fio's own job runtime (JSON, ms), and the overhead against bare fio. The
+target for libabtrace is < 2 %. strace (`-f -T -o FILE`) is skipped with a reason
+when it is not installed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+from abtlab.recorder import library_path
+
+
+def fio_cmd(directory, size, out_json):
+    return ["fio", "--name=w4k", f"--directory={directory}", "--rw=write", "--bs=4k",
+            f"--size={size}", "--ioengine=psync", "--unlink=1", "--disk_util=0",
+            "--output-format=json", f"--output={out_json}"]
+
+
+def one(mode, directory, size, lib):
+    out = os.path.join(directory, f"fio.{mode}.json")
+    cmd, env = fio_cmd(directory, size, out), dict(os.environ)
+    if mode == "libabtrace":
+        env.update(LD_PRELOAD=str(lib), ABT_TRACE_DIR=directory)
+    elif mode == "strace":
+        cmd = ["strace", "-f", "-T", "-o", os.path.join(directory, "strace.out")] + cmd
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True)
+    wall = time.perf_counter() - t
+    with open(out) as f:
+        job_ms = json.load(f)["jobs"][0]["job_runtime"]
+    for name in os.listdir(directory):                      # traces and logs of this run
+        os.remove(os.path.join(directory, name))
+    return wall, job_ms / 1e3
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="128m")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--dir", default=None, help="where fio writes (default: a temporary directory)")
+    a = ap.parse_args(argv)
+    if shutil.which("fio") is None:
+        print("fio not installed: nothing to measure (make installs it)")
+        return 1
+    modes = ["bare", "libabtrace"]
+    if shutil.which("strace"):
+        modes.append("strace")
+    else:
+        print("strace column skipped: strace not installed (apt-get install strace)")
+    lib = library_path()
+    res = {m: [] for m in modes}
+    with tempfile.TemporaryDirectory(prefix="abtlab-tracer.", dir=a.dir) as d:
+        for _ in range(a.reps):
+            for m in modes:
+                res[m].append(one(m, d, a.size, lib))
+    base_w = statistics.median(w for w, _ in res["bare"])
+    base_j = statistics.median(j for _, j in res["bare"])
+    print(f"fio 4 KiB buffered writes, {a.size} per run, median of {a.reps} interleaved runs")
+    print(f"{'mode':12s} {'wall s':>8s} {'overhead':>9s} {'fio job s':>10s} {'overhead':>9s}")
+    for m in modes:
+        w = statistics.median(x for x, _ in res[m])
+        j = statistics.median(y for _, y in res[m])
+        print(f"{m:12s} {w:8.3f} {100 * (w / base_w - 1):8.1f}% {j:10.3f} {100 * (j / base_j - 1):8.1f}%")
+    w = statistics.median(x for x, _ in res["libabtrace"])
+    print(f"libabtrace overhead on wall time {100 * (w / base_w - 1):.1f}% (target < 2%): "
+          f"{'met' if w / base_w - 1 < 0.02 else 'NOT met'} on this run")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""abtlab.syscalls: ratio/CI math on constructed data, the reference grid, the comparison,
+small real grids and the plots."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+
+from abtlab import syscalls as sc
+from abtlab.errors import ConfigError
+
+
+def paired(ratios, base=1.0):
+    """num/den pairs over rep with the given ratios."""
+    den = xr.DataArray(base * np.arange(1, len(ratios) + 1, dtype=float), dims="rep")
+    return den * np.asarray(ratios), den
+
+
+def test_ratio_ci_matches_hand_computation():
+    r = np.array([1.2, 1.5, 1.1, 1.4, 1.3])
+    num, den = paired(r)
+    out = sc.ratio_ci(num, den)
+    lr = np.log(r)
+    half = stats.t.ppf(0.975, 4) * lr.std(ddof=1) / np.sqrt(5)
+    assert float(out.ratio) == pytest.approx(np.exp(lr.mean()))
+    assert float(out.lo) == pytest.approx(np.exp(lr.mean() - half))
+    assert float(out.hi) == pytest.approx(np.exp(lr.mean() + half))
+    assert int(out.n) == 5
+    wide = sc.ratio_ci(num, den, level=0.99)
+    assert float(wide.lo) < float(out.lo) and float(wide.hi) > float(out.hi)
+
+
+def test_ratio_ci_constant_ratio_and_single_rep():
+    num, den = paired([2.0, 2.0, 2.0])
+    out = sc.ratio_ci(num, den)
+    assert float(out.ratio) == pytest.approx(2.0)
+    assert float(out.lo) == pytest.approx(2.0) and float(out.hi) == pytest.approx(2.0)
+    one = sc.ratio_ci(*paired([3.0]))
+    assert float(one.ratio) == pytest.approx(3.0)
+    assert np.isnan(float(one.lo)) and np.isnan(float(one.hi))
+    with pytest.raises(ConfigError) as exc:
+        sc.ratio_ci(num, den, level=95)
+    assert exc.value.field == "level"
+
+
+def test_ratio_ci_keeps_other_dims():
+    num = xr.DataArray([[2.0, 2.0], [0.5, 0.5]], dims=("threads", "rep"))
+    den = xr.ones_like(num)
+    out = sc.ratio_ci(num, den)
+    np.testing.assert_allclose(out.ratio.values, [2.0, 0.5])
+
+
+def constructed_elapsed(speedup: np.ndarray, reps=3):
+    """elapsed where t_mutex / t_spin = speedup exactly in every rep."""
+    threads, work = [1, 2, 8], [1, 100]
+    spin = np.ones((3, 2, reps)) * np.arange(1, reps + 1)
+    el = np.stack([spin, spin * speedup[..., None]])
+    return xr.Dataset({"elapsed": (("lock", "threads", "work", "rep"), el)},
+                      coords={"lock": ["spin", "mutex"], "threads": threads, "work": work,
+                              "rep": range(reps)}, attrs={"hardware_threads": 2})
+
+
+def test_speedup_orientation_is_the_papers():
+    s = np.array([[2.0, 1.0], [0.5, 1.5], [1.0, 0.25]])
+    ds = sc.add_lock_speedup(constructed_elapsed(s))
+    np.testing.assert_allclose(ds.spin_speedup.values, s)  # > 1: spinlock faster
+    np.testing.assert_allclose(ds.elapsed_median.sel(lock="spin").values, 2.0)
+
+
+def test_load_reference_shape_and_values():
+    ref = sc.load_reference()
+    assert ref.spin_speedup.dims == ("threads", "work")
+    assert ref.spin_speedup.shape == (23, 19)
+    assert tuple(ref.threads.values) == sc.PAPER_THREADS
+    assert tuple(ref.work.values) == sc.PAPER_WORK
+    assert not ref.spin_speedup.isnull().any()
+    assert float(ref.spin_speedup.sel(threads=8, work=50)) == 1.9
+    assert float(ref.spin_speedup.sel(threads=100, work=1_000_000)) == 0.2
+    assert float(ref.spin_speedup.sel(threads=1, work=1)) == 0.8
+    assert ref.attrs["hardware_threads"] == 8 and "Figure 5" in ref.attrs["source"]
+
+
+def test_load_reference_rejects_other_files(tmp_path):
+    bad = tmp_path / "x.csv"
+    bad.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(ConfigError):
+        sc.load_reference(bad)
+    with pytest.raises(ConfigError):
+        sc.load_reference(tmp_path / "missing.csv")
+
+
+def test_compare_log_ratio_and_winners():
+    ref = sc.load_reference()
+    here = ref.sel(threads=[1, 2, 8], work=[1, 100]).copy()
+    here["spin_speedup"] = here.spin_speedup * 2
+    here = here.reindex(threads=[1, 2, 8, 11], work=[1, 100, 3])  # extra levels are dropped
+    c = sc.compare(here, ref)
+    assert c.log2_diff.shape == (3, 2)
+    np.testing.assert_allclose(c.log2_diff.values, 1.0)
+    # paper (8, 1) = 0.9 -> mutex side; here 1.8 -> spin side
+    assert int(c.winner_paper.sel(threads=8, work=1)) == -1
+    assert int(c.winner_here.sel(threads=8, work=1)) == 1
+    assert not bool(c.agree.sel(threads=8, work=1))
+    # paper (2, 100) = 1.6 and here 3.2: both spin
+    assert bool(c.agree.sel(threads=2, work=100))
+
+
+def test_compare_uses_ci_for_the_winner():
+    ds = sc.add_lock_speedup(constructed_elapsed(np.full((3, 2), 1.5)))
+    ds["spin_speedup_lo"] = xr.full_like(ds.spin_speedup, 0.8)  # CI spans 1: a tie
+    c = sc.compare(ds)
+    assert (c.winner_here == 0).all()
+
+
+def test_compare_needs_a_common_grid():
+    ds = sc.add_lock_speedup(constructed_elapsed(np.ones((3, 2)))).assign_coords(work=[2, 3])
+    with pytest.raises(ConfigError) as exc:
+        sc.compare(ds)
+    assert exc.value.field == "here"
+
+
+@pytest.mark.parametrize("kw,field", [({"threads": [0]}, "threads"), ({"work": [2_000_000]}, "work"),
+                                      ({"threads": [2, 2]}, "threads"), ({"reps": 0}, "reps")])
+def test_lock_grid_bad_input(kw, field):
+    with pytest.raises(ConfigError) as exc:
+        sc.lock_grid(**kw)
+    assert exc.value.field == field
+
+
+def test_lock_grid_small_real(built_backends):
+    ds = sc.lock_grid(threads=[1, 3], work=[1, 10], reps=2, entries=20)
+    assert ds.elapsed.dims == ("lock", "threads", "work", "rep")
+    assert ds.elapsed.shape == (2, 2, 2, 2) and bool((ds.elapsed > 0).all())
+    r = ds.elapsed.sel(lock="mutex") / ds.elapsed.sel(lock="spin")
+    np.testing.assert_allclose(ds.spin_speedup.values, np.exp(np.log(r).mean("rep")).values)
+    assert ds.attrs["freq_mode"] == "real" and ds.attrs["entries_per_thread"] == 20
+    assert ds.attrs["hardware_threads"] >= 1
+
+
+def test_plot_lock_comparison_titles(tmp_path):
+    ds = sc.add_lock_speedup(constructed_elapsed(np.full((3, 2), 1.5)))
+    fig = sc.plot_lock_comparison(ds, path=tmp_path / "locks.png")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "measured here (2 hardware threads)" in titles[0]
+    assert "i7-2600K (8 hardware threads), from the paper" in titles[1]
+    assert "log2(here / paper)" in titles[2]
+    assert (tmp_path / "locks.png").stat().st_size > 0
+
+
+def test_dio_grid_bad_input():
+    with pytest.raises(ConfigError) as exc:
+        sc.dio_grid("/nonexistent", block_sizes=[100])
+    assert exc.value.field == "block_sizes"
+    with pytest.raises(ConfigError) as exc:
+        sc.dio_grid("/nonexistent", workloads=[5])
+    assert exc.value.field == "workloads"
+    with pytest.raises(ConfigError) as exc:
+        sc.dio_grid("/nonexistent", block_sizes=[1 << 20], file_size=4096)
+    assert exc.value.field == "file_size"
+
+
+@pytest.mark.root
+def test_dio_grid_small_real(built_backends, scratch_ext4, tmp_path):
+    ds = sc.dio_grid(scratch_ext4.mountpoint, block_sizes=[4096, 16384], workloads=[1, 3],
+                     reps=2, max_bytes=64 << 10)
+    assert ds.elapsed.shape == (2, 2, 2, 2) and bool((ds.elapsed > 0).all())
+    assert ds.ops_per_run.sel(workload=3).values.tolist() == [64, 64]
+    assert ds.ops_per_run.sel(workload=1).values.tolist() == [16, 4]  # capped at max_bytes
+    r = ds.elapsed.sel(mode="buffered") / ds.elapsed.sel(mode="direct")
+    np.testing.assert_allclose(ds.direct_speedup.values, np.exp(np.log(r).mean("rep")).values)
+    assert ds.attrs["filesystem"] == "ext4" and ds.attrs["freq_mode"] == "real"
+    fig = sc.plot_dio_comparison(ds, path=tmp_path / "dio.png")
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
+    assert any("from the paper" in lb for lb in labels)
+    assert any("measured here" in lb for lb in labels)
