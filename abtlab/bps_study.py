@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 
 from .bps import EXPECTED_SIGN, METRICS, metrics
-from .errors import ConfigError, UnavailableError
+from .errors import ConfigError, RunError, UnavailableError
 from .trace import Op
 
 __all__ = ["SETS", "fio_available", "run_study", "correlations", "compare_with_paper"]
@@ -108,7 +108,6 @@ def _one_run(directory, set_name, p, cfg):
     cmd, required = _fio_args(directory, set_name, p, cfg)
     rec = record(cmd)
     if rec.returncode != 0:
-        from .errors import RunError
         raise RunError(f"fio exited with {rec.returncode}: {' '.join(cmd)}")
     data = rec.records[np.isin(rec.records["op"], FIO_DATA_OPS)]
     m = metrics(data, block_size=cfg["block_size"], required_bytes=required)

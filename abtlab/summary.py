@@ -1,25 +1,16 @@
 """Per-point summaries of a run dataset: mean, 95% CI and RSD over repetitions."""
 from __future__ import annotations
 
-import numpy as np
-
-from . import schema
-
 __all__ = ["point_stats", "provenance_label"]
 
 
-def point_stats(ds, var: str):
-    """Dataset with mean, ci_low, ci_high, rsd, n of var over `rep` (t-interval)."""
-    import xarray as xr
-    from scipy import stats as st
-    da = ds[var]
-    n = da.count(schema.REP)
-    mean = da.mean(schema.REP)
-    sd = da.std(schema.REP, ddof=1)
-    tcrit = xr.apply_ufunc(lambda k: st.t.ppf(0.975, np.maximum(k - 1, 1)), n)
-    half = tcrit * sd / np.sqrt(n)
-    return xr.Dataset({"mean": mean, "ci_low": mean - half, "ci_high": mean + half,
-                       "rsd": sd / mean, "n": n})
+def point_stats(ds, var: str, level: float = 0.95):
+    """Dataset with mean, ci_low, ci_high, rsd, n of var over `rep` (t-interval).
+
+    Kept for its callers (plots, demo): abtlab.stats.point_summary does the work; an
+    all-NaN variable gives NaN rather than an error, so a plot of it stays empty."""
+    from .stats import point_summary
+    return point_summary(ds, var, level, allow_all_nan=True)
 
 
 def provenance_label(ds) -> str:

@@ -24,6 +24,7 @@ import xarray as xr
 from .errors import ConfigError, UnavailableError
 
 __all__ = ["lock_grid", "dio_grid", "ratio_ci", "load_reference", "compare",
+           "add_lock_speedup", "add_dio_speedup",
            "plot_lock_comparison", "plot_dio_comparison", "PAPER_THREADS", "PAPER_WORK",
            "PAPER_DIO", "REFERENCE_CSV"]
 
@@ -233,17 +234,7 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     started = _now()
     res = _sweep(DioBackend(), cells, reps, lambda c: {
         **base, "count": _dio_count(c["workload"], c["block_size"], max_bytes)}, seed, progress)
-    shape = (2, len(workloads), len(blocks), reps)
-    get = lambda key: np.array([res[(k, r)].scalars[key] for k in range(len(cells))  # noqa: E731
-                                for r in range(reps)]).reshape(shape)
-    dims = ("mode", "workload", "block_size", "rep")
-    counts = [[res[(i * len(blocks) + j, 0)].attrs["ops_per_run"] for j in range(len(blocks))]
-              for i in range(len(workloads))]
-    ds = xr.Dataset({"elapsed": (dims, get("elapsed"), {"units": "s"}),
-                     "throughput": (dims, get("throughput"), {"units": "bytes/s"}),
-                     "ops_per_run": (("workload", "block_size"), counts, {"units": "1"})},
-                    coords={"mode": ["buffered", "direct"], "workload": workloads,
-                            "block_size": blocks, "rep": np.arange(reps)})
+    ds = _dio_dataset(res, len(cells), workloads, blocks, reps)
     where = mount_of(directory) if directory is not None else res[(0, 0)].attrs
     ds.attrs = _attrs("dio", {
         "filesystem": where.get("filesystem", ""), "mount_options": where.get("mount_options", ""),
@@ -251,12 +242,34 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
         "start_time": started, "end_time": _now(), "seed": seed, "reps": reps,
         "command": f"abtlab.syscalls.dio_grid({str(directory)!r}, block_sizes={blocks}, "
                    f"workloads={workloads}, reps={reps}, file_size={file_size}, seed={seed})"})
-    r = ratio_ci(ds.elapsed.sel(mode="buffered", drop=True), ds.elapsed.sel(mode="direct", drop=True))
+    return add_dio_speedup(ds)
+
+
+def _dio_dataset(res, ncells, workloads, blocks, reps):
+    """Results of _sweep over (mode, workload, block) cells -> the grid dataset."""
+    def grid(key):
+        vals = [res[(k, r)].scalars[key] for k in range(ncells) for r in range(reps)]
+        return np.array(vals).reshape(2, len(workloads), len(blocks), reps)
+    counts = [[res[(i * len(blocks) + j, 0)].attrs["ops_per_run"] for j in range(len(blocks))]
+              for i in range(len(workloads))]
+    dims = ("mode", "workload", "block_size", "rep")
+    return xr.Dataset({"elapsed": (dims, grid("elapsed"), {"units": "s"}),
+                       "throughput": (dims, grid("throughput"), {"units": "bytes/s"}),
+                       "ops_per_run": (("workload", "block_size"), counts, {"units": "1"})},
+                      coords={"mode": ["buffered", "direct"], "workload": workloads,
+                              "block_size": blocks, "rep": np.arange(reps)})
+
+
+def add_dio_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:
+    """Add elapsed_median and direct_speedup (= t_buffered / t_direct) with CI bounds."""
+    r = ratio_ci(ds.elapsed.sel(mode="buffered", drop=True),
+                 ds.elapsed.sel(mode="direct", drop=True), level=level)
+    desc = "t_buffered / t_direct, geometric mean over reps (> 1: direct faster)"
     return ds.assign(
         elapsed_median=ds.elapsed.median("rep").assign_attrs(units="s"),
-        direct_speedup=r.ratio.assign_attrs(units="1", long_name="t_buffered / t_direct "
-                                            "(> 1: direct faster), geometric mean over reps"),
-        direct_speedup_lo=r.lo.assign_attrs(units="1"), direct_speedup_hi=r.hi.assign_attrs(units="1"))
+        direct_speedup=r.ratio.assign_attrs(units="1", long_name=desc),
+        direct_speedup_lo=r.lo.assign_attrs(units="1", long_name=f"{level:.0%} CI low"),
+        direct_speedup_hi=r.hi.assign_attrs(units="1", long_name=f"{level:.0%} CI high"))
 
 
 def _heat(ax, da, title, cmap, vlim, fmt="{:.1f}"):

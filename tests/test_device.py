@@ -15,16 +15,19 @@ V1 = Path("/sys/fs/cgroup/blkio")
 
 
 def test_named_profiles_have_values_and_sources():
-    assert set(PROFILES) == {"none", "hdd7200", "ssd-sata"}
-    hdd, ssd = PROFILES["hdd7200"], PROFILES["ssd-sata"]
+    assert set(PROFILES) == {"none", "hdd7200", "ssd-sata", "hdd7200-throttle", "ssd-sata-throttle"}
+    hdd, ssd = PROFILES["hdd7200-throttle"], PROFILES["ssd-sata-throttle"]
     assert 75 <= hdd.write_iops <= 150 and 100e6 <= hdd.write_bps <= 160e6
     assert ssd.write_iops > hdd.write_iops * 10 and ssd.read_bps > hdd.read_bps
     assert all(p.source for p in PROFILES.values())
     assert PROFILES["none"].limits() == {}
+    # The latency kind (values checked in tests/test_slowdisk.py) writes no throttle limits.
+    assert {n for n, p in PROFILES.items() if p.kind == "latency"} == {"hdd7200", "ssd-sata"}
+    assert PROFILES["hdd7200"].limits() == {} and PROFILES["hdd7200"].latency()
 
 
 @pytest.mark.parametrize("text,expect", [
-    ("hdd7200", PROFILES["hdd7200"]),
+    ("hdd7200-throttle", PROFILES["hdd7200-throttle"]),
     ("iops=120,bps=120M", Profile("iops=120,bps=120M", 120, 120, 120_000_000, 120_000_000,
                                   "explicit limits")),
     ("wiops=50", Profile("wiops=50", write_iops=50, source="explicit limits")),
@@ -45,7 +48,7 @@ def test_bad_profiles_name_the_device_field(bad):
 
 def test_bad_major_minor_is_refused():
     with pytest.raises(ConfigError) as err:
-        DeviceThrottle("hdd7200", "loop0")
+        DeviceThrottle("hdd7200-throttle", "loop0")
     assert err.value.field == "major_minor"
 
 
@@ -101,7 +104,7 @@ def _lines_for(mm):
 def test_hdd_profile_slows_fsync_then_goes_away(scratch_ext4):
     fs = scratch_ext4
     base = _median_fsync(fs.mountpoint, 8)
-    with DeviceThrottle("hdd7200", fs.major_minor) as t:
+    with DeviceThrottle("hdd7200-throttle", fs.major_minor) as t:
         if t.backend == "v1":
             assert f"{fs.major_minor} 120" in _lines_for(fs.major_minor)
         slow = _median_fsync(fs.mountpoint, 8)
@@ -109,6 +112,12 @@ def test_hdd_profile_slows_fsync_then_goes_away(scratch_ext4):
     # Lenient on purpose (a loaded machine): 120 IOPS is >= 8 ms per throttled IO and
     # an fsync waits for several of them.
     assert slow > max(3 * base, 0.008), (base, slow)
+
+
+def test_latency_profile_is_not_a_throttle():
+    with pytest.raises(ConfigError) as err:
+        DeviceThrottle("hdd7200", "7:3")
+    assert err.value.field == "device"
 
 
 def test_existing_limit_is_reported_and_restored(tmp_path):

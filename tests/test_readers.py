@@ -148,6 +148,27 @@ def test_dxt_conversion_of_pydarshan_records():
     assert set(r["pid"]) == {3} and set(r["op"]) == {Op.READ}
 
 
+def test_darshan_dxt_example_log_when_installed():
+    ok, why = readers.darshan_available()
+    if not ok:
+        pytest.skip(why)
+    import darshan
+    from pathlib import Path
+    logs = list(Path(darshan.__file__).parent.glob("examples/**/dxt.darshan"))
+    if not logs:
+        pytest.skip("this darshan package ships no example DXT log")
+    r = readers.read(logs[0])                                   # auto: .darshan
+    rep = darshan.DarshanReport(str(logs[0]), read_all=False)
+    rep.mod_read_all_dxt_records("DXT_POSIX")
+    counted = sum(int(x["read_count"]) + int(x["write_count"]) for x in rep.records["DXT_POSIX"].to_df())
+    assert r.size == counted > 0
+    assert set(r["op"]) <= {Op.READ, Op.WRITE}
+    assert np.all(r["t_end_ns"] >= r["t_start_ns"])
+    assert np.all(np.diff(r["t_start_ns"].astype(np.int64)) >= 0)
+    with pytest.raises(ConfigError):
+        readers.read_darshan_dxt(logs[0], module="DXT_STDIO")
+
+
 def test_darshan_reader_skips_cleanly_or_reads(tmp_path):
     ok, why = readers.darshan_available()
     p = tmp_path / "bad.darshan"

@@ -32,7 +32,11 @@ def _covering_ok(r):
                                 dict(workload="metarates", files=3),
                                 dict(workload="iozone", policy="delayjc:window=2ms"),
                                 dict(workload="metarates", files=2, policy="delayjc:adaptive"),
-                                dict(workload="iozone", policy="batch:min_us=100,max_us=3000")])
+                                dict(workload="iozone", policy="batch:min_us=100,max_us=3000"),
+                                dict(workload="iozone", data_flush="commit", device="hdd7200"),
+                                dict(workload="iozone", commit_lock_us=20.0),
+                                dict(workload="metarates", files=2, data_flush="commit",
+                                     commit_lock_us=0.0)])
 def test_fsync_never_returns_before_its_commit(kw):
     for r in sim.simulate_point(reps=3, seed=5, **SMALL, **kw):
         assert len(r.commits["start"]) >= 1
@@ -47,6 +51,57 @@ def test_commits_do_not_overlap_and_lock_writes():
     for a, b in zip(s, e):
         inside = (w["t_start_ns"] > a) & (w["t_start_ns"] < b)
         assert np.all(w["t_end_ns"][inside] >= b)   # a write arriving during a commit waits it out
+
+
+def test_short_lock_lets_writes_through_a_running_commit():
+    kw = dict(threads=64, cores=4, device="hdd7200", data_flush="commit", seed=2)
+    whole = sim.simulate_point(reps=1, **kw)[0]
+    brief = sim.simulate_point(reps=1, commit_lock_us=10.0, **kw)[0]
+
+    def through(r):     # writes that start and end inside one commit
+        w = r.ops[r.ops["op"] == Op.WRITE]
+        return sum(int(np.sum((w["t_start_ns"] > a + 10_000) & (w["t_end_ns"] < b)))
+                   for a, b in zip(r.commits["start"], r.commits["end"]))
+    assert through(whole) == 0 and through(brief) > 0
+
+
+def test_commit_writes_back_member_data_in_ordered_mode():
+    kw = dict(threads=1, cores=1, device="hdd7200", cpu_dist="fixed", dev_dist="fixed")
+    own, shared = (sim.simulate_point(reps=1, data_flush=m, **kw)[0] for m in ("fsync", "commit"))
+    dev = sim.DEVICES["hdd7200"]
+    journal = dev["commit_fixed_us"] + dev["commit_us_per_block"] * 3    # 2 + one handle
+    data = dev["commit_us_per_file"] + dev["flush_us_per_kib"] * 128
+    for r, want in ((own, journal), (shared, journal + data)):
+        c = r.commits
+        assert (c["end"][0] - c["flushing"][0]) * 1e-3 == pytest.approx(want, rel=1e-6)
+
+
+def test_batched_repetitions_equal_single_runs():
+    p = sim.make(threads=16, cores=2, policy="delayjc:adaptive")
+    batch = sim.run_reps(p, [3, 4])
+    for seed, r in zip((3, 4), batch):
+        one = sim.run_once(p, seed)
+        assert np.array_equal(one.ops, r.ops) and one.scalars == r.scalars
+
+
+def test_params_from_dict_and_toml(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text("cores = 3\nopen_us = 99.0\n[device_overrides]\ncommit_fixed_us = 1234.0\n")
+    p = sim.make(params=str(f), threads=5)
+    assert (p.cores, p.open_us, p.threads) == (3, 99.0, 5)
+    assert p.device_params()["commit_fixed_us"] == 1234.0
+    assert sim.make(params={"cores": 3}, cores=1).cores == 1         # keywords win
+    ds = sim.simulate(reps=1, params=str(f), threads=[4, 6], cpu_dist="fixed")
+    assert ds.attrs["sim_cores"] == 3 and list(ds.threads.values) == [4, 6]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("cores = [")
+    for src in (str(bad), str(tmp_path / "missing.toml")):
+        with pytest.raises(ConfigError) as e:
+            sim.make(params=src)
+        assert e.value.field == "params"
+    with pytest.raises(ConfigError) as e:
+        sim.make(params={"warp": 1})
+    assert e.value.field == "warp"
 
 
 def test_nojc_never_blocks():
@@ -122,7 +177,8 @@ def test_backend_runs_and_validates():
     (dict(cpu_dist="cauchy"), "cpu_dist"), (dict(freq_ghz=-1.0), "freq_ghz"),
     (dict(nonscaling=2.0), "nonscaling"), (dict(workload="fio"), "workload"),
     (dict(warp=9), "warp"), (dict(device_overrides={"x": 1}), "device_overrides.x"),
-    (dict(quantum_us=0), "quantum_us")])
+    (dict(quantum_us=0), "quantum_us"), (dict(commit_lock_us=-1.0), "commit_lock_us"),
+    (dict(data_flush="later"), "data_flush")])
 def test_bad_parameters_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         sim.make(**kw)

@@ -142,7 +142,7 @@ _SETUP = """
     from abtlab.system.tracefs import JournalTrace
     cleanup.installed()
     with ScratchFS(size_mb=32, workdir={workdir!r}) as fs, \\
-         DeviceThrottle("hdd7200", fs.major_minor), JournalTrace(fs.dev_t) as tr:
+         DeviceThrottle("hdd7200-throttle", fs.major_minor), JournalTrace(fs.dev_t) as tr:
         print("READY", fs.image, fs.loopdev, fs.mountpoint, tr.path, fs.major_minor, flush=True)
         {body}
 """

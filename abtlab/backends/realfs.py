@@ -60,18 +60,22 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
     ops, commits, batches and attrs; the driver adds the model's scalars."""
     from ..system.device import DeviceThrottle, parse_profile
     from ..system.scratchfs import ScratchFS, jbd2_commits
+    from ..system.slowdisk import SlowDisk
     from ..system.tracefs import JournalTrace
     policy = policies.parse(point["policy"])
     profile = parse_profile(point.get("device", "none"))
     dilate, freq_cm = _dilation(point, ctx)
     _drop_caches()
     with contextlib.ExitStack() as stack:
+        # Latency profile: the image lives on the emulated slow disk; throttle: limits on the loop.
+        disk = stack.enter_context(SlowDisk(profile, ctx.workdir)) if profile.kind == "latency" else None
         fs = stack.enter_context(ScratchFS(size_mb=_image_mb(ctx, data_bytes), journal=policy.journal,
-                                           mount_options=policy.mount_options(), workdir=ctx.workdir))
+                                           mount_options=policy.mount_options(), workdir=ctx.workdir,
+                                           image_dir=disk.mountpoint if disk else None))
         data_dir = Path(fs.mountpoint) / "data"
         data_dir.mkdir()
         os.sync()
-        thr = stack.enter_context(DeviceThrottle(profile, fs.major_minor))
+        thr = disk or stack.enter_context(DeviceThrottle(profile, fs.major_minor))
         jt = stack.enter_context(JournalTrace(fs.dev_t)) if policy.journal else None
         stack.enter_context(freq_cm)
         tpath = Path(ctx.workdir) / f"ops-{os.getpid()}.trace"

@@ -18,7 +18,7 @@ class SimBackend(Backend):
     options = {"workload": "iozone", "cores": 4}
 
     def available(self) -> Availability:
-        from ..sim.kernel import HAVE_NUMBA
+        from ..sim.state import HAVE_NUMBA
         return Availability(True, "" if HAVE_NUMBA else "numba missing: the simulator runs slowly")
 
     def _params(self, point: dict, options: dict):

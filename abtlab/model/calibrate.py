@@ -5,9 +5,15 @@ Estimators, chosen to be robust to the blocking the model describes:
   (a blocked op measures the commit, not the CPU), converted to the reference frequency
   by the simulator's scaling rule c_ref = c / (nonscaling + (1 - nonscaling) f_ref / f).
 - commit duration: least squares of (end - flushing) on the commit's journal blocks,
-  giving commit_fixed_us + commit_us_per_block * blocks; its spread gives dev_cv.
-- data flush: median over commits of (commit start - start of the last fsync begun
-  before it): the triggering fsync's CPU part plus its data flush.
+  giving commit_fixed_us + commit_us_per_block * blocks; its spread gives dev_cv. This
+  is the device part (jbd2's T_FLUSH..end: ordered data, then the journal blocks).
+- commit lock: median of (flushing - locking), jbd2's T_LOCKED phase, which lasts until
+  every running handle has stopped (long when threads holding handles are preempted).
+- data flush: median over commits of (commit start - start of the first fsync begun
+  after the previous commit started): the triggering fsync's CPU part plus its own
+  data write-back, the slack of seed 000's Fig. 6. It also holds CPU waits, so it is
+  capped by the device's share per fsync: (span of the fsyncs - device time of the
+  commits) / fsyncs, which in turn holds idle time. Both bound the flush from above.
 """
 from __future__ import annotations
 
@@ -41,19 +47,35 @@ def _commit_fit(commits):
     else:
         fixed, per_block = float(np.mean(d)), 0.0
         resid = d / fixed if fixed > 0 else d
-    return {"commit_fixed_us": float(fixed), "commit_us_per_block": float(per_block),
-            "dev_cv": float(np.std(resid)) if d.size > 1 else 0.0, "commit_count": int(d.size)}
+    out = {"commit_fixed_us": float(fixed), "commit_us_per_block": float(per_block),
+           "dev_cv": float(np.std(resid)) if d.size > 1 else 0.0, "commit_count": int(d.size)}
+    if "locking" in commits and "flushing" in commits:
+        lock = np.asarray(commits["flushing"], float) - np.asarray(commits["locking"], float)
+        out["commit_lock_us"] = float(np.median(lock)) * 1e-3 if lock.size else float("nan")
+    return out
 
 
-def _flush(ops, s):
+def _flush(ops, s, commits):
     _, fq, fr = op_durations(ops, Op.FSYNC)
     if fq.size == 0:
         return float("nan")
     if s.size == 0:        # no journal: fsync = data flush + inode write
         return float(np.median(fr - fq)) * 1e-3
-    k = np.searchsorted(fq, s, side="left") - 1       # last fsync begun before each commit
-    ok = k >= 0
-    return float(np.median(s[ok] - fq[k[ok]])) * 1e-3 if ok.any() else float("nan")
+    prev = np.concatenate([[np.iinfo(np.int64).min], s[:-1]])
+    busy = _busy_share(fq, fr, commits)
+    k = np.searchsorted(fq, prev, side="right")      # first fsync begun after the previous start
+    ok = (k < fq.size) & (fq[np.minimum(k, fq.size - 1)] <= s)
+    slack = float(np.median(s[ok] - fq[k[ok]])) * 1e-3 if ok.any() else float("nan")
+    return min(slack, busy) if np.isfinite(slack) else busy
+
+
+def _busy_share(fq, fr, commits):
+    """us per fsync of the fsync span not taken by commits' device time."""
+    span = float(fr.max() - fq.min())
+    start = np.asarray(commits.get("flushing", commits["start"]), float)
+    end = np.asarray(commits["end"], float)
+    inside = (start >= fq.min()) & (end <= fr.max())
+    return max(span - float(np.sum(end[inside] - start[inside])), 0.0) / fq.size * 1e-3
 
 
 def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1) -> dict:
@@ -67,7 +89,7 @@ def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1) 
            "write_fixed_us": _free_median(ops, Op.WRITE, s, e) / scale,
            "write_us_per_kib": 0.0,
            "close_us": _free_median(ops, Op.CLOSE, s, e) / scale,
-           "flush_us": _flush(ops, s)}
+           "flush_us": _flush(ops, s, commits)}
     if s.size:
         out.update(_commit_fit(commits))
     return out

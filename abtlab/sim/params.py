@@ -5,7 +5,7 @@ CPU costs are given at the reference frequency f_ref; at frequency f a phase cos
 (`nonscaling` is the share of a CPU phase bound by memory or uncore, which does not
 speed up with the core clock). Device phases (data flush, journal commit, inode write)
 do not scale with f. The scheduler's time slice does not either: by default it follows
-CFS, max(sched_latency / N, min_granularity), both scaled by 1 + log2(cores) as Linux
+CFS, max(sched_latency / (N / cores), min_granularity), both scaled by 1 + log2(cores) as Linux
 does. How a thread's CPU work per op compares with these f-independent times is what
 decides how many threads one commit batches.
 """
@@ -18,22 +18,28 @@ import numpy as np
 
 from .. import policies
 from ..errors import ConfigError
-from . import kernel as K
+from . import state as K
 
-__all__ = ["SimParams", "DEVICES", "DISTRIBUTIONS", "make"]
+__all__ = ["SimParams", "DEVICES", "DISTRIBUTIONS", "DATA_MODES", "make", "vector", "load_params"]
 
-# Device presets (us). hdd7200: 4.17 ms mean rotational latency + short seeks, ~120 MB/s
-# (8 us/KiB); a commit is a small sequential journal write plus a cache flush (several ms,
-# as the paper's Table 3 / Fig. 8 waits of 18-25 ms for two commits suggest).
+# Device presets (us), chosen from the hardware, not from the effect they produce.
+# hdd7200 (a 2012 250 GB 7200 rpm disk, write cache on): ~100 MB/s media rate (10 us/KiB);
+# a lone data write-back pays a short seek plus part of a rotation (~2 ms); a commit
+# writes the journal blocks (seek to the journal, 4.17 ms mean rotational latency) then
+# the commit block with a cache flush/FUA (about one more rotation): ~10 ms, as the
+# paper's Fig. 8a mean waits of 18-25 ms for two commits suggest. Data written back by
+# a commit is sorted and merged by the elevator: ~0.2 ms per file on top of transfer.
 # loop: this kind of VM's loop device, ~1 ms fsync. ssd-sata: ~500 MB/s, ~100 us flushes.
 DEVICES = {
     "loop": dict(flush_fixed_us=150.0, flush_us_per_kib=0.5, commit_fixed_us=800.0,
-                 commit_us_per_block=4.0, inode_write_us=150.0),
-    "hdd7200": dict(flush_fixed_us=1500.0, flush_us_per_kib=8.0, commit_fixed_us=6000.0,
-                    commit_us_per_block=34.0, inode_write_us=4500.0),
+                 commit_us_per_block=4.0, commit_us_per_file=20.0, inode_write_us=150.0),
+    "hdd7200": dict(flush_fixed_us=2000.0, flush_us_per_kib=10.0, commit_fixed_us=10000.0,
+                    commit_us_per_block=40.0, commit_us_per_file=200.0,
+                    inode_write_us=6000.0),
     "ssd-sata": dict(flush_fixed_us=60.0, flush_us_per_kib=2.0, commit_fixed_us=150.0,
-                     commit_us_per_block=8.0, inode_write_us=60.0),
+                     commit_us_per_block=8.0, commit_us_per_file=10.0, inode_write_us=60.0),
 }
+DATA_MODES = ("fsync", "commit")
 DISTRIBUTIONS = ("lognormal", "gamma", "fixed")
 WORKLOADS = ("iozone", "metarates")
 
@@ -53,8 +59,8 @@ class SimParams:
     nonscaling: float = 0.1
     quantum_us: float | None = None        # None: CFS-like, see module doc
     open_us: float = 20.0                  # CPU costs at f_ref
-    write_fixed_us: float = 4.0
-    write_us_per_kib: float = 0.5
+    write_fixed_us: float = 4.0            # a 32 KiB write: ~30 us at 3.3 GHz, ~58 at 1.6
+    write_us_per_kib: float = 0.8
     fsync_cpu_us: float = 8.0
     close_us: float = 4.0
     spawn_us: float = 25.0                 # creating one thread (serial, in the main thread)
@@ -68,6 +74,9 @@ class SimParams:
     wake_front: bool = True
     adaptive_k: float = 2.0
     ewma_alpha: float = 0.25
+    commit_lock_us: float | None = None    # None: writes block for the whole commit (seed 000)
+    data_flush: str = "fsync"              # fsync: each fsync writes its own data (delalloc);
+                                           # commit: the commit writes its members' data
 
     def device_params(self) -> dict:
         return {**DEVICES[self.device], **self.device_overrides}
@@ -78,8 +87,8 @@ class SimParams:
     def quantum(self) -> float:
         if self.quantum_us is not None:
             return float(self.quantum_us)
-        factor = 1 + math.log2(self.cores)
-        return max(6000.0 * factor / self.threads, 750.0 * factor)
+        factor = 1 + math.log2(self.cores)            # per-CPU run queues of threads/cores
+        return max(6000.0 * factor * self.cores / self.threads, 750.0 * factor)
 
     def as_attrs(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if k != "device_overrides"}
@@ -108,6 +117,10 @@ def _validate(p: SimParams) -> None:
         _need(isinstance(v, (int, float)) and 0 < v < 100, name, v, "a frequency in GHz > 0")
     _need(0 <= p.nonscaling <= 1, "nonscaling", p.nonscaling, "a fraction in [0, 1]")
     _need(p.quantum_us is None or p.quantum_us > 0, "quantum_us", p.quantum_us, "> 0 or None")
+    _need(p.commit_lock_us is None or (isinstance(p.commit_lock_us, (int, float))
+                                       and p.commit_lock_us >= 0),
+          "commit_lock_us", p.commit_lock_us, "a number of us >= 0, or None (whole commit)")
+    _need(p.data_flush in DATA_MODES, "data_flush", p.data_flush, " | ".join(DATA_MODES))
     for name in ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
                  "spawn_us", "blocks_per_handle", "cpu_cv", "dev_cv", "adaptive_k"):
         v = getattr(p, name)
@@ -122,8 +135,31 @@ def _validate(p: SimParams) -> None:
         _need(v in DISTRIBUTIONS, name, v, " | ".join(DISTRIBUTIONS))
 
 
-def make(**kw) -> SimParams:
-    """SimParams from keywords, checked; ConfigError names the bad field."""
+def load_params(src) -> dict:
+    """SimParams keywords from a TOML file (as `abtlab calibrate` writes) or a dict.
+    A [device_overrides] table overrides the device preset's fields."""
+    if isinstance(src, dict):
+        return dict(src)
+    import pathlib
+    import tomllib
+    path = pathlib.Path(src)
+    if not path.is_file():
+        raise ConfigError("params", str(src), "a TOML file of SimParams fields, or a dict")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError("params", str(src), f"valid TOML ({e})") from None
+    data.pop("calibration", None)          # provenance table, not a parameter
+    return data
+
+
+def make(params=None, **kw) -> SimParams:
+    """SimParams from keywords, checked; ConfigError names the bad field.
+    params: a TOML path or dict of fields (e.g. from calibration); keywords win."""
+    if params is not None:
+        base = load_params(params)
+        dev = {**base.get("device_overrides", {}), **kw.get("device_overrides", {})}
+        kw = {**base, **kw, "device_overrides": dev}
     known = set(SimParams.__dataclass_fields__)
     for k in kw:
         _need(k in known, k, kw[k], "one of " + ", ".join(sorted(known)))
@@ -143,9 +179,11 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_QUANTUM] = p.quantum()
     v[K.I_C_OPEN], v[K.I_C_FSYNC], v[K.I_C_CLOSE] = p.open_us * s, p.fsync_cpu_us * s, p.close_us * s
     v[K.I_C_WRITE] = (p.write_fixed_us + p.write_us_per_kib * p.record_size / 1024) * s
+    v[K.I_C_SPAWN] = p.spawn_us * s
     v[K.I_FLUSH_FIXED] = dev["flush_fixed_us"]
     v[K.I_FLUSH_PER_BYTE] = dev["flush_us_per_kib"] / 1024
     v[K.I_COMMIT_FIXED], v[K.I_COMMIT_PER_BLOCK] = dev["commit_fixed_us"], dev["commit_us_per_block"]
+    v[K.I_COMMIT_PER_FILE] = dev["commit_us_per_file"]
     v[K.I_INODE_WRITE] = dev["inode_write_us"]
     v[K.I_BLOCKS_PER_HANDLE] = p.blocks_per_handle
     v[K.I_POLICY], v[K.I_WINDOW], v[K.I_KPARAM] = _policy_code(pol)
@@ -156,9 +194,20 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_D0] = dev["commit_fixed_us"]       # first estimate of a commit's duration
     v[K.I_RECORD_BYTES] = p.record_size
     v[K.I_CORES] = p.cores
+    v[K.I_LOCK] = -1.0 if p.commit_lock_us is None else p.commit_lock_us
+    v[K.I_DATA] = DATA_MODES.index(p.data_flush)
+    v[K.I_CPU_DIST], v[K.I_CPU_SIGMA] = _dist(p.cpu_dist, p.cpu_cv)
+    v[K.I_DEV_DIST], v[K.I_DEV_SIGMA] = _dist(p.dev_dist, p.dev_cv)
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k
     return v
+
+
+def _dist(name, cv):
+    """(code, spread) for state.factor: lognormal sigma giving cv, or cv for gamma."""
+    if name == "lognormal":
+        return K.DIST_LOGNORMAL, math.sqrt(math.log1p(cv * cv))
+    return (K.DIST_GAMMA, cv) if name == "gamma" else (K.DIST_FIXED, 0.0)
 
 
 def _policy_code(pol):

@@ -1,39 +1,50 @@
 """Device profiles: make the scratch loop device behave like a slower disk.
 
 The loop device here completes a flush in about a millisecond; the paper's 7200 rpm disk
-takes several, and the ABT slowdown depends on how long a journal commit lasts. The
-kernel's block throttling limits IOPS and bytes/s per device:
+takes several, and the ABT slowdown depends on how long a journal commit lasts. A
+profile is one of two kinds:
 
-* cgroup v1: `blkio.throttle.{read,write}_{iops,bps}_device` of the ROOT blkio cgroup,
-  so every task's bios are counted, kjournald2's and the loop workers' included.
-* cgroup v2 (only where v1 blkio is absent): the root cgroup has no `io.max`, so a child
-  cgroup `abtlab-<pid>-<n>` gets it and the workload must be moved into
-  `DeviceThrottle.cgroup` (kernel threads such as kjournald2 stay unthrottled there).
+* `kind="latency"`: an emulated device. The image lives on `abt-slowdisk`, a FUSE
+  passthrough that charges each request a device model's cost (abtlab.system.slowdisk):
+  seek + rotational latency unless the request continues the previous one, transfer at
+  a bandwidth, and a cost per cache flush (the loop device turns REQ_PREFLUSH and FUA
+  into an fsync of the image). Journal commits then last what the model says.
+* `kind="throttle"`: the kernel's block throttling limits IOPS and bytes/s per device:
+  - cgroup v1: `blkio.throttle.{read,write}_{iops,bps}_device` of the ROOT blkio cgroup,
+    so every task's bios are counted, kjournald2's and the loop workers' included.
+  - cgroup v2 (only where v1 blkio is absent): the root cgroup has no `io.max`, so a
+    child cgroup `abtlab-<pid>-<n>` gets it and the workload must be moved into
+    `DeviceThrottle.cgroup` (kernel threads such as kjournald2 stay unthrottled there).
 
 Profile values and where they come from:
 
-* `hdd7200`: a 7200 rpm disk turns in 8.33 ms, so the average rotational latency is
-  4.17 ms; desktop datasheets of the paper's class (e.g. Seagate Barracuda 7200.12,
-  250-500 GB) give an average seek of about 8.5 ms and ~125 MB/s sustained transfer.
-  Fully random I/O: 1 / (4.17 + 8.5) ms = ~79 IOPS; a scratch image spans a narrow band
-  of the platter, where short seeks (~1-2 ms) give ~160 IOPS. We take 120 IOPS (the
-  middle of the usual 75-150 range) and 125 MB/s in each direction.
-* `ssd-sata`: Samsung 860 EVO datasheet: 550 MB/s sequential read, 520 MB/s write;
-  4 KiB random at queue depth 1 (how fsync-bound threads use it): 10,000 read IOPS,
-  42,000 write IOPS.
-* `none`: no limits (the loop device as it is).
+* `hdd7200` (latency): a 7200 rpm disk turns once in 8.33 ms, so the average rotational
+  latency is 4.17 ms; the Seagate Barracuda 7200.12 product manual (the paper's class of
+  desktop disk) gives an average read seek of 8.5 ms and 125 MB/s sustained transfer.
+  Cache flush: 4.17 ms, one average rotation (cached blocks reach the platter only when
+  their sectors pass under the head). A commit = positioning + journal blocks + flush +
+  commit block + flush (the loop device emulates FUA by a second flush): 21.0 ms by the
+  model, 22 ms median measured (4 KiB write + fsync: 35 ms), in the 10-30 ms usually
+  seen for fsync on such disks and near the paper's 18-25 ms mean JC wait.
+* `ssd-sata` (latency): Samsung 860 EVO datasheet: 520 MB/s sequential write; 4 KiB QD1
+  random 42k write / 10k read IOPS, i.e. 24-100 us per request -> 60 us; cache flush
+  1 ms, an estimate for consumer SATA drives without power-loss protection (their
+  fsync rates vary widely between drives).
+* `hdd7200-throttle`, `ssd-sata-throttle`: the throttle kind with the same sources:
+  1 / (4.17 + 8.5) ms = ~79 IOPS fully random, ~160 IOPS with the short seeks of a
+  narrow band -> 120 IOPS, 125 MB/s; SSD: 10k read / 42k write IOPS, 550/520 MB/s.
+* `none`: the loop device as it is.
 
-Caveats, measured on the 6.18 VM (tests/fixtures/device_probe.py):
+Caveats of the throttle kind, measured on the 6.18 VM (tests/fixtures/device_probe.py):
 * The limit is an average rate: blk-throttle grants iops x (time since the slice began),
   and the slice grows while a bio waits. The whole debt of a commit therefore lands on
   the next fsync's data write-back, and the commit's own journal writes then pass in the
   budget that wait accrued. 4 KiB write + fsync, ext4 data=ordered: `none` 0.4-1.2 ms;
   `wiops=20` 400-500 ms per fsync, yet jbd2 commits (start -> end) stay at 0.6-2.5 ms,
-  as without limits. So profiles slow fsync, not the commit window itself.
+  as without limits. So throttle profiles slow fsync, not the commit window itself:
+  that is what the latency kind is for.
 * bios are counted before merging and jbd2 submits each journal block as its own bio,
-  so a commit of k blocks costs ~k IOs where a disk writes one sequential run: `hdd7200`
-  fsyncs take ~0.1 s here, slower than a real 7200 rpm disk (typically 10-30 ms). Use
-  explicit `iops=` limits to calibrate.
+  so a commit of k blocks costs ~k IOs where a disk writes one sequential run.
 """
 from __future__ import annotations
 
@@ -48,7 +59,8 @@ from ..errors import ConfigError, UnavailableError
 from . import cleanup
 from ._shell import read, write
 
-__all__ = ["Profile", "PROFILES", "parse_profile", "DeviceThrottle", "throttle_backend"]
+__all__ = ["Profile", "PROFILES", "parse_profile", "DeviceThrottle", "throttle_backend",
+           "LATENCY_KEYS"]
 
 V1_ROOT = Path("/sys/fs/cgroup/blkio")
 V2_ROOT = Path("/sys/fs/cgroup")
@@ -62,31 +74,73 @@ _counter = itertools.count()
 
 @dataclass(frozen=True)
 class Profile:
-    """Limits for one device; 0 means unlimited. Bandwidth in bytes/s."""
+    """One device. Throttle kind: limits, 0 = unlimited, bandwidth in bytes/s.
+    Latency kind: the abt-slowdisk model (us, MB/s, bytes)."""
     name: str
     read_iops: int = 0
     write_iops: int = 0
     read_bps: int = 0
     write_bps: int = 0
     source: str = ""
+    kind: str = "throttle"
+    seek_us: int = 0
+    rotation_us: int = 0
+    bw_mbps: int = 0
+    flush_us: int = 0
+    idle_us: int = 0
+    sequential_window: int = 0
 
     def limits(self) -> dict:
+        """Throttle limits to write (none for a latency profile)."""
+        if self.kind != "throttle":
+            return {}
         return {k: getattr(self, k) for k in _V1_FILES if getattr(self, k)}
 
+    def latency(self) -> dict:
+        """The latency model's parameters ({} for a throttle profile)."""
+        if self.kind != "latency":
+            return {}
+        return {k: getattr(self, k) for k in
+                ("seek_us", "rotation_us", "bw_mbps", "flush_us", "idle_us",
+                 "sequential_window")}
+
+
+_HDD = "Seagate Barracuda 7200.12 product manual: 8.5 ms average seek, 125 MB/s sustained; "
+_SSD = "Samsung 860 EVO datasheet: 520 MB/s sequential write, 4 KiB QD1 10k read / 42k write IOPS"
+SEQUENTIAL_WINDOW = 64 * 1024  # a forward skip this short passes under the head: transfer cost
+IDLE_US = 1000  # a continuing request after a longer idle gap waits for the platter to turn
 
 PROFILES = {
     "none": Profile("none", source="no throttling: the loop device as it is"),
-    "hdd7200": Profile("hdd7200", 120, 120, 125_000_000, 125_000_000,
-                       "7200 rpm HDD: 4.17 ms rotational latency + ~8.5 ms average seek "
-                       "(Barracuda 7200.12 class datasheets): 79-160 IOPS -> 120; "
-                       "~125 MB/s sustained"),
-    "ssd-sata": Profile("ssd-sata", 10_000, 42_000, 550_000_000, 520_000_000,
-                        "Samsung 860 EVO datasheet: 4 KiB QD1 random 10k read / 42k write "
-                        "IOPS; 550 MB/s read, 520 MB/s write sequential"),
+    "hdd7200": Profile("hdd7200", kind="latency", seek_us=8500, rotation_us=4167, bw_mbps=125,
+                       flush_us=4167, idle_us=IDLE_US, sequential_window=SEQUENTIAL_WINDOW,
+                       source=_HDD + "7200 rpm -> 4.17 ms average rotational latency; "
+                       "flush = one average rotation (4.17 ms)"),
+    "ssd-sata": Profile("ssd-sata", kind="latency", seek_us=60, rotation_us=0, bw_mbps=520,
+                        flush_us=1000, idle_us=IDLE_US, sequential_window=SEQUENTIAL_WINDOW,
+                        source=_SSD + " -> 24-100 us per request, 60 us; flush 1 ms "
+                        "(estimate for consumer SATA SSDs without power-loss protection)"),
+    "hdd7200-throttle": Profile(
+        "hdd7200-throttle", 120, 120, 125_000_000, 125_000_000,
+        "7200 rpm HDD: 4.17 ms rotational latency + ~8.5 ms average seek "
+        "(Barracuda 7200.12 class datasheets): 79-160 IOPS -> 120; ~125 MB/s sustained"),
+    "ssd-sata-throttle": Profile(
+        "ssd-sata-throttle", 10_000, 42_000, 550_000_000, 520_000_000,
+        "Samsung 860 EVO datasheet: 4 KiB QD1 random 10k read / 42k write IOPS; "
+        "550 MB/s read, 520 MB/s write sequential"),
 }
 
-_ACCEPTED = ("'none', 'hdd7200', 'ssd-sata', or limits like 'iops=120,bps=120M' "
-             "(keys iops, bps, riops, wiops, rbps, wbps; bps suffixes K, M, G, Ki, Mi, Gi)")
+_ACCEPTED = ("'none', 'hdd7200', 'ssd-sata', 'hdd7200-throttle', 'ssd-sata-throttle', "
+             "limits like 'iops=120,bps=120M' (keys iops, bps, riops, wiops, rbps, wbps; bps "
+             "suffixes K, M, G, Ki, Mi, Gi), or a latency model like "
+             "'latency:seek=8500,rot=4167,bw=125,flush=4167' (seek, rot, flush in us or with "
+             "suffix us/ms; bw in MB/s; optional idle=US (default 1000) and window=BYTES (default "
+             "64Ki), suffixes K, M, Ki, Mi)")
+# latency:KEY -> (Profile field, upper bound); seek, rot, flush and bw are required.
+LATENCY_KEYS = {"seek": ("seek_us", 10**6), "rot": ("rotation_us", 10**6),
+                "bw": ("bw_mbps", 10**5), "flush": ("flush_us", 10**6),
+                "idle": ("idle_us", 10**7), "window": ("sequential_window", 2**30)}
+_OPTIONAL = ("idle", "window")
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
 _KEYS = {"iops": ("read_iops", "write_iops"), "bps": ("read_bps", "write_bps"),
          "riops": ("read_iops",), "wiops": ("write_iops",),
@@ -112,6 +166,8 @@ def parse_profile(text) -> Profile:
     spec = text.strip()
     if spec in PROFILES:
         return PROFILES[spec]
+    if spec.lower().startswith("latency:"):
+        return _parse_latency(spec, text)
     limits = {}
     for item in spec.split(","):
         key, eq, value = item.strip().partition("=")
@@ -121,6 +177,38 @@ def parse_profile(text) -> Profile:
         for field in _KEYS[key]:
             limits[field] = _number(key, value, text)
     return Profile(spec, **limits, source="explicit limits")
+
+
+def _latency_value(key, value, text):
+    """One 'key=value' of a latency spec -> (Profile field, int); ConfigError('device')."""
+    field, hi = LATENCY_KEYS[key]
+    v, n = value.strip().lower(), None
+    if key == "window":
+        m = re.fullmatch(r"(\d+)([km]i?)?", v, re.ASCII)
+        n = int(m.group(1)) * _SUFFIX[m.group(2) or ""] if m else None
+    elif key == "bw":
+        n = int(v) if re.fullmatch(r"\d+", v, re.ASCII) else None
+    elif m := re.fullmatch(r"(\d+(?:\.\d+)?)(us|ms)?", v, re.ASCII):
+        n = round(float(m.group(1)) * (1000 if m.group(2) == "ms" else 1))
+    low = 1 if key == "bw" else 0
+    if n is None or not low <= n <= hi:
+        raise ConfigError("device", text, f"{key}= from {low} to {hi} ({field}); " + _ACCEPTED)
+    return field, n
+
+
+def _parse_latency(spec, text) -> Profile:
+    values = {"sequential_window": SEQUENTIAL_WINDOW, "idle_us": IDLE_US}
+    for item in spec.split(":", 1)[1].split(","):
+        key, eq, value = item.strip().partition("=")
+        key = key.strip().lower()
+        if not eq or key not in LATENCY_KEYS:
+            raise ConfigError("device", text, _ACCEPTED)
+        field, n = _latency_value(key, value, text)
+        values[field] = n
+    missing = [k for k, (f, _) in LATENCY_KEYS.items() if k not in _OPTIONAL and f not in values]
+    if missing:
+        raise ConfigError("device", text, f"latency: needs {', '.join(missing)}; " + _ACCEPTED)
+    return Profile(spec, kind="latency", source="explicit latency model", **values)
 
 
 def throttle_backend(v1_root=V1_ROOT, v2_root=V2_ROOT) -> tuple[str | None, str]:
@@ -146,6 +234,9 @@ class DeviceThrottle:
 
     def __init__(self, profile, major_minor: str, v1_root=V1_ROOT, v2_root=V2_ROOT):
         self.profile = parse_profile(profile)
+        if self.profile.kind != "throttle":
+            raise ConfigError("device", self.profile.name,
+                              "a throttle profile here (latency profiles run on SlowDisk)")
         if not isinstance(major_minor, str) or not re.fullmatch(r"\d+:\d+", major_minor):
             raise ConfigError("major_minor", major_minor, "'MAJOR:MINOR', e.g. '7:0'")
         self.major_minor = major_minor
@@ -203,7 +294,7 @@ class DeviceThrottle:
         """Attributes for a run dataset: the profile, its limits and how they were set."""
         p = asdict(self.profile)
         attrs = {"device_profile": p.pop("name"), "device_profile_source": p.pop("source")}
-        attrs.update({f"device_{k}": v for k, v in p.items()})
+        attrs.update({f"device_{k}": p[k] for k in _V1_FILES})
         attrs["device_throttle"] = {"v1": "cgroup v1 blkio.throttle (root cgroup)",
                                     "v2": "cgroup v2 io.max (child cgroup)"}.get(
                                         self.backend, "none")

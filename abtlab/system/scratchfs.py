@@ -6,6 +6,10 @@ step pushes its undo onto `abtlab.system.cleanup` the moment it succeeds, so a f
 half-way, an exception in the `with` body, SIGINT or SIGTERM all unwind what was done
 and nothing else: the loop device is detached only if its backing file is our image,
 and only the directory, mount point and image this object created are removed.
+
+`image_dir` puts the image elsewhere than the scratch directory, e.g. on the mount of
+an emulated slow disk (abtlab.system.slowdisk), so the loop device's requests pay its
+latency model; the mount point stays in the scratch directory.
 """
 from __future__ import annotations
 
@@ -79,11 +83,14 @@ class ScratchFS:
     """A fresh ext4 image on a loop device, mounted; see the module docstring."""
 
     def __init__(self, size_mb=256, journal=True, mount_options="", workdir=None,
-                 mkfs_options=()):
+                 mkfs_options=(), image_dir=None):
         if not isinstance(size_mb, int) or isinstance(size_mb, bool) or not 16 <= size_mb <= 65536:
             raise ConfigError("size_mb", size_mb, "an integer from 16 to 65536 (MiB)")
         if workdir is not None and not os.path.isdir(workdir):
             raise ConfigError("workdir", workdir, "an existing directory")
+        if image_dir is not None and not os.path.isdir(image_dir):
+            raise ConfigError("image_dir", image_dir, "an existing directory")
+        self._image_dir = image_dir
         self.size_mb, self.journal = size_mb, bool(journal)
         self._opts = parse_mount_options(mount_options)
         if not self.journal and any(o.startswith("data=") for o in self._opts):
@@ -121,7 +128,8 @@ class ScratchFS:
         self._undo(lambda d=self.dir: d.rmdir(), f"remove {self.dir}")
 
     def _make_image(self):
-        self.image = self.dir / "scratch.img"
+        self.image = (Path(self._image_dir) / f"{self.dir.name}.img" if self._image_dir
+                      else self.dir / "scratch.img")
         with open(self.image, "xb") as f:  # "x": never reuse a file we did not create
             self._undo(lambda p=self.image: p.unlink(missing_ok=True), f"remove {self.image}")
             f.truncate(self.size_mb << 20)

@@ -8,8 +8,10 @@
  *
  * Model (one device, requests served one at a time in arrival order):
  *   read/write of n bytes at offset o:
- *     o in [head, head + window]  -> (o - head + n) / bw      (no seek, no rotation;
- *                                     a short forward skip passes under the head)
+ *     o in [head, head + window]  -> (o - head + n) / bw      (no seek, no rotation:
+ *                                     a short forward skip passes under the head),
+ *                                     + rotation if the device sat idle for more than
+ *                                     idle_us first (the platter turned on meanwhile)
  *     otherwise                   -> seek + rotation + n / bw
  *     then head = o + n
  *   fsync (the loop device's cache flush / FUA)  -> flush
@@ -44,16 +46,16 @@
 #define PROG "abt-slowdisk"
 
 typedef struct {
-    long seek_us, rotation_us, bw_mbps, flush_us;
+    long seek_us, rotation_us, bw_mbps, flush_us, idle_us;
     uint64_t window;
 } model;
 
-static model g_m = {8500, 4167, 125, 4000, 65536};
+static model g_m = {8500, 4167, 125, 4000, 1000, 65536};
 static int g_dir = -1;                 /* the backing directory */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_busy_until, g_head;  /* virtual clock (ns), head position (bytes) */
 static int g_have_head;
-static uint64_t g_reqs, g_positionings, g_flushes, g_busy_ns;
+static uint64_t g_reqs, g_positionings, g_idle_rotations, g_flushes, g_busy_ns;
 
 static uint64_t now_ns(void)
 {
@@ -69,12 +71,17 @@ static void sleep_until(uint64_t t)
         ;
 }
 
-/* Cost (ns) of a transfer of n bytes at off; moves the head. Call with g_mu held. */
-static uint64_t transfer_cost(uint64_t off, uint64_t n)
+/* Cost (ns) of a transfer of n bytes at off arriving at t; moves the head.
+ * Call with g_mu held, before g_busy_until moves. */
+static uint64_t transfer_cost(uint64_t off, uint64_t n, uint64_t t)
 {
     uint64_t bytes = n, cost = 0;
     if (g_have_head && off >= g_head && off - g_head <= g_m.window) {
         bytes += off - g_head;
+        if (t > g_busy_until + (uint64_t)g_m.idle_us * 1000u) {
+            cost = (uint64_t)g_m.rotation_us * 1000u;
+            g_idle_rotations++;
+        }
     } else {
         cost = (uint64_t)(g_m.seek_us + g_m.rotation_us) * 1000u;
         g_positionings++;
@@ -88,8 +95,9 @@ static uint64_t transfer_cost(uint64_t off, uint64_t n)
 static void serve(int is_flush, uint64_t off, uint64_t n)
 {
     pthread_mutex_lock(&g_mu);
-    uint64_t cost = is_flush ? (uint64_t)g_m.flush_us * 1000u : transfer_cost(off, n);
-    uint64_t t = now_ns(), start = g_busy_until > t ? g_busy_until : t;
+    uint64_t t = now_ns();
+    uint64_t cost = is_flush ? (uint64_t)g_m.flush_us * 1000u : transfer_cost(off, n, t);
+    uint64_t start = g_busy_until > t ? g_busy_until : t;
     g_busy_until = start + cost;
     g_reqs++;
     g_flushes += (uint64_t)is_flush;
@@ -228,8 +236,9 @@ static void *sd_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 static void sd_destroy(void *data)
 {
     (void)data;
-    fprintf(stderr, "slowdisk: requests=%llu positionings=%llu flushes=%llu busy_ns=%llu\n",
-            (unsigned long long)g_reqs, (unsigned long long)g_positionings,
+    fprintf(stderr, "slowdisk: requests=%llu positionings=%llu idle_rotations=%llu "
+            "flushes=%llu busy_ns=%llu\n", (unsigned long long)g_reqs,
+            (unsigned long long)g_positionings, (unsigned long long)g_idle_rotations,
             (unsigned long long)g_flushes, (unsigned long long)g_busy_ns);
 }
 
@@ -245,11 +254,12 @@ static void describe(void)
 {
     printf("name: %s\nsummary: FUSE passthrough with a disk latency model per request\n"
            "param.seek_us: %ld\nparam.rotation_us: %ld\nparam.bw_mbps: %ld\n"
-           "param.flush_us: %ld\nparam.sequential_window: %llu\n"
+           "param.flush_us: %ld\nparam.idle_us: %ld\nparam.sequential_window: %llu\n"
            "model: read/write = (seek_us + rotation_us unless the offset is within "
-           "sequential_window past the previous end) + bytes / bw; fsync = flush_us; "
-           "one request at a time\n", PROG, g_m.seek_us, g_m.rotation_us, g_m.bw_mbps,
-           g_m.flush_us, (unsigned long long)g_m.window);
+           "sequential_window past the previous end; then rotation_us only after an idle "
+           "gap over idle_us) + bytes / bw; fsync = flush_us; one request at a time\n",
+           PROG, g_m.seek_us, g_m.rotation_us, g_m.bw_mbps, g_m.flush_us, g_m.idle_us,
+           (unsigned long long)g_m.window);
 }
 
 /* "--opt=V" or "--opt V": the value, advancing *i past it; NULL if argv[*i] is not opt. */
@@ -278,6 +288,8 @@ static int parse_model(int *argc, char **argv)
             g_m.bw_mbps = abt_parse_long(PROG, "--bw-mbps", v, 1, 100000);
         else if ((v = opt_value(*argc, argv, &i, "--flush-us")))
             g_m.flush_us = abt_parse_long(PROG, "--flush-us", v, 0, 1000000);
+        else if ((v = opt_value(*argc, argv, &i, "--idle-us")))
+            g_m.idle_us = abt_parse_long(PROG, "--idle-us", v, 0, 10000000);
         else if ((v = opt_value(*argc, argv, &i, "--sequential-window")))
             g_m.window = abt_parse_size(PROG, "--sequential-window", v, 0, 1ull << 30);
         else argv[out++] = argv[i];
@@ -295,7 +307,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3 || argv[1][0] == '-')
         abt_bad_arg(PROG, "BACKING_DIR", "usage: %s [--seek-us N] [--rotation-us N] "
-                    "[--bw-mbps N] [--flush-us N] [--sequential-window BYTES] [--describe] "
+                    "[--bw-mbps N] [--flush-us N] [--idle-us N] [--sequential-window BYTES] [--describe] "
                     "BACKING_DIR MOUNTPOINT [fuse options]", PROG);
     g_dir = open(argv[1], O_RDONLY | O_DIRECTORY);
     if (g_dir < 0)

@@ -12,7 +12,10 @@
  * abtrace.<pid>.dropped ("tid=T recorded=N dropped=D" per thread).
  *
  * Not seen: calls glibc makes internally (stdio's own write), processes that
- * die by a signal, and a child's calls between fork and exec.
+ * die by a signal, and a forked child's calls before it execs (the new image
+ * records its own). A vfork child shares its parent's memory, so its few calls
+ * before exec land in the parent's buffer under the parent's pid; it never
+ * writes a file (the flush checks the pid).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -105,7 +108,8 @@ static void init(void)
     cur_pid = (uint32_t)getpid();
     const char *dir = getenv("ABT_TRACE_DIR");
     if (dir && *dir == '/') snprintf(trace_dir, sizeof trace_dir, "%s", dir);
-    else if (getcwd(trace_dir, sizeof trace_dir - 1) && dir && *dir)
+    else if (!getcwd(trace_dir, sizeof trace_dir - 1)) strcpy(trace_dir, ".");
+    else if (dir && *dir)  /* relative: fixed now, so a later chdir does not move the files */
         snprintf(trace_dir + strlen(trace_dir), sizeof trace_dir - strlen(trace_dir), "/%s", dir);
     const char *m = getenv("ABT_TRACE_MAX_RECORDS");
     if (m) {

@@ -1,0 +1,73 @@
+"""`abtlab stats RUN.nc`: per-point summary, slowdown ratios, tests, ANOVA, pyperf export."""
+from __future__ import annotations
+
+__all__ = ["register"]
+
+
+def register(sub):
+    p = sub.add_parser("stats", help="statistics of a run: CIs, slowdown ratios, tests, ANOVA",
+                       description="Prints the per-point mean, CI and RSD of --var; more tables "
+                                   "with --slowdown, --test, --anova; --pyperf writes a pyperf "
+                                   "JSON suite for `python -m pyperf compare_to`.")
+    p.add_argument("run", help="a run dataset (.nc or .zarr) written by `abtlab run` or a sweep")
+    p.add_argument("--var", default="throughput", help="variable to analyse (default throughput)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--slowdown", action="store_true",
+                   help="ratio of the mean at each freq_ghz to the mean at --ref, with CI")
+    p.add_argument("--ref", type=float, help="reference freq_ghz (default: the lowest)")
+    p.add_argument("--ci", default="fieller", help="ratio CI: fieller | delta | bootstrap")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--test", action="store_true",
+                   help="one-sided Welch test on logs of 'var at --f-high < var at --f-low'")
+    p.add_argument("--f-low", dest="f_low", type=float, help="default: lowest freq_ghz")
+    p.add_argument("--f-high", dest="f_high", type=float, help="default: highest freq_ghz")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--correction", default="holm", help="holm | fdr_bh | bonferroni | ...")
+    p.add_argument("--anova", action="store_true", help="type-2 ANOVA of log(var) on the factors")
+    p.add_argument("--order", type=int, help="highest interaction order in the ANOVA (default: all)")
+    p.add_argument("--pyperf", metavar="OUT.json", help="write a pyperf JSON suite of --var")
+    p.set_defaults(func=main)
+
+
+def _show(title, frame):
+    import pandas as pd
+    print(f"\n== {title}")
+    with pd.option_context("display.max_rows", 500, "display.max_columns", 50,
+                           "display.width", 200):
+        print(frame.to_string())
+
+
+def _drop_constant(df, keep=()):
+    """Hide factor columns with one level: they say nothing in a printed table."""
+    return df[[c for c in df.columns if c in keep or df[c].nunique(dropna=False) > 1]]
+
+
+def main(args):
+    from .. import stats
+    from ..store import load
+    from ..summary import provenance_label
+    ds = load(args.run)
+    print(f"{args.run}: {args.var}, backend {ds.attrs.get('backend', '?')}, "
+          f"{provenance_label(ds)} (freq_mode={ds.attrs.get('freq_mode', '?')})")
+    cols = ("mean", "ci_low", "ci_high", "rsd", "n")
+    summ = stats.point_summary(ds, args.var, args.level).to_dataframe().reset_index()
+    _show(f"per point: mean, {args.level:.0%} CI, RSD, n", _drop_constant(summ, cols))
+    if args.slowdown:
+        sd = stats.slowdown_table(stats.slowdown(ds, args.var, args.ref, args.level,
+                                                 args.ci, seed=args.seed))
+        _show(f"slowdown vs {sd.attrs['ref_freq_ghz']} GHz ({args.ci} CI)",
+              _drop_constant(sd.drop(columns=["ratio", "ci_low", "ci_high"]), ("slowdown",)))
+    if args.test:
+        t = stats.test_slowdown(ds, args.var, args.f_low, args.f_high, args.alpha,
+                                args.correction, args.level, args.ci)
+        _show(f"test: {args.var} at {t.attrs['f_high']} GHz < at {t.attrs['f_low']} GHz "
+              f"({t.attrs['test']}, {args.correction}, alpha={args.alpha})",
+              _drop_constant(t, ("p", "p_adj", "reject")))
+    if args.anova:
+        _show(f"ANOVA (type 2) of log({args.var})", stats.anova(ds, args.var, order=args.order))
+    if args.pyperf:
+        from ..pyperf_export import export_pyperf
+        r = export_pyperf(ds, args.pyperf, args.var)
+        print(f"\nwrote {r['path']}: {r['benchmarks']} benchmarks, {r['runs']} runs"
+              + (f", {len(r['skipped'])} points without data skipped" if r["skipped"] else ""))
+    return 0

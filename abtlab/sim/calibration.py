@@ -1,0 +1,92 @@
+"""Simulator parameters from a real run dataset (abtlab.load), as `abtlab calibrate` does.
+
+Every run of the dataset is fitted from its own op and commit traces by
+abtlab.model.fit_sim_params (CPU costs converted to the reference frequency with the
+run's freq_ghz); the per-run estimates are pooled by their median. The result is a dict
+of SimParams keywords with a [device_overrides] table, accepted by abtlab.sim as
+`params=` (dict or the TOML file `to_toml` writes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import schema
+from ..errors import ConfigError
+
+__all__ = ["calibrate", "to_toml"]
+
+_CPU = ("open_us", "write_fixed_us", "close_us")
+_DEVICE = ("commit_fixed_us", "commit_us_per_block")
+
+
+def _runs(ds, sel):
+    if schema.RUN_ID not in ds or "op_run" not in ds:
+        raise ConfigError("dataset", "no traces", "a run dataset with op traces (run_id, op_*)")
+    freqs = ds[schema.RUN_ID].sel(**sel)
+    out = []
+    for f in (freqs["freq_ghz"].values if "freq_ghz" in freqs.dims else [None]):
+        ids = freqs.sel(freq_ghz=f) if f is not None else freqs
+        out += [(int(i), None if f is None else float(f)) for i in np.ravel(ids.values) if i >= 0]
+    return out
+
+
+def _fit_runs(ds, sel, f_ref, nonscaling):
+    from ..model import fit_sim_params
+    fits = []
+    for run, f in _runs(ds, sel):
+        ops, com = ds.abt.ops(run), ds.abt.commits(run)
+        if ops.size:
+            fits.append(fit_sim_params(ops, com, freq_ghz=f, f_ref_ghz=f_ref, nonscaling=nonscaling))
+    if not fits:
+        raise ConfigError("dataset", "no op records", "runs with op traces")
+    return fits
+
+
+def _median(fits, key):
+    v = np.array([f.get(key, np.nan) for f in fits], float)
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else None
+
+
+def calibrate(ds, **sel) -> dict:
+    """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors)."""
+    emulated = ds.attrs.get("freq_mode") == "emulated"
+    f_ref = float(ds.attrs.get("f_ref_ghz", 3.3))
+    nonscaling = 0.0 if emulated else 0.1     # emulation dilates all of a thread's CPU time
+    fits = _fit_runs(ds, sel, f_ref, nonscaling)
+    out = {"f_ref_ghz": f_ref, "nonscaling": nonscaling, "write_us_per_kib": 0.0}
+    out.update({k: v for k in _CPU if (v := _median(fits, k)) is not None})
+    cores = ds.attrs.get("cpu_logical")
+    if cores:
+        out["cores"] = int(cores)
+    dev = {k: v for k in _DEVICE if (v := _median(fits, k)) is not None}
+    flush = _median(fits, "flush_us")
+    if flush is not None:                     # whole own-data write-back per fsync
+        dev.update(flush_fixed_us=max(flush, 0.0), flush_us_per_kib=0.0)
+    dev = {k: max(v, 0.0) for k, v in dev.items()}
+    for k in ("dev_cv", "commit_lock_us"):
+        if (v := _median(fits, k)) is not None:
+            out[k] = max(v, 0.0)
+    out["device_overrides"] = dev
+    out["calibration"] = {"source_command": str(ds.attrs.get("command", "")),
+                          "freq_mode": str(ds.attrs.get("freq_mode", "")),
+                          "runs": len(fits), "commits_seen": int(sum(f.get("commit_count", 0)
+                                                                     for f in fits))}
+    return out
+
+
+def _value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(float(v)) if isinstance(v, float) else str(int(v))
+
+
+def to_toml(params: dict) -> str:
+    """TOML text of calibrate()'s dict: scalars first, then one table per dict value."""
+    lines = [f"{k} = {_value(v)}" for k, v in params.items() if not isinstance(v, dict)]
+    for k, v in params.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{k}]"] + [f"{kk} = {_value(vv)}" for kk, vv in v.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,131 @@
+"""The device and the jbd2-like journal of the simulator (compiled helpers).
+
+jbd2 semantics kept here (fs/jbd2/transaction.c, commit.c):
+- one running transaction takes every new handle; at most one transaction commits;
+  a commit never starts while another runs, and a requested one starts as soon as the
+  previous ends;
+- an fsync whose thread has a handle in the running transaction asks for its commit
+  and waits for it; one whose transaction is already committing just waits;
+- a commit locks new handles. jbd2 holds T_LOCKED only until the running handles stop
+  (tens of us), after which new handles go to the next transaction; seed 000's model
+  (Figs. 5 and 6) has writes block for the whole commit. `lock` (us, < 0 = whole
+  commit) chooses; the paper's semantics is the default;
+- data=ordered: with DATA_COMMIT the commit writes back the data of every member of
+  the transaction before its journal blocks (ext3, or ext4 with nodelalloc), so one
+  commit with many members is long but shared. With DATA_FSYNC each fsync writes back
+  its own file first (ext4 delalloc: ext4_sync_file -> file_write_and_wait_range).
+The device is one FIFO server.
+"""
+from __future__ import annotations
+
+from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVFREE, DIRTY, EV_COMMIT,
+                    EV_TIMER, EV_UNLOCK, EWMA_D, FIRST, GAP, GEN, HANDLES, I_ALPHA,
+                    I_BLOCKS_PER_HANDLE, I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_COMMIT_PER_FILE, I_DATA,
+                    I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_KPARAM, I_LOCK, I_MAX_AGE,
+                    I_MAX_RESETS, I_POLICY, I_WINDOW, LAST, LOCKED, NCOMMIT, PENDING,
+                    POL_ADAPT, POL_BATCH, POL_FIXED, RESETS, RUN, TXN, jit, push)
+
+
+@jit
+def device(t, dur, jf):
+    """FIFO device: a request of dur issued at t; returns (start, end)."""
+    start = max(t, jf[DEVFREE])
+    jf[DEVFREE] = start + dur
+    return start, start + dur
+
+
+@jit
+def window(pr, jf):
+    """Delay before a requested commit closes its batch, by policy."""
+    pol = int(pr[I_POLICY])
+    if pol == POL_FIXED:
+        return pr[I_WINDOW]
+    if pol == POL_BATCH:
+        return min(max(jf[EWMA_D], pr[I_WINDOW]), pr[I_KPARAM])
+    if pol == POL_ADAPT:
+        if jf[GAP] < 0:                      # no gap seen yet: hold up to one commit time
+            return jf[EWMA_D]
+        w = pr[I_KPARAM] * jf[GAP]
+        return w if w <= jf[EWMA_D] else 0.0  # sparse arrivals: waiting costs more than it saves
+    return 0.0
+
+
+@jit
+def _member_data(k, pr, ti, tf):
+    """Device time to write back the data of transaction k's members (DATA_COMMIT)."""
+    us = 0.0
+    for i in range(ti.shape[0]):
+        if ti[i, TXN] == k and tf[i, DIRTY] > 0:
+            us += pr[I_COMMIT_PER_FILE] + pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY]
+            tf[i, DIRTY] = 0.0
+    return us
+
+
+@jit
+def start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
+    k = ji[RUN]
+    handles = ji[HANDLES]
+    blocks = 2.0 + pr[I_BLOCKS_PER_HANDLE] * handles    # descriptor + commit block
+    dur = pr[I_COMMIT_FIXED] + pr[I_COMMIT_PER_BLOCK] * blocks
+    if int(pr[I_DATA]) == DATA_COMMIT:
+        dur += _member_data(k, pr, ti, tf)
+    dstart, end = device(t, dur * cn[k % cn.size], jf)
+    ji[COMMITTING] = k
+    ji[RUN] = k + 1
+    ji[PENDING] = 0
+    ji[HANDLES] = 0
+    ji[LOCKED] = 1
+    c = ji[NCOMMIT]
+    out_c[c, 0] = k
+    out_c[c, 1] = t
+    out_c[c, 2] = dstart
+    out_c[c, 3] = end
+    out_c[c, 4] = handles
+    out_c[c, 5] = blocks
+    ji[NCOMMIT] = c + 1
+    push(hf, hn, ji, end, EV_COMMIT, k)
+    if pr[I_LOCK] >= 0 and t + pr[I_LOCK] < end:
+        push(hf, hn, ji, t + pr[I_LOCK], EV_UNLOCK, k)
+
+
+@jit
+def try_start(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
+    if ji[PENDING] == 1 and ji[COMMITTING] < 0 and t >= jf[DEADLINE]:
+        start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c)
+
+
+@jit
+def request_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
+    """An fsync needs the running transaction committed."""
+    if jf[LAST] >= 0:
+        a = pr[I_ALPHA]
+        g = t - jf[LAST]
+        jf[GAP] = g if jf[GAP] < 0 else (1 - a) * jf[GAP] + a * g
+    jf[LAST] = t
+    pol = int(pr[I_POLICY])
+    if ji[PENDING] == 0:
+        ji[PENDING] = 1
+        ji[RESETS] = 0
+        jf[FIRST] = t
+        jf[DEADLINE] = t + window(pr, jf)
+    elif (pol == POL_FIXED or pol == POL_ADAPT) and ji[RESETS] < pr[I_MAX_RESETS]:
+        ji[RESETS] += 1                      # another arrival: reset the timer, bounded
+        jf[DEADLINE] = min(t + window(pr, jf), jf[FIRST] + pr[I_MAX_AGE])
+    else:
+        return
+    if jf[DEADLINE] > t:
+        ji[GEN] += 1
+        push(hf, hn, ji, jf[DEADLINE], EV_TIMER, ji[GEN])
+    else:
+        try_start(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c)
+
+
+@jit
+def commit_ended(k, t, pr, jf, ji, out_c):
+    """Bookkeeping at the end of commit k (waking waiters is the kernel's job)."""
+    c = ji[NCOMMIT] - 1
+    a = pr[I_ALPHA]
+    jf[EWMA_D] = (1 - a) * jf[EWMA_D] + a * (out_c[c, 3] - out_c[c, 1])
+    ji[COMMITTED] = k
+    ji[COMMITTING] = -1
+    ji[LOCKED] = 0

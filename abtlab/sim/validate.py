@@ -1,0 +1,57 @@
+"""Simulated vs measured: the same points, relative errors per point.
+
+`simulate_like(real_ds, params)` simulates the factor levels of a real run dataset
+(threads, sizes, files, policy, freq_ghz) with calibrated parameters; `compare(real,
+sim)` averages both over repetitions and returns, for every point they share, the
+measured and simulated means and the relative error (sim - real) / real of throughput
+(IOzone) or FCR (Metarates) and of the commit count.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import schema
+from ..errors import ConfigError
+
+__all__ = ["compare", "simulate_like", "METRICS"]
+
+METRICS = ("throughput", "fcr", "commits", "nonblocked_threads", "mean_commit_wait")
+_SIM_FACTORS = ("policy", "freq_ghz", "threads", "file_size", "record_size", "files")
+
+
+def _point_means(ds, metrics):
+    out = ds[list(metrics)].mean(schema.REP) if schema.REP in ds.dims else ds[list(metrics)]
+    return out.squeeze(drop=True)          # single-level factors (device, ...) are not points
+
+
+def compare(real_ds, sim_ds, metrics=None):
+    """xarray.Dataset over the shared points: real_<m>, sim_<m>, relerr_<m> per metric."""
+    import xarray as xr
+    want = [m for m in (metrics or METRICS) if m in real_ds and m in sim_ds]
+    if not want:
+        raise ConfigError("metrics", metrics, "names present in both datasets: " + ", ".join(METRICS))
+    real, sim = _point_means(real_ds, want), _point_means(sim_ds, want)
+    if set(real.dims) != set(sim.dims):
+        raise ConfigError("sim_ds", sorted(sim.dims), f"the same swept factors as real_ds {sorted(real.dims)}")
+    real, sim = xr.align(real, sim, join="inner")
+    if any(real.sizes[d] == 0 for d in real.dims):
+        raise ConfigError("sim_ds", "no shared points", "datasets with common factor levels")
+    out = xr.Dataset(attrs={"real_freq_mode": real_ds.attrs.get("freq_mode", ""),
+                            "sim_freq_mode": sim_ds.attrs.get("freq_mode", ""),
+                            "note": "relerr = (simulated - measured) / measured, means over reps"})
+    for m in want:
+        out[f"real_{m}"], out[f"sim_{m}"] = real[m], sim[m]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[f"relerr_{m}"] = (sim[m] - real[m]) / real[m]
+    return out
+
+
+def simulate_like(real_ds, params, reps=None, seed=0, **kw):
+    """Simulate the factor levels of real_ds (workload from its backend) with params."""
+    from . import simulate
+    backend = real_ds.attrs.get("backend", "")
+    if backend not in ("iozone", "metarates"):
+        raise ConfigError("real_ds.backend", backend, "iozone | metarates")
+    levels = {f: [v.item() for v in real_ds[f].values] for f in _SIM_FACTORS if f in real_ds.coords}
+    reps = reps or int(real_ds.sizes.get(schema.REP, 3))
+    return simulate(reps=reps, seed=seed, workload=backend, params=params, **levels, **kw)

@@ -1,0 +1,308 @@
+"""abtlab.stats on constructed data with known answers, on a simulated run, and the CLI."""
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats as sps
+
+from abtlab import stats
+from abtlab.errors import ConfigError
+
+
+def make_run(ratio=None, reps=6, rsd=0.1, seed=0, base=1e9, policies=("ext4", "nojc"),
+             freqs=(1.6, 3.3), threads=(64, 256)):
+    """Normal throughput; the mean at the highest freq is base * ratio[policy]."""
+    ratio = ratio or {p: 1.0 for p in policies}
+    rng = np.random.default_rng(seed)
+    mean = np.array([[[base * (ratio[p] if f == max(freqs) else 1.0)] * len(threads)
+                      for f in freqs] for p in policies])
+    x = rng.normal(mean[..., None], rsd * mean[..., None], mean.shape + (reps,))
+    ds = xr.Dataset({"throughput": (("policy", "freq_ghz", "threads", "rep"), x,
+                                     {"units": "bytes/s"})},
+                    coords={"policy": list(policies), "freq_ghz": list(freqs),
+                            "threads": list(threads), "rep": np.arange(reps)},
+                    attrs={"freq_mode": "simulated", "backend": "test", "command": "make_run"})
+    return ds
+
+
+# ------------------------------------------------------------ point summary, CI width
+def test_point_summary_matches_t_interval_and_skips_nan():
+    ds = make_run(reps=5)
+    ds["throughput"][0, 0, 0, :] = [1.0, 2.0, 3.0, 4.0, np.nan]
+    s = stats.point_summary(ds, level=0.9).sel(policy="ext4", freq_ghz=1.6, threads=64)
+    lo, hi = sps.t.interval(0.9, 3, loc=2.5, scale=np.std([1, 2, 3, 4], ddof=1) / 2)
+    assert int(s.n) == 4 and float(s["mean"]) == pytest.approx(2.5)
+    assert (float(s.ci_low), float(s.ci_high)) == pytest.approx((lo, hi))
+    assert float(s.rsd) == pytest.approx(np.std([1, 2, 3, 4], ddof=1) / 2.5)
+    assert s.attrs["provenance"] == "SIMULATED" and s["mean"].attrs["units"] == "bytes/s"
+
+
+def test_point_summary_single_rep_has_no_ci_and_point_stats_agrees():
+    from abtlab.summary import point_stats
+    ds = make_run(reps=4)
+    ds["throughput"][1, 1, 1, 1:] = np.nan
+    s = stats.point_summary(ds)
+    one = s.sel(policy="nojc", freq_ghz=3.3, threads=256)
+    assert int(one.n) == 1 and math.isnan(float(one.ci_low))
+    xr.testing.assert_identical(point_stats(ds, "throughput"), s)
+    empty = ds.where(ds.throughput < 0)
+    assert int(point_stats(empty, "throughput").n.sum()) == 0  # plots of it stay empty
+    with pytest.raises(ConfigError, match="all NaN"):
+        stats.point_summary(empty)
+
+
+def test_ci_halfwidth_known_answer_nan_and_small_n():
+    x = [10.0, 12.0, np.nan, 14.0]
+    half = sps.t.ppf(0.975, 2) * 2.0 / math.sqrt(3)
+    assert stats.ci_halfwidth(x, relative=False) == pytest.approx(half)
+    assert stats.ci_halfwidth(x) == pytest.approx(half / 12.0)
+    assert stats.ci_halfwidth([5.0]) == math.inf
+    assert stats.ci_halfwidth([np.nan, 3.0, np.nan]) == math.inf
+    assert stats.ci_halfwidth([]) == math.inf
+    assert stats.ci_halfwidth([-1.0, 1.0]) == math.inf  # relative to a zero mean
+
+
+def test_reps_needed_is_the_smallest_n_meeting_the_target():
+    pilot = np.random.default_rng(1).normal(100, 30, 8)
+    cv = pilot.std(ddof=1) / pilot.mean()
+    n = stats.reps_needed(pilot, 0.05)
+    width = lambda k: sps.t.ppf(0.975, k - 1) * cv / math.sqrt(k)  # noqa: E731
+    assert width(n) <= 0.05 < width(n - 1)
+    assert stats.reps_needed([3.0], 0.05) == 2
+    with pytest.raises(ConfigError, match="target_rel_halfwidth"):
+        stats.reps_needed(pilot, 0)
+
+
+# ------------------------------------------------------------ ratio CIs
+@pytest.mark.parametrize("method,n", [("fieller", 8), ("delta", 8), ("bootstrap", 20)])
+def test_ratio_ci_coverage(method, n):
+    """95% CIs of mean(a)/mean(b) = 0.53 cover it in about 95% of 200 seeded replicates."""
+    rng = np.random.default_rng(42)
+    hits = 0
+    for _ in range(200):
+        a, b = rng.normal(53, 8, n), rng.normal(100, 15, n)
+        _, lo, hi = stats.ratio_ci(a, b, 0.95, method, n_boot=1000, seed=int(rng.integers(1 << 30)))
+        hits += lo <= 0.53 <= hi
+    assert 0.89 <= hits / 200 <= 0.99
+
+
+def test_ratio_ci_level_changes_coverage():
+    """A 50% interval must cover about half the time: the coverage test can fail."""
+    rng = np.random.default_rng(7)
+    hits = sum(lo <= 0.53 <= hi for lo, hi in
+               (stats.ratio_ci(rng.normal(53, 8, 8), rng.normal(100, 15, 8), 0.5)[1:]
+                for _ in range(200)))
+    assert 0.38 <= hits / 200 <= 0.62
+
+
+def test_fieller_is_unbounded_when_the_reference_mean_is_near_zero():
+    r, lo, hi = stats.ratio_ci([1.0, 1.1, 0.9], [0.1, -0.2, 0.15], method="fieller")
+    assert (lo, hi) == (-math.inf, math.inf) and r == pytest.approx(1.0 / (0.05 / 3))
+    with pytest.raises(ConfigError, match="method"):
+        stats.ratio_ci([1, 2], [1, 2], method="wald")
+
+
+def test_ratio_halfwidth_for_adaptive_repetitions():
+    a, b = [50.0, 55.0, 54.0, 53.0], [100.0, 98.0, 104.0, 101.0]
+    r, lo, hi = stats.ratio_ci(a, b)
+    assert stats.ratio_halfwidth(a, b) == pytest.approx((hi - lo) / 2 / r)
+    assert stats.ratio_halfwidth(a, b, relative=False) == pytest.approx((hi - lo) / 2)
+    assert stats.ratio_halfwidth(a, [100.0, np.nan]) == math.inf
+    assert stats.ratio_halfwidth(a * 4, b * 4) < stats.ratio_halfwidth(a, b)
+
+
+# ------------------------------------------------------------ slowdown
+def test_slowdown_ratio_reference_and_table():
+    ds = make_run({"ext4": 0.53, "nojc": 1.0}, reps=8, rsd=0.05)
+    sd = stats.slowdown(ds)
+    x = ds.throughput
+    want = x.sel(freq_ghz=3.3).mean("rep") / x.sel(freq_ghz=1.6).mean("rep")
+    np.testing.assert_allclose(sd.ratio.sel(freq_ghz=3.3), want.transpose(*sd.ratio.sel(freq_ghz=3.3).dims))
+    assert (sd.ratio.sel(freq_ghz=1.6) == 1).all() and sd.attrs["ref_freq_ghz"] == 1.6
+    ext4 = sd.sel(policy="ext4", freq_ghz=3.3)
+    assert ((ext4.ci_low < 0.53) & (ext4.ci_high > 0.53)).all() and (ext4.n_ref == 8).all()
+    tab = stats.slowdown_table(sd)
+    row = tab[(tab.policy == "ext4") & (tab.threads == 64) & (tab.freq_ghz == 3.3)].iloc[0]
+    assert row.slowdown == stats.format_ratio(row.ratio, row.ci_low, row.ci_high)
+    assert row.slowdown.startswith(f"{row.ratio:.2f} [")
+    inv = stats.slowdown(ds, ref=3.3).ratio.sel(freq_ghz=1.6)
+    np.testing.assert_allclose(inv, 1 / sd.ratio.sel(freq_ghz=3.3))
+
+
+def test_slowdown_bootstrap_is_seeded():
+    ds = make_run({"ext4": 0.6, "nojc": 0.9})
+    a, b = (stats.slowdown(ds, method="bootstrap", seed=s, n_boot=500) for s in (3, 3))
+    c = stats.slowdown(ds, method="bootstrap", seed=4, n_boot=500)
+    xr.testing.assert_identical(a, b)
+    assert not np.allclose(a.ci_low.sel(freq_ghz=3.3), c.ci_low.sel(freq_ghz=3.3))
+
+
+def test_slowdown_bad_input_names_the_field():
+    ds = make_run()
+    with pytest.raises(ConfigError, match="^ref"):
+        stats.slowdown(ds, ref=2.0)
+    with pytest.raises(ConfigError, match="freq_ghz"):
+        stats.slowdown(ds.isel(freq_ghz=0, drop=True))
+    with pytest.raises(ConfigError, match="freq_ghz"):
+        stats.slowdown(ds.isel(freq_ghz=[0]))
+
+
+@pytest.mark.parametrize("fn", [stats.point_summary, stats.slowdown, stats.test_slowdown,
+                                stats.anova])
+def test_bad_datasets_raise_config_error(fn):
+    ds = make_run()
+    with pytest.raises(ConfigError, match="^var: got 'fcr'.*throughput"):
+        fn(ds, "fcr")
+    with pytest.raises(ConfigError, match="empty"):
+        fn(ds.isel(rep=slice(0, 0)), "throughput")
+    with pytest.raises(ConfigError, match="all NaN"):
+        fn(ds.where(ds.throughput < 0), "throughput")
+    with pytest.raises(ConfigError, match="^var.*none"):
+        fn(xr.Dataset(), "throughput")
+    with pytest.raises(ConfigError, match="throughput.dims"):
+        fn(ds.mean("rep"), "throughput")
+    with pytest.raises(ConfigError, match="^ds"):
+        fn(ds.throughput, "throughput")
+
+
+# ------------------------------------------------------------ test of slowdown
+def _holm(p):
+    order = np.argsort(p)
+    adj = np.minimum(1, np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order]))
+    out = np.empty_like(adj)
+    out[order] = adj
+    return out
+
+
+def test_test_slowdown_p_values_and_holm_by_hand():
+    ds = make_run({"ext4": 0.8, "nojc": 0.97}, reps=5, rsd=0.1, seed=3)
+    t = stats.test_slowdown(ds)
+    for _, row in t.iterrows():
+        pt = ds.throughput.sel(policy=row.policy, threads=row.threads)
+        ref = sps.ttest_ind(np.log(pt.sel(freq_ghz=3.3)), np.log(pt.sel(freq_ghz=1.6)),
+                            equal_var=False, alternative="less")
+        assert row.p == pytest.approx(ref.pvalue) and row.t == pytest.approx(ref.statistic)
+    np.testing.assert_allclose(t.p_adj, _holm(t.p.to_numpy()))
+    assert list(t.reject) == list(t.p_adj < 0.05)
+    bh = stats.test_slowdown(ds, method="fdr_bh")
+    p = t.p.to_numpy()
+    order = np.argsort(p)
+    want = np.minimum.accumulate((p[order] * len(p) / np.arange(1, len(p) + 1))[::-1])[::-1]
+    np.testing.assert_allclose(np.sort(bh.p_adj), np.minimum(want, 1))
+
+
+def test_test_slowdown_finds_planted_effect_and_missing_reps_are_not_counted():
+    ds = make_run({"ext4": 0.5, "nojc": 1.0}, reps=6, rsd=0.1, seed=5)
+    ds["throughput"][1, 1, 1, 1:] = np.nan  # nojc, 3.3 GHz, 256 threads: one rep left
+    t = stats.test_slowdown(ds).set_index(["policy", "threads"])
+    assert t.loc["ext4", "reject"].all() and not t.loc["nojc", "reject"].any()
+    assert math.isnan(t.loc[("nojc", 256), "p_adj"]) and t.loc[("nojc", 256), "n_high"] == 1
+    finite = t.p.dropna().to_numpy()
+    np.testing.assert_allclose(t.p_adj.dropna(), _holm(finite))
+    assert (t.loc["ext4", "ci_high"] < 0.75).all()
+
+
+def test_test_slowdown_family_wise_error_under_the_null():
+    """Holm keeps P(any false rejection among 8 null configs) near alpha; 150 replicates."""
+    tables = [stats.test_slowdown(make_run(reps=5, seed=s, threads=(1, 2, 4, 8)))
+              for s in range(150)]
+    assert np.mean([t.reject.any() for t in tables]) <= 0.10
+    per_test = np.mean([t.p.lt(0.05).mean() for t in tables])
+    assert 0.02 <= per_test <= 0.09  # unadjusted one-sided tests reject ~alpha each
+
+
+def test_test_slowdown_bad_input():
+    ds = make_run()
+    for kw, field in [({"method": "tukey"}, "method"), ({"alpha": 1.5}, "alpha"),
+                      ({"f_low": 3.3, "f_high": 3.3}, "f_high"), ({"f_low": 2.0}, "f_low")]:
+        with pytest.raises(ConfigError, match=f"^{field}"):
+            stats.test_slowdown(ds, **kw)
+    with pytest.raises(ConfigError, match="<= 0"):
+        stats.test_slowdown(ds - 2e9)
+
+
+# ------------------------------------------------------------ ANOVA / regression
+def _pvalues(ds, **kw):
+    return stats.anova(ds, **kw)["PR(>F)"]
+
+
+def test_anova_detects_planted_effect_and_not_null_one():
+    """policy doubles throughput at every freq; freq and threads do nothing."""
+    def planted(seed):
+        ds = make_run(reps=4, rsd=0.2, seed=seed)
+        return ds.assign(throughput=ds.throughput * xr.DataArray([1.0, 2.0], dims="policy"))
+    p = _pvalues(planted(0))
+    assert p["C(policy)"] < 1e-10
+    reps = [_pvalues(planted(s)) for s in range(1, 41)]
+    null_rate = np.mean([r["C(freq_ghz)"] < 0.05 for r in reps])
+    inter_rate = np.mean([r["C(policy):C(freq_ghz)"] < 0.05 for r in reps])
+    assert all(r["C(policy)"] < 0.05 for r in reps)
+    assert null_rate <= 0.15 and inter_rate <= 0.15
+
+
+def test_regress_formula_order_and_errors():
+    ds = make_run({"ext4": 0.5, "nojc": 1.0}, reps=4)
+    fit = stats.regress(ds, order=1)
+    assert fit.model.formula == "y ~ (C(policy) + C(freq_ghz) + C(threads))**1"
+    assert ":" not in " ".join(fit.params.index)
+    full = stats.regress(ds)
+    assert any(":" in k for k in full.params.index) and full.abtlab_attrs["provenance"] == "SIMULATED"
+    custom = stats.regress(ds, formula="y ~ C(policy) * freq_ghz")
+    assert "C(policy)[T.nojc]:freq_ghz" in custom.params.index
+    with pytest.raises(ConfigError, match="^factors"):
+        stats.regress(ds.isel(rep=[0]))  # full factorial, one rep: no residual df
+    with pytest.raises(ConfigError, match="^factors"):
+        stats.anova(ds, factors=["device"])
+    with pytest.raises(ConfigError, match="^factors"):
+        stats.anova(ds.isel(threads=[0]), factors=["policy", "threads"])
+    with pytest.raises(ConfigError, match="^formula"):
+        stats.regress(ds, formula="y ~ C(nope)")
+    with pytest.raises(ConfigError, match="log=False"):
+        stats.anova(ds - 2e9)
+    assert stats.anova(ds - 2e9, log=False).shape[0] == 8
+
+
+# ------------------------------------------------------------ simulated run, CLI
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory):
+    from abtlab import sim, store
+    ds = sim.simulate(reps=3, threads=[4, 8], freq_ghz=[1.6, 3.3], policy=["ext4", "nojc"],
+                      traces=False)
+    path = tmp_path_factory.mktemp("stats") / "run.nc"
+    store.save(ds, path)
+    return ds, path
+
+
+def test_simulated_run_end_to_end(sim_run):
+    ds, _ = sim_run
+    sd = stats.slowdown(ds)
+    assert sd.ratio.dims == ("policy", "threads", "file_size", "record_size", "files",
+                             "device", "freq_ghz")
+    assert np.isfinite(sd.ci_low).all() and sd.attrs["freq_mode"] == "simulated"
+    t = stats.test_slowdown(ds)
+    assert len(t) == 4 and t.attrs["provenance"] == "SIMULATED"
+    assert "C(policy)" in stats.anova(ds).index
+
+
+def test_cli_prints_tables(sim_run, tmp_path, capsys):
+    from abtlab.cli import main
+    ds, path = sim_run
+    out = tmp_path / "run.json"
+    assert main(["stats", str(path), "--slowdown", "--test", "--anova", "--pyperf", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "SIMULATED" in text and "== slowdown vs 1.6 GHz" in text and "PR(>F)" in text
+    row = stats.slowdown_table(stats.slowdown(ds)).query("policy == 'nojc' and threads == 8 "
+                                                         "and freq_ghz == 3.3").iloc[0]
+    assert row.slowdown in text and "p_adj" in text and out.exists()
+    assert "8 benchmarks, 24 runs" in text
+
+
+def test_cli_bad_input_exit_2(sim_run, tmp_path, capsys):
+    from abtlab.cli import main
+    _, path = sim_run
+    assert main(["stats", str(path), "--var", "nope"]) == 2
+    assert "var: got 'nope'" in capsys.readouterr().err
+    assert main(["stats", str(tmp_path / "missing.nc")]) == 2
+    assert main(["stats", str(path), "--test", "--correction", "x"]) == 2
+    assert "method: got 'x'" in capsys.readouterr().err
