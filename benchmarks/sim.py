@@ -107,10 +107,16 @@ def simpy_once(p, seed):
     return sum(out), st["commits"]
 
 
-def _time(fn, reps):
-    t = time.perf_counter()
-    res = [fn(r) for r in range(reps)]
-    return time.perf_counter() - t, res
+def _time(fn):
+    """(wall s, CPU s of this process, result): CPU time is robust to a loaded machine."""
+    w, c = time.perf_counter(), time.process_time()
+    res = fn()
+    return time.perf_counter() - w, time.process_time() - c, res
+
+
+def _row(label, a, b):
+    print(f"  {label:34s} wall {a[0]:7.3f} s  cpu {a[1]:7.3f} s | SimPy wall {b[0]:7.3f} s "
+          f"cpu {b[1]:7.3f} s | ratio wall {b[0] / a[0]:5.0f}x  cpu {b[1] / a[1]:5.0f}x")
 
 
 def main(argv=None):
@@ -119,22 +125,25 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=256)
     ap.add_argument("--simpy-reps", type=int, default=10, help="SimPy is slow: fewer reps, scaled")
     a = ap.parse_args(argv)
-    print(f"numba: {simcore.K.HAVE_NUMBA}")
+    print(f"numba: {simcore.K.HAVE_NUMBA}; times for {a.reps} repetitions of one point "
+          f"(SimPy scaled from {a.simpy_reps}); simulated data")
     sim.simulate_point(reps=1, threads=8)                      # compile / load the cache
     for f in (1.6, 3.3):
         p = sim.make(threads=a.threads, cores=4, device="hdd7200", freq_ghz=f, wake_front=False)
         prog, pr = simcore.program(p), simparams.vector(p)
-        t_raw, raw = _time(lambda r: simcore.run_raw(p, r, prog, pr), a.reps)
-        t_full, full = _time(lambda r: simcore.run_once(p, r), a.reps)
-        t_py, py = _time(lambda r: simpy_once(p, r), a.simpy_reps)
-        per_py = t_py / a.simpy_reps * a.reps
-        print(f"{a.threads} threads, {f} GHz, hdd7200, {a.reps} reps: "
-              f"abtlab.sim kernel {t_raw:.3f} s, with traces+measures {t_full:.3f} s; "
-              f"SimPy {per_py:.3f} s (from {a.simpy_reps} reps); "
-              f"ratio kernel {per_py / t_raw:.0f}x, full {per_py / t_full:.0f}x")
-        print(f"  mean throughput MB/s: abtlab.sim {np.mean([r.scalars['throughput'] for r in full]) / 1e6:.1f}"
-              f", SimPy {np.mean([x[0] for x in py]) / 1e6:.1f}; commits: abtlab.sim "
-              f"{np.mean([r.scalars['commits'] for r in full]):.2f}, SimPy {np.mean([x[1] for x in py]):.2f}")
+        seeds = np.arange(a.reps)
+        kern = _time(lambda: simcore.run_raw(p, seeds, prog, pr))
+        full = _time(lambda: simcore.run_reps(p, seeds))
+        py = _time(lambda: [simpy_once(p, r) for r in range(a.simpy_reps)])
+        py = (py[0] * a.reps / a.simpy_reps, py[1] * a.reps / a.simpy_reps, py[2])
+        print(f"{a.threads} threads, {f} GHz, hdd7200:")
+        _row("abtlab.sim kernel (one call)", kern, py)
+        _row("abtlab.sim + traces + measures", full, py)
+        print(f"  mean throughput MB/s: abtlab.sim "
+              f"{np.mean([r.scalars['throughput'] for r in full[2]]) / 1e6:.1f}, SimPy "
+              f"{np.mean([x[0] for x in py[2]]) / 1e6:.1f}; commits: abtlab.sim "
+              f"{np.mean([r.scalars['commits'] for r in full[2]]):.2f}, SimPy "
+              f"{np.mean([x[1] for x in py[2]]):.2f}")
 
 
 if __name__ == "__main__":

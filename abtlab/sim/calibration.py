@@ -50,6 +50,7 @@ def _median(fits, key):
 
 def calibrate(ds, **sel) -> dict:
     """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors)."""
+    from .. import accessor  # noqa: F401  (registers ds.abt)
     emulated = ds.attrs.get("freq_mode") == "emulated"
     f_ref = float(ds.attrs.get("f_ref_ghz", 3.3))
     nonscaling = 0.0 if emulated else 0.1     # emulation dilates all of a thread's CPU time

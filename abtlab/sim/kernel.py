@@ -13,16 +13,26 @@ from __future__ import annotations
 import numpy as np
 
 from . import journal as J
-from .state import (BARRIER, CLOSE, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT, EV_CPU,
+from .state import (BARRIER, CLOSE, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT,
                     EV_DEV, EV_START, EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA,
                     HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA,
                     I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_INODE_WRITE, I_POLICY, I_QUANTUM,
                     I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE,
-                    POL_NOJC, QH, QN, QT, REM, RUN, SLICE, TXN, W_BARRIER, W_COMMIT,
+                    POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT,
                     W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, draw, jit, pop, push,
                     reset)
 
 __all__ = ["run_batch", "HAVE_NUMBA"]
+
+
+@jit
+def _arm(k, t, ct, cs, ji):
+    """Core k's next CPU event. Cores keep their own event slot (at most one pending
+    each) instead of the heap: most events are CPU events, and a scan of C slots is
+    cheaper than a heap push and pop."""
+    ji[SEQ] += 1
+    ct[k] = t
+    cs[k] = ji[SEQ]
 
 
 @jit
@@ -169,7 +179,7 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
 
 
 @jit
-def _on_cpu(k, t, crun, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c):
+def _on_cpu(k, t, crun, ct, cs, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c):
     """The thread on core k ran crun[k] us: finish its phase or preempt it."""
     i = core[k]
     tf[i, REM] -= crun[k]
@@ -186,7 +196,7 @@ def _on_cpu(k, t, crun, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t
             return
         tf[i, SLICE] = pr[I_QUANTUM]
     crun[k] = min(tf[i, REM], tf[i, SLICE])
-    push(hf, hn, ji, t + crun[k], EV_CPU, k)
+    _arm(k, t + crun[k], ct, cs, ji)
 
 
 @jit
@@ -199,7 +209,7 @@ def _wake(t, k, whole, hf, hn, ji, ti):
 
 
 @jit
-def _dispatch(t, crun, pr, hf, hn, ji, ti, tf, core, q):
+def _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q):
     for k in range(core.size):
         if core[k] < 0 and ji[QN] > 0:
             i = q[ji[QH]]
@@ -210,20 +220,44 @@ def _dispatch(t, crun, pr, hf, hn, ji, ti, tf, core, q):
             ti[i, WAIT] = W_NONE
             tf[i, SLICE] = pr[I_QUANTUM]
             crun[k] = min(tf[i, REM], tf[i, SLICE])
-            push(hf, hn, ji, t + crun[k], EV_CPU, k)
+            _arm(k, t + crun[k], ct, cs, ji)
 
 
 @jit
-def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, q, out_t, out_c):
+def _next_core(ct, cs, hf, hn, ji):
+    """The core whose CPU event comes before the heap's top (time, then sequence), or -1."""
+    best = -1
+    for k in range(ct.size):
+        if ct[k] < np.inf and (best < 0 or ct[k] < ct[best]
+                               or (ct[k] == ct[best] and cs[k] < cs[best])):
+            best = k
+    if best >= 0 and ji[HSIZE] > 0:
+        if hf[0] < ct[best] or (hf[0] == ct[best] and hn[0, 0] < cs[best]):
+            return -1
+    return best
+
+
+@jit
+def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs, q, out_t,
+             out_c):
     """One repetition on fresh state; returns the number of commits."""
     reset(pr, ti, tf, ji, jf, core)
+    ct[:] = np.inf
     for i in range(spawn.size):
         push(hf, hn, ji, spawn[i], EV_START, i)
-    while ji[HSIZE] > 0:
+    while True:
+        k = _next_core(ct, cs, hf, hn, ji)
+        if k >= 0:
+            t = ct[k]
+            ct[k] = np.inf
+            _on_cpu(k, t, crun, ct, cs, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q,
+                    out_t, out_c)
+            _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q)
+            continue
+        if ji[HSIZE] == 0:
+            break
         t, kind, idx = pop(hf, hn, ji)
-        if kind == EV_CPU:
-            _on_cpu(idx, t, crun, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
-        elif kind == EV_START or kind == EV_DEV:
+        if kind == EV_START or kind == EV_DEV:
             _step(idx, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
         elif kind == EV_COMMIT:
             J.commit_ended(idx, t, pr, jf, ji, out_c)
@@ -235,7 +269,7 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, q, out
                 _wake(t, idx, False, hf, hn, ji, ti)
         elif kind == EV_TIMER and idx == ji[GEN]:
             J.try_start(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c)
-        _dispatch(t, crun, pr, hf, hn, ji, ti, tf, core, q)
+        _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q)
     return ji[NCOMMIT]
 
 
@@ -252,9 +286,10 @@ def run_batch(prog, pr, seeds, out_t, out_c, ncommit):
     ji, jf = np.empty(NJI, np.int64), np.empty(NJF)
     ncores = int(pr[I_CORES])
     core, crun, q = np.empty(ncores, np.int64), np.zeros(ncores), np.zeros(n + 1, np.int64)
+    ct, cs = np.empty(ncores), np.zeros(ncores, np.int64)
     hcap = 3 * cap + 2 * n + ncores + 8        # bound on pending events
     hf, hn = np.empty(hcap), np.empty((hcap, 3), np.int64)
     for r in range(seeds.size):
         draw(seeds[r], prog, pr, spawn, nz, cn)
-        ncommit[r] = _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, q,
-                              out_t[r], out_c[r])
+        ncommit[r] = _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct,
+                              cs, q, out_t[r], out_c[r])

@@ -19,9 +19,9 @@ METRICS = ("throughput", "fcr", "commits", "nonblocked_threads", "mean_commit_wa
 _SIM_FACTORS = ("policy", "freq_ghz", "threads", "file_size", "record_size", "files")
 
 
-def _point_means(ds, metrics):
+def _point_means(ds, metrics, single):
     out = ds[list(metrics)].mean(schema.REP) if schema.REP in ds.dims else ds[list(metrics)]
-    return out.squeeze(drop=True)          # single-level factors (device, ...) are not points
+    return out.squeeze([d for d in single if d in out.dims], drop=True)
 
 
 def compare(real_ds, sim_ds, metrics=None):
@@ -30,7 +30,12 @@ def compare(real_ds, sim_ds, metrics=None):
     want = [m for m in (metrics or METRICS) if m in real_ds and m in sim_ds]
     if not want:
         raise ConfigError("metrics", metrics, "names present in both datasets: " + ", ".join(METRICS))
-    real, sim = _point_means(real_ds, want), _point_means(sim_ds, want)
+    # a factor with one level on each side that has it (device "none" vs "loop", ...) is
+    # not a point
+    def single(a, b):
+        return [d for d in a.dims if a.sizes[d] == 1 and b.sizes.get(d, 1) == 1]
+    real = _point_means(real_ds, want, single(real_ds, sim_ds))
+    sim = _point_means(sim_ds, want, single(sim_ds, real_ds))
     if set(real.dims) != set(sim.dims):
         raise ConfigError("sim_ds", sorted(sim.dims), f"the same swept factors as real_ds {sorted(real.dims)}")
     real, sim = xr.align(real, sim, join="inner")

@@ -1,0 +1,53 @@
+"""Calibration of the simulator from a run dataset (abtlab.sim.calibration, `abtlab calibrate`)."""
+from __future__ import annotations
+
+import pytest
+
+import abtlab.sim as sim
+from abtlab import store
+from abtlab.cli import main
+from abtlab.errors import ConfigError
+from abtlab.sim.calibration import calibrate, to_toml
+
+TRUE = dict(threads=4, cores=4, cpu_dist="fixed", dev_dist="fixed", nonscaling=0.0,
+            open_us=40.0, write_fixed_us=25.0, write_us_per_kib=0.0, close_us=6.0)
+
+
+@pytest.fixture(scope="module")
+def run_ds():
+    ds = sim.simulate(reps=2, freq_ghz=[1.65, 3.3], **TRUE)
+    ds.attrs["freq_mode"] = "emulated"       # calibrate as from an emulated-frequency run
+    ds.attrs["f_ref_ghz"] = 3.3
+    return ds
+
+
+def test_recovers_cpu_costs_at_the_reference_frequency(run_ds):
+    p = calibrate(run_ds)
+    for k in ("open_us", "write_fixed_us", "close_us"):
+        assert p[k] == pytest.approx(TRUE[k], rel=0.02), k
+    assert p["nonscaling"] == 0.0 and p["calibration"]["runs"] == 4
+    assert p["device_overrides"]["commit_fixed_us"] > 0
+
+
+def test_toml_round_trip_into_the_simulator(run_ds, tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(to_toml(calibrate(run_ds)))
+    p = sim.make(params=str(f))
+    assert p.open_us == pytest.approx(TRUE["open_us"], rel=0.02)
+    assert sim.simulate_point(reps=1, params=str(f), threads=3)[0].scalars["fsync_calls"] == 3
+
+
+def test_cli_writes_params(run_ds, tmp_path, capsys):
+    path = tmp_path / "run.nc"
+    store.save(run_ds, path)
+    out = tmp_path / "params.toml"
+    assert main(["calibrate", str(path), "--out", str(out)]) == 0
+    assert sim.make(params=str(out)).close_us == pytest.approx(TRUE["close_us"], rel=0.02)
+    assert main(["calibrate", str(tmp_path / "none.nc")]) == 2
+    assert "run" in capsys.readouterr().err
+
+
+def test_dataset_without_traces_is_rejected(run_ds):
+    with pytest.raises(ConfigError) as e:
+        calibrate(run_ds.drop_vars([v for v in run_ds.data_vars if v.startswith("op_")]))
+    assert e.value.field == "dataset"
