@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.abtlab-installed
-DEBS := e2fsprogs util-linux fio strace psmisc fuse3 libfuse3-dev pkg-config
+DEBS := e2fsprogs util-linux fio strace psmisc fuse3 libfuse3-dev pkg-config chromium
 DEMO_OUT ?= demo-out
 
 .PHONY: demo test setup debs backends bench clean
@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml | debs
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,fast]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (abtlab)" >/dev/null
 	touch $(STAMP)
 
 backends:

@@ -15,7 +15,8 @@ __all__ = ["Var", "VARIABLES", "FACTOR_DIMS", "REQUIRED_ATTRS", "FREQ_MODES", "v
 # dims of swept factors (a backend uses the subset it has) and of raw repetitions
 POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, REP = (
     "policy", "freq_ghz", "threads", "file_size", "record_size", "files", "device", "rep")
-FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE)
+FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE,
+               "workload", "mode", "block_size", "lock", "work")
 # ragged traces live on their own dims, tagged with the run they belong to
 OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"
 RUN_ID = "run_id"
@@ -44,6 +45,12 @@ VARIABLES = {v.name: v for v in [
     Var("mean_write", "s", "mean T_write per thread (write+fsync with fsync on)"),
     Var("batches", "1", "delayJC batches (flushes)"),
     Var("fsync_calls", "1", "fsync/fdatasync calls made by the workload"),
+    Var("bps", "blocks/s", "blocks per second of overlapped I/O time (seed 001)"),
+    Var("iops", "ops/s", "I/O operations per second of run time"),
+    Var("bandwidth", "bytes/s", "bytes moved per second of run time"),
+    Var("arpt", "s", "average response time per request"),
+    Var("energy", "J", "energy of the run (RAPL, or a labelled power model)"),
+    Var("edp", "J s", "energy-delay product"),
     Var(RUN_ID, "1", "index of this run's records in the op/commit/batch tables"),
 ]}
 

@@ -16,8 +16,7 @@ import tempfile
 from pathlib import Path
 
 from abtlab import delayjc, policies
-from abtlab.system.device import DeviceThrottle, parse_profile
-from abtlab.system.scratchfs import ScratchFS
+from abtlab.backends.realfs import scratch_on_device
 
 PROG = Path(__file__).resolve().parents[1] / "backends" / "delayjc" / "abt-fsyncers"
 DEFAULT = "ext4;delayjc:window=16ms,max_resets=64;delayjc:adaptive"
@@ -58,8 +57,8 @@ def main(argv=None):
     cases = [(p, f) for p in pols for f in (flushes if p.kind == "delayjc" else ("-",))]
     tput = {_name(*c): [] for c in cases}
     members = {_name(*c): [] for c in cases}
-    with tempfile.TemporaryDirectory() as tmp, ScratchFS(size_mb=512, journal=True, workdir=tmp) as fs, \
-            DeviceThrottle(parse_profile(args.device), fs.major_minor):
+    with tempfile.TemporaryDirectory() as tmp, \
+            scratch_on_device(args.device, 512, True, "", tmp) as (fs, _dev):
         for rep in range(args.reps):
             for pol, flush in (cases if rep % 2 == 0 else cases[::-1]):
                 t, m = run_once(pol, flush, fs.mountpoint, args, Path(tmp) / "stats.bin")

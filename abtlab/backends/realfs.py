@@ -17,7 +17,7 @@ from .. import policies, trace
 from ..errors import RunError, UnavailableError
 from .base import Availability, RunResult
 
-__all__ = ["BACKENDS_DIR", "program", "real_available", "run_workload"]
+__all__ = ["BACKENDS_DIR", "program", "real_available", "run_workload", "scratch_on_device"]
 
 BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
 
@@ -58,24 +58,19 @@ def _image_mb(ctx, data_bytes: int) -> int:
 def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 900) -> RunResult:
     """argv_for(data_dir, dilate, trace_path) -> argv. Returns the RunResult with raw
     ops, commits, batches and attrs; the driver adds the model's scalars."""
-    from ..system.device import DeviceThrottle, parse_profile
-    from ..system.scratchfs import ScratchFS, jbd2_commits
-    from ..system.slowdisk import SlowDisk
+    from ..system.device import parse_profile
+    from ..system.scratchfs import jbd2_commits
     from ..system.tracefs import JournalTrace
     policy = policies.parse(point["policy"])
     profile = parse_profile(point.get("device", "none"))
     dilate, freq_cm = _dilation(point, ctx)
     _drop_caches()
     with contextlib.ExitStack() as stack:
-        # Latency profile: the image lives on the emulated slow disk; throttle: limits on the loop.
-        disk = stack.enter_context(SlowDisk(profile, ctx.workdir)) if profile.kind == "latency" else None
-        fs = stack.enter_context(ScratchFS(size_mb=_image_mb(ctx, data_bytes), journal=policy.journal,
-                                           mount_options=policy.mount_options(), workdir=ctx.workdir,
-                                           image_dir=disk.mountpoint if disk else None))
+        fs, thr = stack.enter_context(scratch_on_device(
+            profile, _image_mb(ctx, data_bytes), policy.journal, policy.mount_options(), ctx.workdir))
         data_dir = Path(fs.mountpoint) / "data"
         data_dir.mkdir()
         os.sync()
-        thr = disk or stack.enter_context(DeviceThrottle(profile, fs.major_minor))
         jt = stack.enter_context(JournalTrace(fs.dev_t)) if policy.journal else None
         stack.enter_context(freq_cm)
         tpath = Path(ctx.workdir) / f"ops-{os.getpid()}.trace"
@@ -103,6 +98,24 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         p.unlink(missing_ok=True)
     scalars = {"jbd2_info_commits": float(after - before)}
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+@contextlib.contextmanager
+def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=None):
+    """A fresh scratch ext4 on the device profile; yields (ScratchFS, device with describe()).
+
+    A latency profile puts the image on the emulated slow disk (FUSE); a throttle
+    profile limits the loop device with blkio. Everything is undone on exit."""
+    from ..system.device import DeviceThrottle, parse_profile
+    from ..system.scratchfs import ScratchFS
+    from ..system.slowdisk import SlowDisk
+    profile = parse_profile(profile) if isinstance(profile, str) else profile
+    with contextlib.ExitStack() as stack:
+        disk = stack.enter_context(SlowDisk(profile, workdir)) if profile.kind == "latency" else None
+        fs = stack.enter_context(ScratchFS(size_mb=size_mb, journal=journal, mount_options=mount_options,
+                                           workdir=workdir, image_dir=disk.mountpoint if disk else None))
+        dev = disk or stack.enter_context(DeviceThrottle(profile, fs.major_minor))
+        yield fs, dev
 
 
 def _drop_caches():

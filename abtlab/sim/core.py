@@ -12,7 +12,7 @@ from . import state as K
 from .kernel import run_batch
 from .params import SimParams, vector
 
-__all__ = ["program", "run_raw", "run_once", "run_reps", "to_traces"]
+__all__ = ["program", "draws", "run_raw", "run_once", "run_reps", "to_traces"]
 
 
 def program(p: SimParams) -> np.ndarray:
@@ -25,6 +25,33 @@ def program(p: SimParams) -> np.ndarray:
     return np.asarray(ops, np.int64)
 
 
+def _factors(rng, dist, cv, size):
+    """Multiplicative variation with mean 1 and coefficient of variation cv."""
+    if dist == "fixed" or cv == 0:
+        return np.ones(size)
+    if dist == "gamma":
+        k = 1.0 / cv**2
+        return rng.gamma(k, 1.0 / k, size)
+    s2 = np.log1p(cv**2)
+    return np.exp(rng.standard_normal(size) * np.sqrt(s2) - s2 / 2)
+
+
+def draws(p: SimParams, prog, seeds, cap):
+    """Per repetition (seeded by its seed): spawn times, (thread, op) factors for CPU,
+    flush and inode (device factors only where the op is an fsync), commit factors."""
+    n, m, fs = p.threads, prog.size, prog == K.FSYNC
+    spawn, cn = np.empty((len(seeds), n)), np.empty((len(seeds), cap))
+    nz = np.ones((len(seeds), n, m, 3))
+    for r, seed in enumerate(seeds):
+        rng = np.random.default_rng(seed)
+        cost = p.spawn_us * p.scale() * _factors(rng, p.cpu_dist, p.cpu_cv, n)
+        spawn[r, 0], spawn[r, 1:] = 0.0, np.cumsum(cost[:-1])
+        nz[r, :, :, 0] = _factors(rng, p.cpu_dist, p.cpu_cv, (n, m))
+        nz[r, :, fs, 1:] = _factors(rng, p.dev_dist, p.dev_cv, (int(fs.sum()), n, 2))
+        cn[r] = _factors(rng, p.dev_dist, p.dev_cv, cap)
+    return spawn, nz, cn
+
+
 def run_raw(p: SimParams, seeds, prog=None, pr=None):
     """Run the kernel for every seed in one call.
     Returns (times (reps, threads*len(prog), 2) us, commits (reps, cap, 6) us, counts)."""
@@ -32,10 +59,11 @@ def run_raw(p: SimParams, seeds, prog=None, pr=None):
     pr = vector(p) if pr is None else pr
     seeds = np.atleast_1d(np.asarray(seeds, np.int64))
     cap = p.threads * max(1, int(np.count_nonzero(prog == K.FSYNC))) + 1
+    spawn, nz, cn = draws(p, prog, seeds, cap)
     out_t = np.zeros((seeds.size, p.threads * prog.size, 2))
     out_c = np.zeros((seeds.size, cap, len(K.COMMIT_COLS)))
     counts = np.zeros(seeds.size, np.int64)
-    run_batch(prog, pr, seeds, out_t, out_c, counts)
+    run_batch(prog, pr, spawn, nz, cn, out_t, out_c, counts)
     return out_t, out_c, counts
 
 

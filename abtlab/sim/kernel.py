@@ -19,7 +19,7 @@ from .state import (BARRIER, CLOSE, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMI
                     I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_INODE_WRITE, I_POLICY, I_QUANTUM,
                     I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT,
-                    W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, draw, jit, pop, push,
+                    W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, jit, pop, push,
                     reset)
 
 __all__ = ["run_batch", "HAVE_NUMBA"]
@@ -274,14 +274,14 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs
 
 
 @jit
-def run_batch(prog, pr, seeds, out_t, out_c, ncommit):
-    """Simulate len(seeds) repetitions of one point in one call.
-    out_t (reps, threads * len(prog), 2) gets op start/end (us), out_c (reps, cap, 6)
-    the commits (state.COMMIT_COLS), ncommit (reps,) their counts."""
-    n = out_t.shape[1] // prog.size
+def run_batch(prog, pr, spawn, nz, cn, out_t, out_c, ncommit):
+    """Simulate every repetition r of one point in one call, from its draws: spawn
+    (reps, threads) times, nz (reps, threads, len(prog), 3) CPU/flush/inode factors,
+    cn (reps, cap) commit factors. out_t (reps, threads * len(prog), 2) gets op
+    start/end (us), out_c (reps, cap, 6) the commits (state.COMMIT_COLS), ncommit
+    (reps,) their counts."""
+    n = spawn.shape[1]
     cap = out_c.shape[1]
-    spawn, cn = np.empty(n), np.empty(cap)
-    nz = np.ones((n, prog.size, 3))
     ti, tf = np.empty((n, 6), np.int64), np.empty((n, 3))
     ji, jf = np.empty(NJI, np.int64), np.empty(NJF)
     ncores = int(pr[I_CORES])
@@ -289,7 +289,6 @@ def run_batch(prog, pr, seeds, out_t, out_c, ncommit):
     ct, cs = np.empty(ncores), np.zeros(ncores, np.int64)
     hcap = 3 * cap + 2 * n + ncores + 8        # bound on pending events
     hf, hn = np.empty(hcap), np.empty((hcap, 3), np.int64)
-    for r in range(seeds.size):
-        draw(seeds[r], prog, pr, spawn, nz, cn)
-        ncommit[r] = _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct,
+    for r in range(spawn.shape[0]):
+        ncommit[r] = _run_one(prog, pr, spawn[r], nz[r], cn[r], hf, hn, ji, jf, ti, tf, core, crun, ct,
                               cs, q, out_t[r], out_c[r])

@@ -179,7 +179,6 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_QUANTUM] = p.quantum()
     v[K.I_C_OPEN], v[K.I_C_FSYNC], v[K.I_C_CLOSE] = p.open_us * s, p.fsync_cpu_us * s, p.close_us * s
     v[K.I_C_WRITE] = (p.write_fixed_us + p.write_us_per_kib * p.record_size / 1024) * s
-    v[K.I_C_SPAWN] = p.spawn_us * s
     v[K.I_FLUSH_FIXED] = dev["flush_fixed_us"]
     v[K.I_FLUSH_PER_BYTE] = dev["flush_us_per_kib"] / 1024
     v[K.I_COMMIT_FIXED], v[K.I_COMMIT_PER_BLOCK] = dev["commit_fixed_us"], dev["commit_us_per_block"]
@@ -196,18 +195,9 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_CORES] = p.cores
     v[K.I_LOCK] = -1.0 if p.commit_lock_us is None else p.commit_lock_us
     v[K.I_DATA] = DATA_MODES.index(p.data_flush)
-    v[K.I_CPU_DIST], v[K.I_CPU_SIGMA] = _dist(p.cpu_dist, p.cpu_cv)
-    v[K.I_DEV_DIST], v[K.I_DEV_SIGMA] = _dist(p.dev_dist, p.dev_cv)
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k
     return v
-
-
-def _dist(name, cv):
-    """(code, spread) for state.factor: lognormal sigma giving cv, or cv for gamma."""
-    if name == "lognormal":
-        return K.DIST_LOGNORMAL, math.sqrt(math.log1p(cv * cv))
-    return (K.DIST_GAMMA, cv) if name == "gamma" else (K.DIST_FIXED, 0.0)
 
 
 def _policy_code(pol):

@@ -2,7 +2,8 @@
 
 numba compiles these when it is installed (plain Python otherwise: same code, slower).
 All state lives in a few flat arrays indexed by the constants below, so no Python
-object is made per event. Times are microseconds (float64).
+object is made per event. Times are microseconds (float64). Random variation is drawn
+beforehand with numpy (core.draws), one generator per repetition.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     def njit(*a, **k):
         return (lambda f: f) if not (a and callable(a[0])) else a[0]
 
-# cache=True: compiled code is kept on disk, so only the first import in a tree compiles;
+# cache=True: compiled code is kept on disk, so only the first import in a tree compiles.
+# numba keys that cache on each module's own source and freezes these constants into it:
+# after changing a constant here, touch journal.py and kernel.py so they recompile.
 # helpers stay separate functions (inlining tripled compile time for no measured gain)
 jit = njit(cache=True, error_model="numpy")
 
@@ -29,10 +32,8 @@ DATA_FSYNC, DATA_COMMIT = 0, 1
 I_QUANTUM, I_C_OPEN, I_C_WRITE, I_C_FSYNC, I_C_CLOSE, I_FLUSH_FIXED, I_FLUSH_PER_BYTE, \
     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_BLOCKS_PER_HANDLE, I_INODE_WRITE, I_POLICY, \
     I_WINDOW, I_KPARAM, I_MAX_RESETS, I_MAX_AGE, I_WAKE_FRONT, I_ALPHA, I_D0, \
-    I_RECORD_BYTES, I_CORES, I_LOCK, I_DATA, I_C_SPAWN, I_CPU_SIGMA, I_DEV_SIGMA, \
-    I_CPU_DIST, I_DEV_DIST, I_COMMIT_PER_FILE = range(29)
-NPARAM = 29
-DIST_LOGNORMAL, DIST_GAMMA, DIST_FIXED = 0, 1, 2
+    I_RECORD_BYTES, I_CORES, I_LOCK, I_DATA, I_COMMIT_PER_FILE = range(24)
+NPARAM = 24
 # thread int state / float state columns
 PC, PHASE, CORE, TXN, WAIT, WTXN = range(6)
 REM, SLICE, DIRTY = range(3)
@@ -110,36 +111,3 @@ def reset(pr, ti, tf, ji, jf, core):
     jf[LAST] = -1.0
     jf[EWMA_D] = pr[I_D0]
     core[:] = -1
-
-
-@jit
-def factor(dist, sigma):
-    """One multiplicative variation draw with mean 1 (sigma: lognormal sigma or
-    1/sqrt(gamma shape)); numba's generator, seeded per repetition."""
-    if dist == DIST_FIXED or sigma == 0.0:
-        return 1.0
-    if dist == DIST_GAMMA:
-        k = 1.0 / (sigma * sigma)
-        return np.random.gamma(k, 1.0 / k)
-    return np.random.lognormal(-0.5 * sigma * sigma, sigma)
-
-
-@jit
-def draw(seed, prog, pr, spawn, nz, cn):
-    """Spawn times, per (thread, op) noise (CPU, flush, inode) and per-commit noise.
-    Device noise is drawn for fsyncs only (the only ops that use the device)."""
-    np.random.seed(seed)
-    cd, cs = int(pr[I_CPU_DIST]), pr[I_CPU_SIGMA]
-    dd, ds = int(pr[I_DEV_DIST]), pr[I_DEV_SIGMA]
-    acc = 0.0
-    for i in range(spawn.size):
-        spawn[i] = acc
-        acc += pr[I_C_SPAWN] * factor(cd, cs)
-    for i in range(nz.shape[0]):
-        for k in range(prog.size):
-            nz[i, k, 0] = factor(cd, cs)
-            if prog[k] == FSYNC:
-                nz[i, k, 1] = factor(dd, ds)
-                nz[i, k, 2] = factor(dd, ds)
-    for c in range(cn.size):
-        cn[c] = factor(dd, ds)

@@ -162,7 +162,7 @@ static void touch(int c)
     s->touched = 1;
     snprintf(s->path, sizeof s->path, "%s/cpu%d/cpufreq/scaling_setspeed", cfg.root, c);
     int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    ssize_t n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof buf - 1);  /* not our read() */
     if (fd >= 0) close(fd);
     char *end;
     unsigned long v = n > 0 ? strtoul(buf, &end, 10) : 0;
