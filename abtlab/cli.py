@@ -34,6 +34,9 @@ def main(argv=None) -> int:
     except AbtError as exc:
         print(f"abtlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head`: not an error of ours
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", 2)
         print(f"abtlab {args.command}: interrupted; machine changes undone", file=sys.stderr)

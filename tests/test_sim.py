@@ -171,6 +171,19 @@ def test_backend_runs_and_validates():
     assert e.value.field == "device"
 
 
+def test_backend_params_file_under_options(tmp_path):
+    from abtlab.backends import get
+    from abtlab.backends.base import RunContext
+    f = tmp_path / "p.toml"
+    f.write_text("cores = 3\nclose_us = 50.0\n")
+    b = get("sim")
+    r = b.run_point({"threads": 4}, RunContext(workdir=None, seed=0, options={"params": str(f)}))
+    assert r.attrs["sim_cores"] == 3 and r.attrs["sim_close_us"] == 50.0   # file beats defaults
+    r = b.run_point({"threads": 4}, RunContext(workdir=None, seed=0,
+                                               options={"params": str(f), "cores": "2"}))
+    assert r.attrs["sim_cores"] == 2                                       # options beat the file
+
+
 @pytest.mark.parametrize("kw,field", [
     (dict(threads=0), "threads"), (dict(record_size=1 << 20), "record_size"),
     (dict(device="floppy"), "device"), (dict(policy="bogus"), "policy"),

@@ -115,7 +115,9 @@ def build(profiles, frequencies_ghz=None, threshold_s=DEFAULT_THRESHOLD_S, meta=
                                                         f"{p.power_mode} power")
             if entries and entries[-1].key() == key and entries[-1].freq_ghz == f \
                     and entries[-1].size_max + 1 == e.size_min:
-                e = TableEntry(*key, entries.pop().size_min, hi, f, e.note)
+                prev = entries.pop()
+                note = prev.note if prev.note == e.note else f"{prev.note}; {e.note}"
+                e = TableEntry(*key, prev.size_min, hi, f, note)
             entries.append(e)
     return FrequencyTable(entries, freqs, threshold_s, dict(meta or {}))
 

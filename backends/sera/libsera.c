@@ -15,7 +15,8 @@
  * When scaling_setspeed cannot be read as a number (no cpufreq, or a governor other than
  * userspace) decisions are only recorded, with ABT_F_ERROR meaning "not applied".
  * ABT_SERA_TRACE: write every decision there at exit (kind ABT_KIND_DECISIONS, op
- * ABT_OP_FREQ, bytes = kHz, t_start..t_end = the sysfs write).
+ * ABT_OP_FREQ, bytes = kHz, t_start..t_end = the sysfs write); "%p" in it becomes the
+ * pid (one file per process); without %p a process with no decision writes nothing.
  * Exit restores each touched CPU's setspeed as found: atexit, and SIGTERM/SIGINT/SIGHUP/
  * SIGQUIT/SIGABRT/SIGSEGV/SIGBUS with async-signal-safe writes before the signal is
  * re-raised. SIGKILL cannot be caught: the last setting stays (abtlab.system.cpufreq's
@@ -60,7 +61,10 @@ static struct {
     double bps;
     rule rules[MAX_RULES];
     int nrules;
-    const char *root, *trace;
+    const char *root;
+    char trace[4096];                  /* ABT_SERA_TRACE with %p replaced by the pid */
+    int trace_per_pid;
+    const char *trace_env;
 } cfg;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -257,8 +261,8 @@ static void restore_all(void)
 
 static void write_trace(void)
 {
-    if (!cfg.trace) return;
     uint32_t n = nrec < MAX_RECORDS ? nrec : MAX_RECORDS;
+    if (!cfg.trace[0] || (!n && !cfg.trace_per_pid)) return;   /* don't clobber a sibling's */
     abt_header h = {{'A', 'B', 'T', 'T', 'R', 'A', 'C', 'E'}, ABT_TRACE_VERSION,
                     (uint16_t)sizeof(abt_record), (uint16_t)CLOCK_MONOTONIC,
                     ABT_KIND_DECISIONS, n, abt_now_ns()};
@@ -290,6 +294,31 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+static void set_trace_path(const char *t);
+
+/* A forked child has no holder thread: let it start its own. */
+static void child_reset(void)
+{
+    pthread_mutex_init(&mu, NULL);
+    holder_started = 0;
+    nrec = dropped = 0;                /* the parent's decisions stay in its file */
+    if (cfg.trace_per_pid) set_trace_path(cfg.trace_env);
+}
+
+/* "%p" in ABT_SERA_TRACE becomes the pid, so every process of a tree keeps its own file. */
+static void set_trace_path(const char *t)
+{
+    const char *p = t ? strstr(t, "%p") : NULL;
+    if (!t) return;
+    cfg.trace_env = t;
+    if (!p) {
+        snprintf(cfg.trace, sizeof cfg.trace, "%s", t);
+        return;
+    }
+    snprintf(cfg.trace, sizeof cfg.trace, "%.*s%d%s", (int)(p - t), t, (int)getpid(), p + 2);
+    cfg.trace_per_pid = 1;
+}
+
 __attribute__((constructor)) static void init(void)
 {
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS};
@@ -298,9 +327,14 @@ __attribute__((constructor)) static void init(void)
     if (!table || !*table) return;   /* no table: every call passes through untouched */
     cfg.root = getenv("ABT_SERA_CPUFREQ_ROOT");
     if (!cfg.root || !*cfg.root) cfg.root = "/sys/devices/system/cpu";
-    cfg.trace = getenv("ABT_SERA_TRACE");
+    set_trace_path(getenv("ABT_SERA_TRACE"));
+    pthread_condattr_t ca;             /* the holder's deadlines are CLOCK_MONOTONIC */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&cv, &ca);
     load_table(table);
     atexit(at_exit);
+    pthread_atfork(NULL, NULL, child_reset);
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
         struct sigaction old, sa = {0};
         sigaction(sigs[i], NULL, &old);

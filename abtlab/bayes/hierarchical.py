@@ -1,0 +1,148 @@
+"""Hierarchical slowdown predictor: log throughput linear in log frequency inside each
+configuration, intercepts and slopes partially pooled through a group-level regression.
+
+For run i of configuration c at frequency f (x = log f - log f_ref):
+    log y_i ~ Normal(a_c + b_c x, sigma_c)
+    a_c = X_c alpha + tau_a z_a[c],  b_c = X_c beta + tau_b z_b[c]     (non-centred)
+    log sigma_c = mu_s + tau_s z_s[c]
+X_c is the configuration design (design.ConfigDesign). b_c is the elasticity of
+throughput to frequency: b_c < 0 means a faster CPU slows configuration c down, and
+P(b_c < 0 | data) is the reported probability of slowdown. A configuration never
+measured gets a_c, b_c, sigma_c drawn from the group level (its X_c, new z's).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .data import config_frame, factors_of, model_table
+from .design import ConfigDesign
+from .sampling import diagnostics, sample
+
+__all__ = ["HierarchicalFit", "fit_hierarchical", "build_model"]
+
+
+def _as_table(data, var):
+    import pandas as pd
+    return data if isinstance(data, pd.DataFrame) else model_table(data, var)
+
+
+def build_model(table):
+    """The PyMC model and what prediction needs (design, configs, centring)."""
+    import pymc as pm
+    configs, idx = config_frame(table)
+    design = ConfigDesign(configs)
+    X = design.matrix(configs)
+    log_fref = float(np.mean(np.unique(table["log_f"])))
+    x = table["log_f"].to_numpy() - log_fref
+    ybar = float(table["log_y"].mean())
+    coords = {"config": configs["label"].tolist(), "coef": design.columns}
+    with pm.Model(coords=coords) as m:
+        alpha = pm.Normal("alpha", 0.0, 1.0, dims="coef")
+        beta = pm.Normal("beta", 0.0, 0.5, dims="coef")
+        tau_a = pm.HalfNormal("tau_a", 0.5)
+        tau_b = pm.HalfNormal("tau_b", 0.3)
+        mu_s = pm.Normal("mu_s", -2.0, 1.0)
+        tau_s = pm.HalfNormal("tau_s", 0.5)
+        z_a = pm.Normal("z_a", 0.0, 1.0, dims="config")
+        z_b = pm.Normal("z_b", 0.0, 1.0, dims="config")
+        z_s = pm.Normal("z_s", 0.0, 1.0, dims="config")
+        a = pm.Deterministic("a", pm.math.dot(X, alpha) + tau_a * z_a, dims="config")
+        b = pm.Deterministic("b", pm.math.dot(X, beta) + tau_b * z_b, dims="config")
+        sigma = pm.Deterministic("sigma", pm.math.exp(mu_s + tau_s * z_s), dims="config")
+        pm.Normal("log_y", a[idx] + b[idx] * x, sigma[idx], observed=table["log_y"].to_numpy() - ybar)
+    return m, dict(design=design, configs=configs, idx=idx, log_fref=log_fref, ybar=ybar)
+
+
+@dataclass
+class HierarchicalFit:
+    idata: object
+    table: object
+    design: ConfigDesign
+    configs: object
+    log_fref: float
+    ybar: float
+    diagnostics: dict = field(default_factory=dict)
+
+    def _draws(self, name):
+        v = self.idata.posterior[name]
+        return np.asarray(v).reshape(-1, *v.shape[2:])
+
+    def p_slowdown(self):
+        """Per measured configuration: P(slope < 0), slope mean and 90% interval."""
+        b = self._draws("b")
+        out = self.configs.copy()
+        out["p_slowdown"] = (b < 0).mean(0)
+        out["slope"] = b.mean(0)
+        out["slope_lo"], out["slope_hi"] = np.quantile(b, [0.05, 0.95], axis=0)
+        return out
+
+    def config_draws(self, configs, seed=0):
+        """Draws of (a, b, sigma) for configurations: the fitted ones where the
+        configuration was measured, new group-level draws otherwise."""
+        rng = np.random.default_rng(seed)
+        A, B, S = (self._draws(k) for k in ("a", "b", "sigma"))
+        al, be = self._draws("alpha"), self._draws("beta")
+        ta, tb, ms, ts = (self._draws(k) for k in ("tau_a", "tau_b", "mu_s", "tau_s"))
+        X = self.design.matrix(configs)
+        known = dict(zip(self.configs["label"], range(len(self.configs))))
+        labels = config_frame_labels(configs)
+        nd, nc = A.shape[0], len(configs)
+        z = rng.standard_normal((3, nd, nc))
+        a = al @ X.T + ta[:, None] * z[0]
+        b = be @ X.T + tb[:, None] * z[1]
+        s = np.exp(ms[:, None] + ts[:, None] * z[2])
+        for j, lab in enumerate(labels):
+            if lab in known:
+                k = known[lab]
+                a[:, j], b[:, j], s[:, j] = A[:, k], B[:, k], S[:, k]
+        return a, b, s
+
+    def predict(self, table, seed=0):
+        """Posterior predictive draws of log y for every row of a model table
+        (rows may be unmeasured configurations or frequencies). Returns
+        (draws x rows) predictive, (draws x rows) mean, per-row config slopes."""
+        configs, idx = config_frame(table)
+        a, b, s = self.config_draws(configs, seed)
+        x = table["log_f"].to_numpy() - self.log_fref
+        mean = a[:, idx] + b[:, idx] * x + self.ybar
+        rng = np.random.default_rng(seed + 1)
+        pred = mean + s[:, idx] * rng.standard_normal(mean.shape)
+        return pred, mean, b, configs
+
+
+def config_frame_labels(configs):
+    facs = [f for f in factors_of(configs)]
+    return [" ".join(f"{f}={r[f]}" for f in facs) for _, r in configs.iterrows()]
+
+
+def fit_hierarchical(data, var="throughput", draws=1000, tune=1000, chains=2, seed=0,
+                     sampler="auto", target_accept=0.9):
+    """Fit the hierarchical predictor to a run dataset (or a model_table)."""
+    t0 = time.perf_counter()
+    table = _as_table(data, var)
+    m, parts = build_model(table)
+    idata, info = sample(m, draws, tune, chains, seed, sampler, target_accept)
+    _add_loglik(idata, table, parts)
+    diag = diagnostics(idata, ["alpha", "beta", "tau_a", "tau_b", "mu_s", "tau_s", "b"], info)
+    diag["total_s"] = time.perf_counter() - t0
+    diag["runs"] = len(table)
+    return HierarchicalFit(idata, table, parts["design"], parts["configs"], parts["log_fref"],
+                           parts["ybar"], diag)
+
+
+def _add_loglik(idata, table, parts):
+    """Pointwise log likelihood (for ArviZ LOO), computed from the draws."""
+    import xarray as xr
+    post = idata.posterior
+    idx = parts["idx"]
+    x = table["log_f"].to_numpy() - parts["log_fref"]
+    y = table["log_y"].to_numpy() - parts["ybar"]
+    a, b, s = (post[k].values[..., idx] for k in ("a", "b", "sigma"))
+    mu = a + b * x
+    ll = -0.5 * ((y - mu) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi)
+    idata.add_groups(log_likelihood=xr.Dataset(
+        {"log_y": (("chain", "draw", "obs"), ll)},
+        coords={"chain": post.chain.values, "draw": post.draw.values}))

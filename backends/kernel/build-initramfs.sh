@@ -1,0 +1,33 @@
+#!/bin/bash
+# build-initramfs.sh OUT: the guest's base initramfs (gzip'd newc cpio): busybox-static,
+# /init, abtlab's C workloads linked statically (/abt/abt-*) and, for LD_PRELOAD runs,
+# dynamic builds (/abt/abt-*-dyn) with libdelayjc.so, the loader and libc copied in.
+# Exit 3: a needed Debian package is missing and cannot be installed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(dirname "$here")
+out=$1
+"$here/debs.sh" busybox-static cpio build-essential || exit 3
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage"/{bin,sbin,abt,out,lib64,proc,sys,dev,tmp,mnt}
+cp /bin/busybox "$stage/bin/busybox"
+for a in $("$stage/bin/busybox" --list); do
+    [ "$a" = busybox ] || ln -s busybox "$stage/bin/$a"
+done
+install -m 755 "$here/init.sh" "$stage/init"
+cflags="-O2 -std=gnu11 -Wall -pthread -I$src/include"
+for p in iozone/abt-iozone metarates/abt-metarates delayjc/abt-fsyncers; do
+    name=$(basename "$p")
+    gcc $cflags -static -o "$stage/abt/$name" "$src/$p.c" -lm
+    gcc $cflags -o "$stage/abt/$name-dyn" "$src/$p.c" -lm
+done
+gcc $cflags -fPIC -shared -o "$stage/abt/libdelayjc.so" "$src/delayjc/libdelayjc.c" -ldl
+# the loader and every library the dynamic builds and the preload need, at their paths
+for f in "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so"; do
+    ldd "$f" | grep -o '/[^ ]*' 
+done | sort -u | while read -r lib; do
+    mkdir -p "$stage$(dirname "$lib")" && cp -L "$lib" "$stage$lib"
+done
+(cd "$stage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -6 > "$out.tmp"
+mv "$out.tmp" "$out"

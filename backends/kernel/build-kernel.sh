@@ -1,0 +1,57 @@
+#!/bin/bash
+# Build the guest bzImage: Debian's linux-source-6.1 + delayjc.patch + guest.config.
+# Cached under $ABTLAB_KERNEL_CACHE (default /var/cache/abtlab/kernel) in a folder named
+# by a hash of patch+config, so a machine builds each variant once. Links out/bzImage.
+# Exit 3: a needed Debian package is missing and cannot be installed (reason on stderr).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${ABTLAB_KERNEL_CACHE:-/var/cache/abtlab/kernel}
+jobs=${ABTLAB_KERNEL_JOBS:-$(nproc)}
+key=$(cat "$here/delayjc.patch" "$here/guest.config" | sha256sum | cut -c1-16)
+mkdir -p "$cache" "$here/out"
+
+link() { ln -sfn "$cache/$key/bzImage" "$here/out/bzImage.tmp" && mv -T "$here/out/bzImage.tmp" "$here/out/bzImage"; }
+[ -f "$cache/$key/bzImage" ] && { link; echo "$cache/$key/bzImage"; exit 0; }
+
+"$here/debs.sh" linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev || exit 3
+
+exec 9>"$cache/.lock"
+flock -w 1800 9 || { echo "build-kernel: $cache/.lock held for 30 min" >&2; exit 1; }
+[ -f "$cache/$key/bzImage" ] && { link; echo "$cache/$key/bzImage"; exit 0; }
+
+tree="$cache/linux-source-6.1"
+if [ ! -f "$tree/Makefile" ]; then
+    rm -rf "$cache/unpack" && mkdir "$cache/unpack"
+    tar -C "$cache/unpack" -xJf /usr/src/linux-source-6.1.tar.xz
+    rm -rf "$tree" && mv "$cache/unpack/linux-source-6.1" "$tree" && rmdir "$cache/unpack"
+fi
+cd "$tree"
+# the tree carries at most one applied patch, kept in .abtlab-patch to revert it
+if [ -f .abtlab-patch ]; then
+    if ! cmp -s .abtlab-patch "$here/delayjc.patch"; then
+        patch -s -R -p1 < .abtlab-patch && rm .abtlab-patch
+    fi
+fi
+if [ ! -f .abtlab-patch ]; then
+    patch -s -p1 --dry-run < "$here/delayjc.patch"
+    patch -s -p1 < "$here/delayjc.patch" && cp "$here/delayjc.patch" .abtlab-patch
+fi
+
+log="$cache/build-$key.log"
+{
+    make -s tinyconfig
+    scripts/kconfig/merge_config.sh -m .config "$here/guest.config" >/dev/null
+    make -s olddefconfig
+} >"$log" 2>&1
+missing=$(grep '^CONFIG_.*=y$' "$here/guest.config" | while read -r line; do
+    grep -qx "$line" .config || echo "$line"; done)
+[ -z "$missing" ] || { echo "build-kernel: config lost: $missing" >&2; exit 1; }
+echo "building guest kernel $key (log: $log)" >&2
+if ! nice -n 10 make -j"$jobs" bzImage >>"$log" 2>&1; then
+    tail -30 "$log" >&2; exit 1
+fi
+mkdir -p "$cache/$key"
+cp arch/x86/boot/bzImage "$cache/$key/bzImage.tmp" && cp .config "$cache/$key/config"
+mv "$cache/$key/bzImage.tmp" "$cache/$key/bzImage"
+link
+echo "$cache/$key/bzImage"
