@@ -1,53 +1,35 @@
-"""`make demo`: a small end-to-end study on the embedded default, ending in an HTML page.
+"""`make demo`: the study notebooks executed on their embedded defaults into an HTML report.
 
-Real kernel (scratch ext4 on a loop device) when root and loop devices are here,
-otherwise the simulator; the page says which.
+Each notebook runs on the real kernel (scratch ext4 on a loop device) where root and
+loop devices are here and on the simulator otherwise (`force_sim`: always the
+simulator); real-I/O notebooks run one at a time, the others two at a time. The
+result is <out>/index.html linking one self-contained HTML page per notebook.
 """
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
-__all__ = ["run_demo"]
+__all__ = ["run_demo", "run_demo_report", "demo_items"]
 
-REAL = dict(threads="16,64", file_size="128k", record_size="32k", policy="ext4,nojc",
-            freq="emulated:1.6,2.0,2.6,3.3", device="none", reps=3)
-SIM = dict(threads="64,256", file_size="128k", record_size="32k", policy="ext4,nojc",
-           freq="1.6,2.0,2.6,3.3", device="hdd7200", reps=5)
+
+def demo_items(force_sim=False) -> list:
+    """One report item per study notebook (notebooks/NN_*.ipynb), on its defaults."""
+    from .report import NOTEBOOK_DIR, Item, notebook_parameters
+    items = []
+    for nb in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")):
+        sim = force_sim and "data" in notebook_parameters(nb)
+        items.append(Item(nb, {"data": "sim"} if sim else {}, nb.stem))
+    return items
+
+
+def run_demo_report(out="demo-out", quiet=False, force_sim=False):
+    """Run every study notebook into out/; return (outcomes, out/index.html)."""
+    from .report import run_batch
+    return run_batch(demo_items(force_sim), Path(out), workers=2,
+                     title="abtlab demo: does a faster CPU slow parallel I/O here?",
+                     progress=None if quiet else print)
 
 
 def run_demo(out="demo-out", quiet=False, force_sim=False) -> Path:
-    from . import runner
-    from .backends import get
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    real = not force_sim and get("iozone").available().ok
-    backend, params = ("iozone", REAL) if real else ("sim", SIM)
-    params = dict(params)
-    reps = params.pop("reps")
-    nc = out / "demo.nc"
-    for stale in (nc,):
-        stale.unlink(missing_ok=True)
-    ds = runner.run(backend, out=nc, reps=reps, quiet=quiet, warmup=1 if real else 0,
-                    command=f"abtlab demo --out {out}", **params)
-    return _page(ds, out, backend, real)
-
-
-def _page(ds, out, backend, real):
-    from .htmlpage import fig_to_img, write_page
-    from .plots import plot_metric
-    from .summary import point_stats, provenance_label
-    facet = "threads"
-    figs = "".join(fig_to_img(plot_metric(ds, v, facet=facet), v)
-                   for v in ("throughput", "nonblocked_threads", "commits", "mean_commit_wait"))
-    table = point_stats(ds, "throughput").to_dataframe().reset_index()
-    where = ("a scratch ext4 on a loop device of this machine (real jbd2 journal, real fsync)"
-             if real else "the SIMULATOR (no root or loop devices here)")
-    intro = (f"<p>Backend <b>{backend}</b> on {html.escape(where)}. Data: "
-             f"<span class='label'>{html.escape(provenance_label(ds))}</span>. "
-             f"Kernel {html.escape(str(ds.attrs.get('kernel', '?')))}, CPU {html.escape(str(ds.attrs.get('cpu', '?')))}. "
-             f"Command: <code>{html.escape(str(ds.attrs.get('command', '')))}</code></p>")
-    sections = [("What ran", intro), ("Throughput, nonblocked threads, commits, commit wait", figs),
-                ("Throughput per point (mean, 95% CI, RSD over repetitions)",
-                 table.to_html(index=False, float_format=lambda v: f"{v:.4g}"))]
-    return write_page(out / "index.html", "abtlab demo: does a faster CPU slow parallel I/O here?", sections)
+    """Run every study notebook into out/; return out/index.html."""
+    return run_demo_report(out, quiet, force_sim)[1]

@@ -49,7 +49,8 @@ VARIABLES = {v.name: v for v in [
     Var("iops", "ops/s", "I/O operations per second of run time"),
     Var("bandwidth", "bytes/s", "bytes moved per second of run time"),
     Var("arpt", "s", "average response time per request"),
-    Var("energy", "J", "energy of the run (RAPL, or a labelled power model)"),
+    Var("power_w", "W", "mean power of the run (RAPL, or a labelled power model)"),
+    Var("energy_j", "J", "energy of the run (RAPL, or a labelled power model)"),
     Var("edp", "J s", "energy-delay product"),
     Var(RUN_ID, "1", "index of this run's records in the op/commit/batch tables"),
 ]}

@@ -136,6 +136,10 @@ def test_run_in_guest_builds_the_result_from_guest_files(tmp_path, monkeypatch):
     assert res.attrs["kernel"] == guest.KERNEL_LABEL and "TCG" in res.attrs["kernel"]
     assert (res.attrs["delayjc_windows"], res.attrs["delayjc_resets"]) == (4, 11)
     assert not list(tmp_path.glob("guest-*"))
+    res.scalars.update({"commits": 0.0, "nonblocked_threads": 4.0, "throughput": 5.0})
+    kdelayjc.mask_commit_measures(res)
+    assert np.isnan(res.scalars["commits"]) and np.isnan(res.scalars["nonblocked_threads"])
+    assert res.scalars["throughput"] == 5.0 and res.scalars["jbd2_info_commits"] == 6.0
 
 
 def test_run_in_guest_refuses_frequency_emulation(tmp_path):
@@ -143,3 +147,35 @@ def test_run_in_guest_refuses_frequency_emulation(tmp_path):
     with pytest.raises(ConfigError) as err:
         kdelayjc.run_in_guest(_argv, {"policy": "ext4", "device": "none"}, ctx, data_bytes=1)
     assert err.value.field == "freq_mode"
+
+
+def test_bare_metal_kernel_sets_knobs_around_the_host_run(tmp_path, monkeypatch):
+    from abtlab.backends import realfs
+    root = _fake_sysfs(tmp_path, "0", "0")
+    monkeypatch.setattr(kdelayjc, "SYSFS_KNOBS", root)
+    during = {}
+
+    def fake_run_workload(argv_for, point, ctx, data_bytes):
+        during.update(point=point, window=(root / "delayjc_window_us").read_text().strip(),
+                      resets=(root / "delayjc_max_resets").read_text().strip())
+        return realfs.RunResult(scalars={"jbd2_info_commits": 3.0})
+    monkeypatch.setattr(realfs, "run_workload", fake_run_workload)
+    res = kdelayjc.run_any(_argv, {"policy": "kdelayjc:window=10ms,max_resets=8"},
+                           RunContext(workdir=tmp_path), 1)
+    assert during == {"point": {"policy": "ext4"}, "window": "10000", "resets": "8"}
+    assert "host kernel" in res.attrs["policy_mechanism"]
+    assert (root / "delayjc_window_us").read_text().strip() == "0"
+
+
+def test_run_any_sends_kdelayjc_to_the_guest_without_knobs(tmp_path, monkeypatch):
+    from abtlab.backends import realfs
+    monkeypatch.setattr(kdelayjc, "SYSFS_KNOBS", tmp_path / "absent")
+    calls = []
+    monkeypatch.setattr(kdelayjc, "run_in_guest", lambda *a, **k: calls.append("guest") or "g")
+    monkeypatch.setattr(realfs, "run_workload", lambda *a, **k: calls.append("host") or "h")
+    ctx = RunContext(workdir=tmp_path)
+    assert kdelayjc.run_any(_argv, {"policy": "kdelayjc:window=2ms"}, ctx, 1) == "g"
+    assert kdelayjc.run_any(_argv, {"policy": "ext4"}, ctx, 1) == "h"
+    ctx.options["guest"] = True
+    assert kdelayjc.run_any(_argv, {"policy": "ext4"}, ctx, 1) == "g"
+    assert calls == ["guest", "host", "guest"]

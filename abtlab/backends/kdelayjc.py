@@ -21,7 +21,7 @@ from ..system import cleanup
 from .base import RunResult
 
 __all__ = ["KernelPolicy", "parse_kdelayjc", "KernelKnobs", "knobs_present", "run_in_guest",
-           "run_kdelayjc", "guest_policy", "SYSFS_KNOBS", "KIND"]
+           "run_kdelayjc", "run_any", "mask_commit_measures", "guest_policy", "SYSFS_KNOBS", "KIND"]
 
 KIND = "kdelayjc"
 SYSFS_KNOBS = Path("/sys/module/jbd2/parameters")
@@ -83,17 +83,17 @@ def guest_policy(spec) -> Policy:
     return pol
 
 
-def knobs_present(root=SYSFS_KNOBS) -> bool:
-    """True when the running kernel carries the delayjc patch."""
-    return all((Path(root) / k).is_file() for k in _KNOBS)
+def knobs_present(root=None) -> bool:
+    """True when the running kernel (or the tree at root) carries the delayjc knobs."""
+    return all((Path(root or SYSFS_KNOBS) / k).is_file() for k in _KNOBS)
 
 
 class KernelKnobs:
     """Set delayjc_window_us and delayjc_max_resets under `root`; restore on every exit."""
 
-    def __init__(self, policy, root=SYSFS_KNOBS):
+    def __init__(self, policy, root=None):
         self.policy = parse_kdelayjc(policy)
-        self.root = Path(root)
+        self.root = Path(root or SYSFS_KNOBS)
         self._token = None
 
     def __enter__(self):
@@ -115,7 +115,19 @@ class KernelKnobs:
         return False
 
 
-def run_kdelayjc(argv_for, point, ctx, data_bytes, workload) -> RunResult:
+def run_any(argv_for, point, ctx, data_bytes) -> RunResult:
+    """What a driver calls instead of realfs.run_workload: kdelayjc policies (and any
+    policy with the run option guest=True) go to the kernel delayjc path, others to the host."""
+    kind = str(getattr(point["policy"], "kind", point["policy"])).strip().lower()
+    if ctx.options.get("guest"):
+        return run_in_guest(argv_for, point, ctx, data_bytes)
+    if kind.startswith(KIND):
+        return run_kdelayjc(argv_for, point, ctx, data_bytes)
+    from .realfs import run_workload
+    return run_workload(argv_for, point, ctx, data_bytes)
+
+
+def run_kdelayjc(argv_for, point, ctx, data_bytes) -> RunResult:
     """A kdelayjc point: on the host when its kernel has the knobs, else in the guest."""
     if knobs_present():
         from .realfs import run_workload
@@ -123,7 +135,7 @@ def run_kdelayjc(argv_for, point, ctx, data_bytes, workload) -> RunResult:
             res = run_workload(argv_for, {**point, "policy": "ext4"}, ctx, data_bytes)
         res.attrs["policy_mechanism"] = "kernel delayjc (host kernel carries the patch)"
         return res
-    return run_in_guest(argv_for, point, ctx, data_bytes, workload=workload)
+    return run_in_guest(argv_for, point, ctx, data_bytes)
 
 
 def _guest_run(argv_for, pol, ctx):
@@ -163,7 +175,7 @@ def _save_outputs(files: dict, workdir: Path, stem: str) -> list:
     return paths
 
 
-def run_in_guest(argv_for, point, ctx, data_bytes, workload="iozone", timeout=None) -> RunResult:
+def run_in_guest(argv_for, point, ctx, data_bytes, timeout=None) -> RunResult:
     """Run one point in the qemu guest. argv_for(data_dir, dilate, trace_path) -> argv is
     the same builder realfs.run_workload takes; argv[0]'s name picks /abt/<name>.
     Returns the RunResult with ops, no commit records (the guest has no tracefs) and
@@ -207,8 +219,24 @@ def _attrs(res, pol, iops) -> dict:
             "device": f"qemu throttling.iops-total={iops}" if iops else "qemu virtio, cache=unsafe, unthrottled",
             "policy_mechanism": {KIND: "kernel delayjc (jbd2 patch)",
                                  "delayjc": "LD_PRELOAD libdelayjc.so"}.get(pol.kind, "stock jbd2"),
+            "commit_records": "none",
             "delayjc_windows": a.get("delayjc_windows", 0) - b.get("delayjc_windows", 0),
             "delayjc_resets": a.get("delayjc_resets", 0) - b.get("delayjc_resets", 0)}
+
+
+# model measures that need per-commit records, which the guest (no tracefs) lacks
+_NEEDS_COMMITS = ("commits", "nonblocked_threads", "blocked_full", "blocked_partial",
+                  "mean_commit_wait")
+
+
+def mask_commit_measures(res: RunResult) -> RunResult:
+    """After the driver adds model.measures: a guest run has no commit records, so the
+    measures built on them are NaN (jbd2_info_commits still counts the commits)."""
+    if res.attrs.get("commit_records") == "none":
+        for k in _NEEDS_COMMITS:
+            if k in res.scalars:
+                res.scalars[k] = float("nan")
+    return res
 
 
 def _no_commits() -> dict:

@@ -3,8 +3,9 @@ configuration, intercepts and slopes partially pooled through a group-level regr
 
 For run i of configuration c at frequency f (x = log f - log f_ref):
     log y_i ~ Normal(a_c + b_c x, sigma_c)
-    a_c = X_c alpha + tau_a z_a[c],  b_c = X_c beta + tau_b z_b[c]     (non-centred)
-    log sigma_c = mu_s + tau_s z_s[c]
+    a_c ~ Normal(X_c alpha, tau_a),  b_c = X_c beta + tau_b z_b[c]  (slopes non-centred;
+    centred when the runs of each configuration pin its slope, see slopes_informative)
+    log sigma_c ~ Normal(mu_s, tau_s)
 X_c is the configuration design (design.ConfigDesign). b_c is the elasticity of
 throughput to frequency: b_c < 0 means a faster CPU slows configuration c down, and
 P(b_c < 0 | data) is the reported probability of slowdown. A configuration never
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ConfigError
 from .data import config_frame, factors_of, model_table
 from .design import ConfigDesign
 from .sampling import diagnostics, sample
@@ -29,31 +31,64 @@ def _as_table(data, var):
     return data if isinstance(data, pd.DataFrame) else model_table(data, var)
 
 
-def build_model(table):
-    """The PyMC model and what prediction needs (design, configs, centring)."""
+def slopes_informative(table, idx, x, X):
+    """True when each configuration's own runs pin its slope better than the group
+    regression leaves it free (per-config slope s.e. < residual spread of the slopes
+    around X beta): then a centred slope samples best, else a non-centred one."""
+    slopes, ses = [], []
+    y = table["log_y"].to_numpy()
+    for c in range(X.shape[0]):
+        m = idx == c
+        if m.sum() < 3 or np.ptp(x[m]) == 0:
+            return False
+        coef, res, *_ = np.polyfit(x[m], y[m], 1, full=True)
+        s2 = (res[0] if len(res) else 0.0) / (m.sum() - 2)
+        slopes.append(coef[0])
+        ses.append(np.sqrt(s2 / np.sum((x[m] - x[m].mean()) ** 2)))
+    if X.shape[0] <= X.shape[1]:
+        return False
+    beta, rss, *_ = np.linalg.lstsq(X, np.asarray(slopes), rcond=None)
+    resid = np.asarray(slopes) - X @ beta
+    spread = np.sqrt(np.sum(resid**2) / (X.shape[0] - X.shape[1]))
+    return bool(np.median(ses) < spread)
+
+
+def build_model(table, slopes="auto"):
+    """The PyMC model and what prediction needs (design, configs, centring).
+    slopes: "auto" | "centred" | "noncentred" parametrisation of the slopes."""
     import pymc as pm
+    if slopes not in ("auto", "centred", "noncentred"):
+        raise ConfigError("slopes", slopes, "auto | centred | noncentred")
     configs, idx = config_frame(table)
     design = ConfigDesign(configs)
     X = design.matrix(configs)
     log_fref = float(np.mean(np.unique(table["log_f"])))
     x = table["log_f"].to_numpy() - log_fref
     ybar = float(table["log_y"].mean())
+    centred = slopes == "centred" or (slopes == "auto" and slopes_informative(table, idx, x, X))
     coords = {"config": configs["label"].tolist(), "coef": design.columns}
     with pm.Model(coords=coords) as m:
         alpha = pm.Normal("alpha", 0.0, 1.0, dims="coef")
         beta = pm.Normal("beta", 0.0, 0.5, dims="coef")
-        tau_a = pm.HalfNormal("tau_a", 0.5)
-        tau_b = pm.HalfNormal("tau_b", 0.3)
-        mu_s = pm.Normal("mu_s", -2.0, 1.0)
-        tau_s = pm.HalfNormal("tau_s", 0.5)
-        z_a = pm.Normal("z_a", 0.0, 1.0, dims="config")
-        z_b = pm.Normal("z_b", 0.0, 1.0, dims="config")
-        z_s = pm.Normal("z_s", 0.0, 1.0, dims="config")
-        a = pm.Deterministic("a", pm.math.dot(X, alpha) + tau_a * z_a, dims="config")
-        b = pm.Deterministic("b", pm.math.dot(X, beta) + tau_b * z_b, dims="config")
-        sigma = pm.Deterministic("sigma", pm.math.exp(mu_s + tau_s * z_s), dims="config")
+        # boundary-avoiding Gamma(2, .) scales (Chung et al. 2013): the funnel lives
+        # at tau -> 0, which a group regression with few configurations reaches
+        tau_a = pm.Gamma("tau_a", 2.0, 10.0)
+        tau_b = pm.Gamma("tau_b", 2.0, 20.0)
+        mu_s = pm.Normal("mu_s", -2.0, 1.5)
+        tau_s = pm.Gamma("tau_s", 2.0, 4.0)
+        # intercepts and noise are pinned by many runs per configuration: centred;
+        # slopes rest on a few frequencies: non-centred unless the data pin them too
+        a = pm.Normal("a", pm.math.dot(X, alpha), tau_a, dims="config")
+        if centred:
+            b = pm.Normal("b", pm.math.dot(X, beta), tau_b, dims="config")
+        else:
+            z_b = pm.Normal("z_b", 0.0, 1.0, dims="config")
+            b = pm.Deterministic("b", pm.math.dot(X, beta) + tau_b * z_b, dims="config")
+        log_s = pm.Normal("log_sigma", mu_s, tau_s, dims="config")
+        sigma = pm.Deterministic("sigma", pm.math.exp(log_s), dims="config")
         pm.Normal("log_y", a[idx] + b[idx] * x, sigma[idx], observed=table["log_y"].to_numpy() - ybar)
-    return m, dict(design=design, configs=configs, idx=idx, log_fref=log_fref, ybar=ybar)
+    return m, dict(design=design, configs=configs, idx=idx, log_fref=log_fref, ybar=ybar,
+                   slopes="centred" if centred else "noncentred")
 
 
 @dataclass
@@ -119,16 +154,16 @@ def config_frame_labels(configs):
 
 
 def fit_hierarchical(data, var="throughput", draws=1000, tune=1000, chains=2, seed=0,
-                     sampler="auto", target_accept=0.9):
+                     sampler="auto", target_accept=0.9, slopes="auto"):
     """Fit the hierarchical predictor to a run dataset (or a model_table)."""
     t0 = time.perf_counter()
     table = _as_table(data, var)
-    m, parts = build_model(table)
+    m, parts = build_model(table, slopes)
     idata, info = sample(m, draws, tune, chains, seed, sampler, target_accept)
     _add_loglik(idata, table, parts)
     diag = diagnostics(idata, ["alpha", "beta", "tau_a", "tau_b", "mu_s", "tau_s", "b"], info)
     diag["total_s"] = time.perf_counter() - t0
-    diag["runs"] = len(table)
+    diag["runs"], diag["slopes"] = len(table), parts["slopes"]
     return HierarchicalFit(idata, table, parts["design"], parts["configs"], parts["log_fref"],
                            parts["ybar"], diag)
 

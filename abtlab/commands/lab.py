@@ -1,0 +1,48 @@
+"""`abtlab lab list | copy DIR | check --out DIR [--real]`: the classroom labs."""
+from __future__ import annotations
+
+__all__ = ["register"]
+
+
+def register(sub):
+    p = sub.add_parser("lab", help="classroom labs: list, copy for students, check they run here")
+    lsub = p.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
+    lsub.add_parser("list", help="list the lab notebooks").set_defaults(func=_list)
+    c = lsub.add_parser("copy", help="copy the lab notebooks into a folder for students")
+    c.add_argument("dest")
+    c.add_argument("--overwrite", action="store_true", help="replace notebooks already there")
+    c.set_defaults(func=_copy)
+    k = lsub.add_parser("check", help="run every lab (no predictions) into an HTML report")
+    k.add_argument("--out", required=True)
+    k.add_argument("--real", action="store_true",
+                   help="data=auto: the real kernel where root and loop devices are available")
+    k.add_argument("--workers", type=int, default=2)
+    k.set_defaults(func=_check)
+
+
+def _list(args):
+    import nbformat
+    from ..classroom import lab_notebooks
+    for p in lab_notebooks():
+        title = next((c.source.splitlines()[0].lstrip("# ") for c in nbformat.read(p, 4).cells
+                      if c.cell_type == "markdown"), "")
+        print(f"{p.stem:20} {title}")
+    return 0
+
+
+def _copy(args):
+    from ..classroom import copy_labs
+    for p in copy_labs(args.dest, overwrite=args.overwrite):
+        print(p)
+    return 0
+
+
+def _check(args):
+    from ..classroom import lab_notebooks
+    from ..report import Item, run_batch
+    data = "auto" if args.real else "sim"
+    items = [Item(p, {"data": data}) for p in lab_notebooks()]
+    outcomes, index = run_batch(items, args.out, workers=args.workers, title="abtlab classroom labs")
+    failed = sum(o.status != "ok" for o in outcomes)
+    print(f"report: {index} ({len(outcomes) - failed} ok, {failed} failed)")
+    return 1 if failed else 0

@@ -1,0 +1,99 @@
+"""Every notebook in notebooks/ runs under papermill with small parameters (and one
+without a test fails the suite). All of them run as one batch through abtlab.report,
+two at a time, so this module also exercises the batch path end to end."""
+import importlib
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from abtlab.report import NOTEBOOK_DIR, Item, run_batch
+
+# small parameters per notebook: the simulator, few points, few repetitions
+SMALL = {
+    "01_slowdown": dict(data="sim", sim_threads="16,64", freqs="1.6,3.3", reps=2,
+                        metarates_data="sim"),
+    "02_abt_model": dict(data="sim", sim_threads="64", reps=2),
+    "03_delay": dict(data="sim", windows_ms=[1, 16], threads="64", reps=2),
+    "04_bayes": dict(data="sim", threads="16,64", freqs="1.6,3.3", policy="ext4", reps=2,
+                     draws=100, tune=100),
+    "05_bps": dict(data="auto", sizes=[65536], jobs=[1, 2], spacings=[256, 4096],
+                   total_bytes=2 ** 20, sim_threads="16,64"),
+    "06_frequency_policies": dict(data="sim", workloads=["iozone", "mixed"], reps=2),
+    "07_syscalls": dict(data="auto", lock_threads=[1, 2], lock_work=[1, 1000], reps=2, dio=False),
+    "lab_1_faster_cpu": dict(prediction_ext4="slower", prediction_nojc="faster",
+                             predicted_ratio=0.9, threads=64, reps=3),
+    "lab_2_batching": dict(prediction_commits="more", prediction_nonblocked="fewer", threads=64, reps=2),
+    "lab_3_delay": dict(prediction_wait="higher", prediction_best_window=0, windows_ms=[1, 16],
+                        threads=64, reps=2),
+}
+NOTEBOOKS = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
+
+
+def _bayes_missing():
+    try:
+        return not hasattr(importlib.import_module("abtlab.bayes"), "fit_hierarchical")
+    except ImportError:
+        return True
+
+
+def test_every_notebook_has_a_test():
+    assert NOTEBOOKS, "no notebooks found"
+    untested = set(NOTEBOOKS) - set(SMALL)
+    assert not untested, f"notebooks without small test parameters: {sorted(untested)}"
+    assert not set(SMALL) - set(NOTEBOOKS), "SMALL names notebooks that do not exist"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_is_a_story(name):
+    """A parameters cell with data=...; no def/class (logic lives in the package)."""
+    nb = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "exactly one cell tagged parameters"
+    assert re.search(r"^data = ", params[0].source, re.M), "a data parameter"
+    for c in code:
+        assert not re.search(r"^\s*(def|class|async def) ", c.source, re.M), c.source[:80]
+        assert not c.get("outputs"), "notebooks are stored without outputs"
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    out = tmp_path_factory.mktemp("notebooks")
+    items = [Item(NOTEBOOK_DIR / f"{n}.ipynb", SMALL[n], n) for n in NOTEBOOKS if n in SMALL]
+    items.append(Item(NOTEBOOK_DIR / "lab_2_batching.ipynb", dict(threads=16, reps=1), "lab2_as_shipped"))
+    outcomes, index = run_batch(items, out, workers=2, progress=None, timeout=300)
+    return {o.item.name: o for o in outcomes}, index
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs(batch, name, request):
+    if name == "04_bayes" and _bayes_missing():
+        request.applymarker(pytest.mark.xfail(reason="abtlab.bayes.fit_hierarchical not importable yet",
+                                              strict=False))
+    outcomes, index = batch
+    o = outcomes[name]
+    assert o.status == "ok", o.error
+    page = o.html.read_text()
+    assert "data:image/png;base64," in page, "the report page embeds its figures"
+    assert f'href="{o.html.name}"' in index.read_text()
+
+
+@pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n.startswith("lab_")])
+def test_lab_checks_give_feedback(batch, name):
+    """With predictions filled in, every check prints a verdict (not 'no prediction')."""
+    outcomes, _ = batch
+    nb = json.loads(outcomes[name].ipynb.read_text())
+    text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])
+                   if o.get("output_type") == "stream")
+    verdicts = re.findall(r"\[(CORRECT|NOT QUITE|NO PREDICTION YET)\]", text)
+    assert verdicts and "NO PREDICTION YET" not in verdicts, text[-2000:]
+
+
+def test_lab_without_prediction_asks_for_one(batch):
+    """A lab run as shipped (no predictions) tells the student to write one."""
+    o = batch[0]["lab2_as_shipped"]
+    assert o.status == "ok", o.error
+    assert "NO PREDICTION YET" in Path(o.ipynb).read_text()
