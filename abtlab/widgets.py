@@ -111,6 +111,7 @@ class Explorer:
         for c in controls.values():
             c.observe(lambda _change: self.update(), names="value")
         self.widget = W.VBox([W.HBox(list(controls.values())), self.out])
+        self.widget.explorer = self          # reachable from the displayed widget (tests, users)
 
     def values(self) -> dict:
         return {k: c.value for k, c in self.controls.items()}

@@ -18,7 +18,7 @@ import signal
 import threading
 import warnings
 
-__all__ = ["Terminated", "push", "pop", "discard", "pending", "run_all", "installed"]
+__all__ = ["Terminated", "Undoable", "push", "pop", "discard", "pending", "run_all", "installed"]
 
 _lock = threading.RLock()
 _stack: list[tuple[int, int, object, str]] = []  # (token, owner pid, fn, label)
@@ -153,4 +153,36 @@ class installed:
             for signum, previous in self._previous.items():
                 signal.signal(signum, previous)
             _terminating = False
+        return False
+
+
+class Undoable:
+    """Base of every context manager that changes the machine.
+
+    A subclass does its steps in `_setup()`, registering one undo per step with
+    `_undo(fn, label)` right after the step; a failure inside `_setup()` and every exit
+    pop them all, newest first (and `installed()` runs them on signals)."""
+
+    _tokens: list
+
+    def _setup(self):
+        raise NotImplementedError
+
+    def _undo(self, fn, label: str) -> None:
+        self._tokens.append(push(fn, label))
+
+    def _teardown(self) -> None:
+        while self._tokens:
+            pop(self._tokens.pop())
+
+    def __enter__(self):
+        try:
+            self._setup()
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self._teardown()
         return False

@@ -85,7 +85,7 @@ def _in_range(root, freq):
     return lo <= freq <= hi, f"{lo}..{hi} kHz"
 
 
-class FrequencyPin:
+class FrequencyPin(cleanup.Undoable):
     """Pin CPUs to one frequency for the `with` block; restore governor and limits."""
 
     def __init__(self, freq_khz, root=CPU_ROOT, cpus=None):
@@ -116,28 +116,15 @@ class FrequencyPin:
                 raise ConfigError("freq", freq, span)
         return freq
 
-    def __enter__(self):
-        try:
-            for cpu in self.cpus:
-                self._pin(cpu)
-        except BaseException:
-            self._restore()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self._restore()
-        return False
-
-    def _restore(self):
-        while self._tokens:
-            cleanup.pop(self._tokens.pop())
+    def _setup(self):
+        for cpu in self.cpus:
+            self._pin(cpu)
 
     def _pin(self, cpu):
         cf = _cf(self.root, cpu)
         saved = {k: read(cf / k) for k in ("scaling_governor", "scaling_min_freq",
                                             "scaling_max_freq")}
-        self._tokens.append(cleanup.push(lambda: _put_back(cf, saved), f"restore {cf}"))
+        self._undo(lambda: _put_back(cf, saved), f"restore {cf}")
         if "userspace" in _governors(cf) and (cf / "scaling_setspeed").exists():
             write(cf / "scaling_governor", "userspace")
             write(cf / "scaling_setspeed", self.freq_khz)

@@ -229,7 +229,7 @@ def _v1_current(path: Path, mm: str) -> int:
     return 0
 
 
-class DeviceThrottle:
+class DeviceThrottle(cleanup.Undoable):
     """Apply a profile's limits to one block device; removed on every exit path."""
 
     def __init__(self, profile, major_minor: str, v1_root=V1_ROOT, v2_root=V2_ROOT):
@@ -245,30 +245,17 @@ class DeviceThrottle:
         self.cgroup: Path | None = None  # v2 only: move the workload here
         self._tokens: list[int] = []
 
-    def __enter__(self):
+    def _setup(self):
         limits = self.profile.limits()
         if not limits:
-            return self
+            return
         self.backend, why = throttle_backend(self.v1_root, self.v2_root)
-        try:
-            if self.backend == "v1":
-                self._apply_v1(limits)
-            elif self.backend == "v2":
-                self._apply_v2(limits)
-            else:
-                raise UnavailableError(f"device profile {self.profile.name!r}: {why}")
-        except BaseException:
-            self._remove()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self._remove()
-        return False
-
-    def _remove(self):
-        while self._tokens:
-            cleanup.pop(self._tokens.pop())
+        if self.backend == "v1":
+            self._apply_v1(limits)
+        elif self.backend == "v2":
+            self._apply_v2(limits)
+        else:
+            raise UnavailableError(f"device profile {self.profile.name!r}: {why}")
 
     def _apply_v1(self, limits):
         for field, value in limits.items():
@@ -278,7 +265,7 @@ class DeviceThrottle:
                 warnings.warn(f"{path.name} already limits {self.major_minor} to {before}",
                               RuntimeWarning)
             undo = lambda p=path, b=before: write(p, f"{self.major_minor} {b}")
-            self._tokens.append(cleanup.push(undo, f"restore {path.name} {self.major_minor}"))
+            self._undo(undo, f"restore {path.name} {self.major_minor}")
             write(path, f"{self.major_minor} {value}")
 
     def _apply_v2(self, limits):
@@ -286,7 +273,7 @@ class DeviceThrottle:
         (self.v2_root / "cgroup.subtree_control").write_text("+io")
         cg.mkdir()
         self.cgroup = cg
-        self._tokens.append(cleanup.push(lambda: _remove_v2(cg, self.v2_root), f"remove {cg}"))
+        self._undo(lambda: _remove_v2(cg, self.v2_root), f"remove {cg}")
         line = " ".join(f"{_V2_KEYS[f]}={v}" for f, v in limits.items())
         write(cg / "io.max", f"{self.major_minor} {line}")
 

@@ -79,7 +79,7 @@ def loop_backing_file(loopdev: str) -> str | None:
         return None
 
 
-class ScratchFS:
+class ScratchFS(cleanup.Undoable):
     """A fresh ext4 image on a loop device, mounted; see the module docstring."""
 
     def __init__(self, size_mb=256, journal=True, mount_options="", workdir=None,
@@ -103,24 +103,12 @@ class ScratchFS:
         self.dev_name = self.major_minor = self.dev_t = self.jbd2_name = None
 
     # -- set-up, one undo per step --------------------------------------------------
-    def __enter__(self):
-        try:
-            self._make_dir()
-            self._make_image()
-            self._attach()
-            self._mount()
-            self._find_journal()
-        except BaseException:
-            self._teardown()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self._teardown()
-        return False
-
-    def _undo(self, fn, label):
-        self._tokens.append(cleanup.push(fn, label))
+    def _setup(self):
+        self._make_dir()
+        self._make_image()
+        self._attach()
+        self._mount()
+        self._find_journal()
 
     def _make_dir(self):
         parent = self._workdir or "/var/tmp"
@@ -175,10 +163,6 @@ class ScratchFS:
         self.jbd2_name = names[0]
 
     # -- tear-down ---------------------------------------------------------------------
-    def _teardown(self):
-        while self._tokens:
-            cleanup.pop(self._tokens.pop())
-
     def _umount(self):
         mnt = self.mountpoint
         if not os.path.ismount(mnt):

@@ -72,7 +72,7 @@ def fuse_mounts() -> dict[str, str]:
     return out
 
 
-class SlowDisk:
+class SlowDisk(cleanup.Undoable):
     """abt-slowdisk mounted on a fresh directory; see the module docstring."""
 
     def __init__(self, model, workdir=None, timeout: float = 10.0):
@@ -87,27 +87,11 @@ class SlowDisk:
         self.dir = self.backing = self.mountpoint = self.proc = None
         self.counters: dict[str, int] = {}
 
-    def __enter__(self):
-        try:
-            prog = program()
-            self._make_dirs()
-            self._start(prog)
-            self._wait_mounted()
-        except BaseException:
-            self._teardown()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self._teardown()
-        return False
-
-    def _undo(self, fn, label):
-        self._tokens.append(cleanup.push(fn, label))
-
-    def _teardown(self):
-        while self._tokens:
-            cleanup.pop(self._tokens.pop())
+    def _setup(self):
+        prog = program()
+        self._make_dirs()
+        self._start(prog)
+        self._wait_mounted()
 
     def _make_dirs(self):
         parent = self._workdir or "/var/tmp"

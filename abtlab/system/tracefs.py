@@ -157,7 +157,7 @@ class ClockCheck:
                 f"(worst excursion {worst} ns, resolution {self.resolution_ns} ns)")
 
 
-class JournalTrace:
+class JournalTrace(cleanup.Undoable):
     """A tracefs instance recording one device's journal commits; see the module doc."""
 
     def __init__(self, dev_t: int, instance_prefix="abtlab", buffer_size_kb=8192,
@@ -174,26 +174,13 @@ class JournalTrace:
         self.path: Path | None = None
         self._tokens: list[int] = []
 
-    def __enter__(self):
-        try:
-            self._mount()
-            self._create()
-            write(self.path / "trace_clock", self.clock)
-            write(self.path / "buffer_size_kb", self.buffer_size_kb)
-            for ev in self.wanted:
-                self._enable(ev)
-        except BaseException:
-            self._teardown()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self._teardown()
-        return False
-
-    def _teardown(self):
-        while self._tokens:
-            cleanup.pop(self._tokens.pop())
+    def _setup(self):
+        self._mount()
+        self._create()
+        write(self.path / "trace_clock", self.clock)
+        write(self.path / "buffer_size_kb", self.buffer_size_kb)
+        for ev in self.wanted:
+            self._enable(ev)
 
     def _mount(self):
         if (self.root / "instances").is_dir():
@@ -201,14 +188,14 @@ class JournalTrace:
         if not self.root.is_dir():
             raise UnavailableError(f"no tracefs mount point at {self.root}")
         sh("mount", "-t", "tracefs", "nodev", self.root)
-        self._tokens.append(cleanup.push(lambda: sh("umount", self.root), f"unmount {self.root}"))
+        self._undo(lambda: sh("umount", self.root), f"unmount {self.root}")
 
     def _create(self):
         name = f"{self.prefix}-{os.getpid()}-{next(_counter)}"
         path = self.root / "instances" / name
         path.mkdir()  # fails if it exists: never adopt an instance we did not create
         self.path = path
-        self._tokens.append(cleanup.push(self._remove, f"remove tracefs instance {name}"))
+        self._undo(self._remove, f"remove tracefs instance {name}")
 
     def _enable(self, ev):
         d = self.path / "events" / ev

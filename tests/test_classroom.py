@@ -1,0 +1,54 @@
+"""abtlab.classroom: prediction checks and lab files."""
+import pytest
+
+from abtlab import classroom
+from abtlab.errors import ConfigError
+
+
+def test_measured_change():
+    assert classroom.measured_change(10, 12) == "up"
+    assert classroom.measured_change(10, 8) == "down"
+    assert classroom.measured_change(10, 10.2) == "same"
+    assert classroom.measured_change(10, 12, ci=(0.9, 1.3)) == "same"
+    assert classroom.measured_change(10, 8, ci=(0.7, 0.9)) == "down"
+
+
+def test_check_change():
+    assert classroom.check_change("slower", 10, 8, "x").ok is True
+    fb = classroom.check_change("faster", 10, 8, "x", why="because")
+    assert fb.ok is False and "Hint: because" in str(fb) and str(fb).startswith("[NOT QUITE]")
+    assert classroom.check_change("more", 1, 3, "commits").ok is True
+    assert classroom.check_change(None, 1, 3, "commits").ok is None
+    with pytest.raises(ConfigError, match="prediction"):
+        classroom.check_change("sideways", 1, 2, "x")
+
+
+def test_check_number_and_choice():
+    assert classroom.check_number(1.0, 1.1, "r", rel_tol=0.2).ok is True
+    assert classroom.check_number(2.0, 1.0, "r").ok is False
+    with pytest.raises(ConfigError):
+        classroom.check_number("big", 1.0, "r")
+    assert classroom.check_choice(16, 16.0, [0, 1, 16], "w").ok is True
+    assert classroom.check_choice(1, 16.0, [0, 1, 16], "w").ok is False
+    with pytest.raises(ConfigError):
+        classroom.check_choice(3, 16.0, [0, 1, 16], "w")
+
+
+def test_labs_copy_and_refuse_overwrite(tmp_path):
+    labs = classroom.lab_notebooks()
+    assert 3 <= len(labs) <= 4
+    copied = classroom.copy_labs(tmp_path)
+    assert [p.name for p in copied] == [p.name for p in labs]
+    with pytest.raises(ConfigError, match="dest"):
+        classroom.copy_labs(tmp_path)
+    assert len(classroom.copy_labs(tmp_path, overwrite=True)) == len(labs)
+    with pytest.raises(ConfigError):
+        classroom.lab_notebooks(tmp_path / "empty")
+
+
+def test_cli_lab(tmp_path, capsys):
+    from abtlab.cli import main
+    assert main(["lab", "list"]) == 0
+    assert "lab_1_faster_cpu" in capsys.readouterr().out
+    assert main(["lab", "copy", str(tmp_path / "class")]) == 0
+    assert main(["lab", "copy", str(tmp_path / "class")]) == 2
