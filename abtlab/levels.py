@@ -85,6 +85,10 @@ def parse_freq(text, default_mode=None) -> FreqAxis:
     accepted = "emulated:F1,F2,... | real:F1,F2,... | simulated:F1,... (GHz, > 0) | native"
     if isinstance(text, FreqAxis):
         return text
+    if isinstance(text, (list, tuple)):  # Python callers: freq=[1.6, 3.3]
+        text = ",".join(str(t) for t in text)
+    if isinstance(text, (int, float)):
+        text = str(text)
     s = str(text).strip()
     if s == "native":
         return FreqAxis("native", [_native_ghz()])

@@ -98,7 +98,14 @@ def is_real_io(item: Item) -> bool:
     meta = nbformat.read(item.notebook, as_version=4).metadata.get("abtlab", {})
     if not meta.get("real_io"):
         return False
-    data = str(item.parameters.get("data", "auto"))
+    data = item.parameters.get("data")
+    if data is None:                          # the notebook's own default
+        import ast
+        try:
+            data = ast.literal_eval(notebook_parameters(item.notebook).get("data", "'auto'"))
+        except (ValueError, SyntaxError):
+            data = "auto"
+    data = str(data)
     if data == "sim" or Path(data).exists():
         return False
     from .studies import real_available
@@ -112,6 +119,7 @@ def execute(item: Item, out, timeout: int = 900) -> Outcome:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ipynb, page = out / f"{item.name}.ipynb", out / f"{item.name}.html"
+    before = os.environ.get(STATIC_ENV)
     os.environ[STATIC_ENV] = "1"            # inherited by the kernel
     t0 = time.monotonic()
     error = ""
@@ -123,6 +131,11 @@ def execute(item: Item, out, timeout: int = 900) -> Outcome:
         error = f"{exc.ename}: {exc.evalue}"
     except Exception as exc:                 # kernel died, timeout, bad notebook: report it
         error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if before is None:
+            os.environ.pop(STATIC_ENV, None)
+        else:
+            os.environ[STATIC_ENV] = before
     seconds = time.monotonic() - t0
     html_path = _to_html(ipynb, page) if ipynb.exists() else None
     return Outcome(item, "failed" if error else "ok", seconds, ipynb if ipynb.exists() else None,

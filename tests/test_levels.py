@@ -36,3 +36,10 @@ def test_bad_freq_names_field(text):
     with pytest.raises(ConfigError) as e:
         levels.parse_freq(text)
     assert e.value.field == "freq"
+
+
+def test_freq_from_python_lists():
+    assert levels.parse_freq([1.6, 3.3], default_mode="simulated").levels == [1.6, 3.3]
+    assert levels.parse_freq(3.3, default_mode="simulated").levels == [3.3]
+    with pytest.raises(ConfigError):
+        levels.parse_freq([1.6, 3.3])  # a real backend must say emulated: or real:

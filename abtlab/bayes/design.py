@@ -36,6 +36,10 @@ class ConfigDesign:
                 self.levels[f] = lv
         self.interact = len(self.levels.get(schema.POLICY, ())) > 1 and schema.THREADS in self.numeric
         self.columns = self._columns()
+        if self.interact and len(configs) < len(self.columns) + 3:
+            # too few configurations to leave the interaction any residual freedom
+            self.interact = False
+            self.columns = self._columns()
 
     def _columns(self):
         cols = ["intercept"] + [f"log2_{f}" for f in self.numeric]

@@ -4,7 +4,7 @@ configuration, intercepts and slopes partially pooled through a group-level regr
 For run i of configuration c at frequency f (x = log f - log f_ref):
     log y_i ~ Normal(a_c + b_c x, sigma_c)
     a_c ~ Normal(X_c alpha, tau_a),  b_c = X_c beta + tau_b z_b[c]  (slopes non-centred;
-    centred when the runs of each configuration pin its slope, see slopes_informative)
+    centred on request)
     log sigma_c ~ Normal(mu_s, tau_s)
 X_c is the configuration design (design.ConfigDesign). b_c is the elasticity of
 throughput to frequency: b_c < 0 means a faster CPU slows configuration c down, and
@@ -31,41 +31,20 @@ def _as_table(data, var):
     return data if isinstance(data, pd.DataFrame) else model_table(data, var)
 
 
-def slopes_informative(table, idx, x, X):
-    """True when each configuration's own runs pin its slope better than the group
-    regression leaves it free (per-config slope s.e. < residual spread of the slopes
-    around X beta): then a centred slope samples best, else a non-centred one."""
-    slopes, ses = [], []
-    y = table["log_y"].to_numpy()
-    for c in range(X.shape[0]):
-        m = idx == c
-        if m.sum() < 3 or np.ptp(x[m]) == 0:
-            return False
-        coef, res, *_ = np.polyfit(x[m], y[m], 1, full=True)
-        s2 = (res[0] if len(res) else 0.0) / (m.sum() - 2)
-        slopes.append(coef[0])
-        ses.append(np.sqrt(s2 / np.sum((x[m] - x[m].mean()) ** 2)))
-    if X.shape[0] <= X.shape[1]:
-        return False
-    beta, rss, *_ = np.linalg.lstsq(X, np.asarray(slopes), rcond=None)
-    resid = np.asarray(slopes) - X @ beta
-    spread = np.sqrt(np.sum(resid**2) / (X.shape[0] - X.shape[1]))
-    return bool(np.median(ses) < spread)
-
-
-def build_model(table, slopes="auto"):
+def build_model(table, slopes="noncentred"):
     """The PyMC model and what prediction needs (design, configs, centring).
-    slopes: "auto" | "centred" | "noncentred" parametrisation of the slopes."""
+    slopes: "noncentred" (default: samples without divergences on few, noisy
+    frequencies) or "centred" parametrisation of the slopes."""
     import pymc as pm
-    if slopes not in ("auto", "centred", "noncentred"):
-        raise ConfigError("slopes", slopes, "auto | centred | noncentred")
+    if slopes not in ("centred", "noncentred"):
+        raise ConfigError("slopes", slopes, "noncentred | centred")
     configs, idx = config_frame(table)
     design = ConfigDesign(configs)
     X = design.matrix(configs)
     log_fref = float(np.mean(np.unique(table["log_f"])))
     x = table["log_f"].to_numpy() - log_fref
     ybar = float(table["log_y"].mean())
-    centred = slopes == "centred" or (slopes == "auto" and slopes_informative(table, idx, x, X))
+    centred = slopes == "centred"
     coords = {"config": configs["label"].tolist(), "coef": design.columns}
     with pm.Model(coords=coords) as m:
         alpha = pm.Normal("alpha", 0.0, 1.0, dims="coef")
@@ -77,7 +56,7 @@ def build_model(table, slopes="auto"):
         mu_s = pm.Normal("mu_s", -2.0, 1.5)
         tau_s = pm.Gamma("tau_s", 2.0, 4.0)
         # intercepts and noise are pinned by many runs per configuration: centred;
-        # slopes rest on a few frequencies: non-centred unless the data pin them too
+        # slopes rest on a few frequencies: non-centred
         a = pm.Normal("a", pm.math.dot(X, alpha), tau_a, dims="config")
         if centred:
             b = pm.Normal("b", pm.math.dot(X, beta), tau_b, dims="config")
@@ -154,7 +133,7 @@ def config_frame_labels(configs):
 
 
 def fit_hierarchical(data, var="throughput", draws=1000, tune=1000, chains=2, seed=0,
-                     sampler="auto", target_accept=0.9, slopes="auto"):
+                     sampler="auto", target_accept=0.95, slopes="noncentred"):
     """Fit the hierarchical predictor to a run dataset (or a model_table)."""
     t0 = time.perf_counter()
     table = _as_table(data, var)
