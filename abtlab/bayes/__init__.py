@@ -1,0 +1,25 @@
+"""Bayesian slowdown predictors (PyMC; sampled with nutpie when installed).
+
+- hierarchical: log throughput ~ log frequency per configuration, partially pooled;
+  P(slowdown) per configuration and predictions for unmeasured ones.
+- mechanistic: the ABT model's quantities (commit duration, arrival spread, lead
+  time, CPU scaling) as latent parameters, from nonblocked and commit counts.
+- baselines: statsmodels OLS / Gamma GLM on the same table.
+- compare: held-out accuracy (RMSE, 90% coverage, slowdown sign) and ArviZ LOO.
+- decision: the posterior of the optimal delayJC window under the wait constraint.
+PyMC, nutpie, ArviZ and statsmodels are imported only when a model is fitted.
+"""
+from __future__ import annotations
+
+__all__ = ["fit_hierarchical", "fit_mechanistic", "fit_baseline", "fit_delay", "optimal_delay",
+           "compare", "split", "model_table"]
+
+
+def __getattr__(name):
+    import importlib
+    where = {"fit_hierarchical": "hierarchical", "fit_mechanistic": "mechanistic",
+             "fit_baseline": "baselines", "fit_delay": "decision", "optimal_delay": "decision",
+             "compare": "compare", "split": "compare", "model_table": "data"}
+    if name in where:
+        return getattr(importlib.import_module(f"{__name__}.{where[name]}"), name)
+    raise AttributeError(name)

@@ -1,0 +1,130 @@
+"""The optimal delayJC window as a decision under uncertainty.
+
+For each configuration (every factor but the policy), the options are ext4 (no delay)
+and delayjc:window=W for the swept windows. A small hierarchical model gives, per
+(configuration, option) cell, the posterior of the expected throughput and of the
+expected mean commit wait (both lognormal):
+    log y    ~ Normal(mu_co, sigma_o),   mu_co = m_c + e_o + tau_mu z_co
+    log wait ~ Normal(nu_co, omega_o),   nu_co = n_c + g_o + tau_nu u_co
+In each posterior draw the chosen option maximises E[throughput] among the options
+whose E[wait] is no worse than ext4's (seed 000's reliability criterion; ext4 itself
+always qualifies). The distribution of the choice over draws is the posterior of the
+optimum, reported with the posterior probability that each option is feasible.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import policies, schema
+from ..errors import ConfigError
+from .data import model_table
+from .sampling import diagnostics, sample
+
+__all__ = ["DelayFit", "fit_delay", "optimal_delay", "delay_table"]
+
+WAIT = "mean_commit_wait"
+
+
+def _option(label):
+    pol = policies.parse(label)
+    if pol.kind == "ext4":
+        return 0.0
+    if pol.kind == "delayjc" and pol.params.get("mode") == "fixed":
+        return float(pol.params["window_us"])
+    return None
+
+
+def delay_table(ds):
+    """Rows of ext4 and fixed-window delayjc runs with throughput and commit wait."""
+    t = model_table(ds, "throughput", min_freqs=1)
+    if WAIT not in t.columns:
+        raise ConfigError(WAIT, None, "a dataset with mean_commit_wait (runs with a journal)")
+    if "policy" not in t.columns:
+        raise ConfigError("policy", None, "a dataset swept over policy")
+    t["window_us"] = [_option(p) for p in t["policy"]]
+    t = t[t["window_us"].notna()]
+    if not (t["window_us"] == 0).any() or t["window_us"].nunique() < 2:
+        raise ConfigError("policy", sorted(set(ds["policy"].values.tolist())),
+                          "ext4 and at least one delayjc:window=W level")
+    t = t[np.isfinite(t[WAIT]) & (t[WAIT] > 0)].reset_index(drop=True)
+    t["log_wait"] = np.log(t[WAIT].to_numpy(float))
+    return t
+
+
+def _cells(t):
+    facs = [f for f in schema.FACTOR_DIMS if f in t.columns and f != "policy"]
+    ckey = t[facs].astype(str).agg("|".join, axis=1)
+    conf, ci = np.unique(ckey, return_inverse=True)
+    opts = np.sort(t["window_us"].unique())
+    oi = np.searchsorted(opts, t["window_us"].to_numpy())
+    first = [np.flatnonzero(ci == c)[0] for c in range(len(conf))]
+    configs = t.iloc[first][facs].reset_index(drop=True)
+    return configs, ci, opts, oi
+
+
+def build_model(t):
+    import pymc as pm
+    configs, ci, opts, oi = _cells(t)
+    C, O = len(configs), len(opts)
+    ly, lw = t["log_y"].to_numpy(), t["log_wait"].to_numpy()
+    with pm.Model(coords={"config": np.arange(C), "option": opts}) as m:
+        cells = {}
+        for name, obs, centre in (("y", ly, ly.mean()), ("w", lw, lw.mean())):
+            base = pm.Normal(f"base_{name}", centre, 3.0, dims="config")
+            eff = pm.Normal(f"eff_{name}", 0.0, 2.0, dims="option")
+            tau = pm.Gamma(f"tau_{name}", 2.0, 10.0)
+            z = pm.Normal(f"z_{name}", 0.0, 1.0, shape=(C, O))
+            sd = pm.HalfNormal(f"sd_{name}", 1.0, dims="option")
+            mu = base[:, None] + eff[None, :] - eff[0] + tau * z
+            cells[name] = pm.Deterministic(f"cell_{name}", mu + 0.5 * sd[None, :] ** 2)
+            pm.Normal(f"obs_{name}", mu[ci, oi], sd[oi], observed=obs)
+    return m, configs, opts, (ci, oi)
+
+
+@dataclass
+class DelayFit:
+    idata: object
+    configs: object
+    options_us: np.ndarray
+    observed: np.ndarray          # (configs, options) True where the cell has runs
+    diagnostics: dict = field(default_factory=dict)
+
+
+def fit_delay(data, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", target_accept=0.95):
+    """Fit the cell model to a sweep over ext4 and delayjc:window=W."""
+    import pandas as pd
+    t0 = time.perf_counter()
+    t = data if isinstance(data, pd.DataFrame) else delay_table(data)
+    m, configs, opts, (ci, oi) = build_model(t)
+    idata, info = sample(m, draws, tune, chains, seed, sampler, target_accept)
+    seen = np.zeros((len(configs), len(opts)), bool)
+    seen[ci, oi] = True
+    diag = diagnostics(idata, ["eff_y", "eff_w", "tau_y", "tau_w", "sd_y", "sd_w"], info)
+    diag["total_s"] = time.perf_counter() - t0
+    return DelayFit(idata, configs, opts, seen, diag)
+
+
+def optimal_delay(fit):
+    """Long table: per configuration and option (window_us, 0 = ext4), the posterior
+    probability that the option is the optimum, that it meets the wait constraint,
+    and its expected throughput (bytes/s) and mean commit wait (s)."""
+    import pandas as pd
+    post = fit.idata.posterior
+    ey = np.exp(post["cell_y"].values.reshape(-1, *fit.observed.shape))
+    ew = np.exp(post["cell_w"].values.reshape(-1, *fit.observed.shape))
+    feasible = (ew <= ew[:, :, :1]) & fit.observed[None]
+    score = np.where(feasible, ey, -np.inf)
+    best = np.argmax(score, axis=2)                        # ext4 (index 0) always feasible
+    rows = []
+    for c in range(len(fit.configs)):
+        for o, w in enumerate(fit.options_us):
+            rows.append({**fit.configs.iloc[c].to_dict(), "window_us": w,
+                         "measured": bool(fit.observed[c, o]),
+                         "p_optimal": float(np.mean(best[:, c] == o)),
+                         "p_feasible": float(np.mean(feasible[:, c, o])),
+                         "throughput": float(np.mean(ey[:, c, o])),
+                         "mean_commit_wait": float(np.mean(ew[:, c, o]))})
+    return pd.DataFrame(rows)

@@ -1,0 +1,50 @@
+"""abtlab.bayes.decision: the optimum respects the commit-wait constraint and is
+reported as a distribution over windows."""
+import numpy as np
+import pytest
+import xarray as xr
+
+from abtlab.bayes.decision import delay_table, fit_delay, optimal_delay
+from abtlab.errors import ConfigError
+from bayes_data import ATTRS
+
+POLICIES = ["ext4", "delayjc:window=1ms", "delayjc:window=4ms", "delayjc:window=16ms"]
+# throughput x1e8 and wait (s) per policy: 4ms is fastest but waits longer than ext4,
+# so the constrained optimum is 1ms; 16ms is both slower and waits longer
+TRUTH = {"ext4": (1.0, 0.050), "delayjc:window=1ms": (1.6, 0.040),
+         "delayjc:window=4ms": (2.5, 0.080), "delayjc:window=16ms": (0.9, 0.200)}
+
+
+def constructed(reps=4, seed=0):
+    rng = np.random.default_rng(seed)
+    shape = (len(POLICIES), 2, 2, reps)
+    y, w = np.empty(shape), np.empty(shape)
+    for i, p in enumerate(POLICIES):
+        y[i] = TRUTH[p][0] * 1e8 * np.exp(0.05 * rng.standard_normal(shape[1:]))
+        w[i] = TRUTH[p][1] * np.exp(0.05 * rng.standard_normal(shape[1:]))
+    dims = ("policy", "freq_ghz", "threads", "rep")
+    coords = dict(policy=POLICIES, freq_ghz=[1.6, 3.3], threads=[64, 256], rep=np.arange(reps))
+    return xr.Dataset({"throughput": (dims, y, {"units": "bytes/s"}),
+                       "mean_commit_wait": (dims, w, {"units": "s"})}, coords=coords, attrs=ATTRS)
+
+
+@pytest.mark.slow
+def test_optimum_respects_wait_constraint():
+    fit = fit_delay(constructed(), draws=300, tune=300, seed=2)
+    opt = optimal_delay(fit)
+    assert np.allclose(opt.groupby(["freq_ghz", "threads"])["p_optimal"].sum(), 1.0)
+    by = opt.groupby("window_us")
+    assert (by["p_optimal"].min()[1000.0]) > 0.9            # 1 ms in every configuration
+    assert by["p_optimal"].max()[4000.0] == 0.0             # fastest, but waits too long
+    assert by["p_feasible"].max()[4000.0] < 0.05
+    assert (opt.loc[opt.window_us == 0, "p_feasible"] == 1.0).all()
+
+
+def test_needs_ext4_and_a_window():
+    ds = constructed()
+    with pytest.raises(ConfigError) as e:
+        delay_table(ds.sel(policy=["ext4"]))
+    assert e.value.field == "policy"
+    with pytest.raises(ConfigError) as e:
+        delay_table(ds.drop_vars("mean_commit_wait"))
+    assert e.value.field == "mean_commit_wait"
