@@ -88,31 +88,26 @@ def knobs_present(root=None) -> bool:
     return all((Path(root or SYSFS_KNOBS) / k).is_file() for k in _KNOBS)
 
 
-class KernelKnobs:
+class KernelKnobs(cleanup.Undoable):
     """Set delayjc_window_us and delayjc_max_resets under `root`; restore on every exit."""
 
     def __init__(self, policy, root=None):
         self.policy = parse_kdelayjc(policy)
         self.root = Path(root or SYSFS_KNOBS)
-        self._token = None
+        self._tokens = []
 
-    def __enter__(self):
+    def _setup(self):
         if not knobs_present(self.root):
             raise RunError(f"{self.root} has no delayjc knobs: the kernel lacks the delayjc patch")
         old = {k: (self.root / k).read_text().strip() for k in _KNOBS}
-        self._token = cleanup.push(lambda: self._write(old), f"restore delayjc knobs in {self.root}")
+        self._undo(lambda: self._write(old), f"restore delayjc knobs in {self.root}")
         p = self.policy.params
         # max_resets first, so the window never runs with a stale bound
         self._write({"delayjc_max_resets": p["max_resets"], "delayjc_window_us": p["window_us"]})
-        return self
 
     def _write(self, values: dict):
         for k, v in values.items():
             (self.root / k).write_text(f"{v}\n")
-
-    def __exit__(self, *exc):
-        cleanup.pop(self._token)
-        return False
 
 
 def run_any(argv_for, point, ctx, data_bytes) -> RunResult:
