@@ -16,7 +16,8 @@ class IozoneBackend(Backend):
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
                "record_size": 32 * 1024, "device": "none"}
     options = {"fsync": "fsync each file before close (IOzone -e), default True",
-               "direct": "O_DIRECT writes", "image_mb": "scratch image size"}
+               "direct": "O_DIRECT writes", "image_mb": "scratch image size",
+               "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1"}
 
     def available(self):
         return real_available("iozone", "abt-iozone")

@@ -13,7 +13,8 @@ class MetaratesBackend(Backend):
     description = ("N workers each create F files with open(O_CREAT)/fsync/close "
                    "(backends/metarates/abt-metarates)")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none"}
-    options = {"processes": "workers as processes instead of threads", "image_mb": "scratch image size"}
+    options = {"processes": "workers as processes instead of threads", "image_mb": "scratch image size",
+               "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1"}
 
     def available(self):
         return real_available("metarates", "abt-metarates")

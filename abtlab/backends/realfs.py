@@ -51,6 +51,12 @@ def _dilation(point, ctx):
     return 1.0, contextlib.nullcontext()
 
 
+def _mount_options(policy, ctx) -> str:
+    """The policy's own options plus any the user passed (-o mount_options=nodelalloc)."""
+    extra = str(ctx.options.get("mount_options") or "")
+    return ",".join(o for o in (policy.mount_options(), extra) if o)
+
+
 def _image_mb(ctx, data_bytes: int) -> int:
     return int(ctx.options.get("image_mb") or max(256, 3 * data_bytes // 2 ** 20 + 128))
 
@@ -67,7 +73,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
     _drop_caches()
     with contextlib.ExitStack() as stack:
         fs, thr = stack.enter_context(scratch_on_device(
-            profile, _image_mb(ctx, data_bytes), policy.journal, policy.mount_options(), ctx.workdir))
+            profile, _image_mb(ctx, data_bytes), policy.journal, _mount_options(policy, ctx), ctx.workdir))
         data_dir = Path(fs.mountpoint) / "data"
         data_dir.mkdir()
         os.sync()
