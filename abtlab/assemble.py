@@ -86,7 +86,8 @@ def assemble(parts: list, levels: dict, attrs: dict):
     coords[schema.REP] = np.arange(nrep)
     # an attr that differs between runs (e.g. filesystem per policy) keeps every value
     merged = {k: v[0] if len(v) == 1 else " | ".join(map(str, v)) for k, v in run_attrs.items()}
-    merged.update(attrs)
+    # the sweep's facts describe the host; a run's own (e.g. a guest kernel) wins
+    merged = {**attrs, **merged}
     return xr.Dataset(data, coords=coords, attrs=merged)
 
 

@@ -5,6 +5,7 @@ Grammar (one spec per string):
     nojc                              no journal (mkfs.ext4 -O ^has_journal)
     delayjc:window=16ms,max_resets=64[,max_age=1s]   fixed-window group commit
     delayjc:adaptive[,max_resets=N,max_age=T]        window tuned at run time
+    kdelayjc:window=2ms,max_resets=8  the same inside jbd2 (backends/kernel/delayjc.patch)
     batch:min_us=A,max_us=B           ext4 min_batch_time/max_batch_time mount options
 Durations accept ns, us, ms, s (a bare number is microseconds).
 """
@@ -17,7 +18,7 @@ from .errors import ConfigError
 
 __all__ = ["Policy", "parse", "parse_list", "parse_duration_us", "KINDS"]
 
-KINDS = ("ext4", "nojc", "delayjc", "batch")
+KINDS = ("ext4", "nojc", "delayjc", "batch", "kdelayjc")
 _UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ns|us|ms|s)?\s*$")
 
@@ -91,6 +92,9 @@ def parse(spec: str) -> Policy:
     text = str(spec).strip()
     kind, _, body = text.partition(":")
     kind = kind.strip().lower()
+    if kind == "kdelayjc":  # the jbd2 patch (guest kernel or a patched host): its own module
+        from .backends.kdelayjc import parse_kdelayjc
+        return parse_kdelayjc(text)
     if kind not in KINDS:
         raise ConfigError("policy", spec, "ext4, nojc, delayjc:window=16ms[,max_resets=N], "
                           "delayjc:adaptive, batch:min_us=A,max_us=B")

@@ -1,6 +1,4 @@
 """Kernel delayJC policy: spec parsing, sysfs knobs (on a fake tree), guest run mapping."""
-import io
-import tarfile
 
 import numpy as np
 import pytest

@@ -8,7 +8,6 @@ guest (abtlab.system.guest) and labels the run's kernel so. Commits are counted 
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 

@@ -83,7 +83,7 @@ def evaluate(fit, test, seed=0):
     return _scores(y, mean, lo, hi, p, obs), rows
 
 
-def _fit(name, train, ds, draws, tune, chains, seed):
+def _fit(name, train, draws, tune, chains, seed):
     from . import baselines, hierarchical, mechanistic
     if name == "hierarchical":
         return hierarchical.fit_hierarchical(train, draws=draws, tune=tune, chains=chains, seed=seed)
@@ -105,7 +105,7 @@ def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0)
     for name in models:
         table = mechanistic_table(ds) if name == "mechanistic" else model_table(ds)
         train, test = split(table, holdout)
-        fit = _fit(name, train, ds, draws, tune, chains, seed)
+        fit = _fit(name, train, draws, tune, chains, seed)
         scores, preds[name] = evaluate(fit, test, seed)
         scores["model"] = name
         if hasattr(fit, "idata"):

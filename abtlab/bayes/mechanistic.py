@@ -57,7 +57,6 @@ def mechanistic_table(ds, var="throughput"):
                           "runs of a journaled policy (ext4, delayjc, batch) with commits")
     ids = t["run_id"].to_numpy() if "run_id" in t else np.full(len(t), -1)
     t["commit_s"] = commit_durations(ds, ids)
-    t.attrs.update(ds.attrs and {"var": var, "freq_mode": ds.attrs.get("freq_mode", "?")})
     return t
 
 
