@@ -56,8 +56,11 @@ def _sorted(a):
     descents = np.count_nonzero(a[1:] < a[:-1])
     if descents == 0:
         return a
-    # timsort merges k presorted runs in O(n log k); the default sort wins on random order
-    return np.sort(a, kind="stable" if descents < a.size // 64 else "quicksort")
+    # timsort merges k presorted runs in O(n log k); on random order a radix sort wins
+    if descents < a.size // 64:
+        return np.sort(a, kind="stable")
+    from .radix import sort_keys
+    return sort_keys(a)
 
 
 def overlap_time(starts, ends):

@@ -194,3 +194,44 @@ def test_fio_fsync_under_preload(built_backends, scratch_ext4, tmp_path):
     b = delayjc.load_batches(stats)
     # every fsync fio counted went through a batch, and none failed
     assert b["members"].sum() == job["sync"]["total_ios"] and not b["error"].any()
+
+
+def _windows_us(stats):
+    """Window per batch in us, in order of opening: the BATCH record's tid field
+    (docs/delayjc.md, Stats)."""
+    recs = trace.read(stats, kind=trace.Kind.BATCHES)
+    batch = recs[recs["op"] == trace.Op.BATCH]
+    return batch["tid"][np.argsort(batch["t_start_ns"], kind="stable")].astype(np.int64)
+
+
+@pytest.mark.root
+def test_adaptive_lone_thread_is_never_delayed(built_backends, scratch_ext4, tmp_path):
+    # one thread: each arrival gap covers the previous flush, so the controller never
+    # has evidence for a window: every batch is the caller alone, opened with window 0
+    _, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, ADAPTIVE,
+                                   "--threads", "1", "--files", "40", timeout=60)
+    b = delayjc.load_batches(stats)
+    assert list(b["members"]) == [1] * 40 and b["resets"].max() == 0
+    assert np.all(_windows_us(stats) == 0)
+    assert _served_by_later_flush(trace.read(ops_path), b).all()
+
+
+@pytest.mark.root
+def test_adaptive_window_is_bounded_and_recorded(built_backends, scratch_ext4, tmp_path):
+    # many threads, many batches: the controller may probe, but a window never
+    # exceeds max_age and every batch before the first period ends uses window 0
+    env = {**ADAPTIVE, "ABT_DELAYJC_MAX_AGE_US": "3000"}
+    _, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
+                                   "--threads", "16", "--files", "20")
+    b, w = delayjc.load_batches(stats), _windows_us(stats)
+    assert w.size == b["members"].size and b["members"].sum() == 320
+    assert np.all(w <= 3000)
+    assert np.all(w[:8] == 0)              # the first period (8 batches) measures window 0
+    assert _served_by_later_flush(trace.read(ops_path), b).all()
+
+
+@pytest.mark.root
+def test_fixed_records_its_window(built_backends, scratch_ext4, tmp_path):
+    _, _, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, FIXED,
+                            "--threads", "4", "--files", "3")
+    assert np.all(_windows_us(stats) == 2000)

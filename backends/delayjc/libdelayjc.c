@@ -16,8 +16,10 @@
  * goes to the real call unchanged. Batches are per process.
  *
  * Policies: fixed (window = ABT_DELAYJC_WINDOW_US) and adaptive (docs/delayjc.md):
- * window = min(2 * EWMA gap, EWMA flush), 0 when the gap >= the flush time, and
- * the batch closes at once when every recently active caller is a member.
+ * window 0 (leader/follower: arrivals during a flush form the next batch, which
+ * closes when that flush ends) plus an A/B controller that tries a window of
+ * half the EWMA flush time for one period, keeps it only if syncs/s beat the
+ * window-0 period just before by KEEP_GAIN, and backs off exponentially if not.
  * A bad or missing setting refuses to run: message on stderr, _exit(2).
  * That is ABT_DELAYJC_FLUSH=syncfs. The default, ABT_DELAYJC_FLUSH=fsync, was
  * faster here (docs/delayjc.md): the closed batch releases its members together
@@ -45,8 +47,12 @@
 #define MAX_FS 16
 #define MAX_RECORDS (1u << 21)        /* 64 MiB of stats at most; later ones are counted */
 #define EXT4_MAGIC 0xEF53              /* ext2, ext3 and ext4 share it */
-#define EPOCH_NS 250000000ull          /* horizon of "recently active caller" */
 #define GAP_CAP_NS 1000000000.0        /* an idle second is not a rate */
+#define PERIOD_BATCHES 8               /* adaptive: a measuring period is >= 8 batches */
+#define PERIOD_MIN_NS 20000000ull      /* ... and >= 20 ms */
+#define KEEP_GAIN 1.10                 /* a window must beat window 0 by 10 % to stay */
+#define HOLD_PERIODS 8                 /* a kept window is re-tested after 8 periods */
+#define MAX_BACKOFF 64                 /* at most 64 window-0 periods between probes */
 #define DRAIN_NS 30000000000ull        /* exit waits at most this for open batches */
 
 typedef struct {
@@ -55,16 +61,24 @@ typedef struct {
     uint32_t pending;                 /* FLUSH=fsync: members still syncing */
     uint64_t flush_start;
     int err, done, go;
+    uint64_t window;                  /* the window this batch was opened with */
+    uint32_t gen;                     /* controller period it was opened in */
 } batch;
+
+enum { BASE, PROBE, HOLD };           /* adaptive controller phases */
 
 typedef struct {
     dev_t dev;
     int used, flushing;
     batch *open;                      /* the collecting batch, or NULL */
     pthread_cond_t cv;
-    uint64_t last_arrival, epoch;     /* adaptive estimates below */
-    unsigned callers_cur, callers_prev;
+    uint64_t last_arrival;            /* adaptive estimates and controller below */
     double gap_ns, flush_ns;
+    int phase, want_probe;
+    uint64_t win;                     /* window of the current phase (0 in BASE) */
+    uint32_t gen, per_batches, per_members, backoff, skip, held;
+    uint64_t per_start;
+    double base_rate;                 /* syncs/s of the last window-0 period */
 } fsq;
 
 static struct {
@@ -81,7 +95,6 @@ static size_t nrec, caprec;
 static uint64_t dropped;
 static int exiting;
 static int (*real_fsync)(int), (*real_fdatasync)(int);
-static __thread struct { dev_t dev; uint64_t epoch; } seen[4];
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -146,40 +159,78 @@ static void parse_config(void)
 
 /* ---- adaptive estimates (called with mu held) --------------------------- */
 
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
 static void ewma(double *x, double v)
 {
     *x = *x > 0 ? *x + (v - *x) / 8.0 : v;
 }
 
-/* Count distinct callers per 250 ms epoch; active = max(this epoch, last). */
-static unsigned active_callers(fsq *q, uint64_t now)
-{
-    uint64_t e = now / EPOCH_NS + 1;
-    if (e != q->epoch) {
-        q->callers_prev = e == q->epoch + 1 ? q->callers_cur : 0;
-        q->callers_cur = 0;
-        q->epoch = e;
-    }
-    int slot = -1;
-    for (int i = 0; i < 4 && slot < 0; i++)
-        if (seen[i].epoch && seen[i].dev == q->dev) slot = i;
-    for (int i = 0; i < 4 && slot < 0; i++)
-        if (!seen[i].epoch) slot = i;
-    if (slot < 0) slot = 0;                /* a fifth filesystem evicts the first */
-    if (seen[slot].epoch != e || seen[slot].dev != q->dev) {
-        seen[slot].dev = q->dev;
-        seen[slot].epoch = e;
-        q->callers_cur++;
-    }
-    return q->callers_cur > q->callers_prev ? q->callers_cur : q->callers_prev;
-}
-
 static uint64_t window_ns(const fsq *q)
 {
-    if (!cfg.adaptive) return cfg.window_ns;
-    if (q->flush_ns <= 0 || q->gap_ns <= 0 || q->gap_ns >= q->flush_ns) return 0;
-    double w = 2.0 * q->gap_ns;
-    return (uint64_t)(w < q->flush_ns ? w : q->flush_ns);
+    return cfg.adaptive ? q->win : cfg.window_ns;
+}
+
+static void new_period(fsq *q, int phase, uint64_t win)
+{
+    q->phase = phase;
+    q->win = win;
+    q->gen++;
+    q->per_batches = q->per_members = 0;
+}
+
+static void back_off(fsq *q)
+{
+    q->backoff = q->backoff ? (q->backoff * 2 > MAX_BACKOFF ? MAX_BACKOFF : q->backoff * 2) : 1;
+    q->skip = q->backoff;
+    new_period(q, BASE, 0);
+}
+
+/* A/B step at the end of a period with `rate` syncs/s. BASE measures window 0;
+ * PROBE keeps its window only if it beat that baseline by KEEP_GAIN; HOLD drops
+ * the window as soon as a period falls below the baseline, and re-tests it
+ * against a fresh baseline every HOLD_PERIODS periods. */
+static void end_period(fsq *q, double rate)
+{
+    switch (q->phase) {
+    case BASE:
+        q->base_rate = rate;
+        if (q->skip) q->skip--;
+        else q->want_probe = 1;           /* decided at the next open (arrive) */
+        new_period(q, BASE, 0);
+        break;
+    case PROBE:
+        if (rate > q->base_rate * KEEP_GAIN) {
+            q->backoff = q->held = 0;
+            new_period(q, HOLD, q->win);
+        } else back_off(q);
+        break;
+    default:
+        if (rate < q->base_rate) back_off(q);
+        else if (++q->held >= HOLD_PERIODS) new_period(q, BASE, 0);
+        else new_period(q, HOLD, q->win);
+    }
+}
+
+/* Count a finished batch into the period of its controller generation. */
+static void account(fsq *q, const batch *b, uint64_t t1)
+{
+    if (!cfg.adaptive || b->gen != q->gen) return;
+    if (q->per_batches++ == 0) q->per_start = b->open_ns;
+    q->per_members += b->members;
+    if (q->per_batches >= PERIOD_BATCHES && t1 - q->per_start >= PERIOD_MIN_NS)
+        end_period(q, q->per_members * 1e9 / (double)(t1 - q->per_start));
+}
+
+/* A probe starts only with evidence that a window can collect anyone: on average
+ * more than one arrival per flush time (EWMA gap < EWMA flush). With one thread
+ * the gap always covers the previous flush, so it never starts. */
+static void maybe_probe(fsq *q)
+{
+    if (!cfg.adaptive || !q->want_probe) return;
+    q->want_probe = 0;
+    if (q->gap_ns > 0 && q->flush_ns > 0 && q->gap_ns < q->flush_ns)
+        new_period(q, PROBE, min_u64((uint64_t)(q->flush_ns / 2), cfg.max_age_ns));
 }
 
 /* ---- batches ------------------------------------------------------------ */
@@ -202,8 +253,6 @@ static fsq *queue_for(dev_t dev)
     return NULL;
 }
 
-static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
 /* Open a batch or join the open one; returns it with a reference taken. */
 static batch *arrive(fsq *q, uint64_t now, int *leader)
 {
@@ -212,13 +261,15 @@ static batch *arrive(fsq *q, uint64_t now, int *leader)
         ewma(&q->gap_ns, gap < GAP_CAP_NS ? gap : GAP_CAP_NS);
     }
     q->last_arrival = now;
-    unsigned active = active_callers(q, now);
     batch *b = q->open;
     *leader = b == NULL;
     if (!b) {
         if (!(b = calloc(1, sizeof *b))) return NULL;
+        maybe_probe(q);
         b->open_ns = now;
-        b->deadline_ns = now + min_u64(window_ns(q), cfg.max_age_ns);
+        b->window = min_u64(window_ns(q), cfg.max_age_ns);
+        b->deadline_ns = now + b->window;
+        b->gen = q->gen;
         q->open = b;
     } else if (b->resets < cfg.max_resets) {
         uint64_t d = min_u64(now + window_ns(q), b->open_ns + cfg.max_age_ns);
@@ -227,10 +278,6 @@ static batch *arrive(fsq *q, uint64_t now, int *leader)
     }
     b->members++;
     b->refs++;
-    if (cfg.adaptive && !*leader && b->members >= active) {
-        b->deadline_ns = now;                          /* everyone is here */
-        pthread_cond_broadcast(&q->cv);
-    }
     return b;
 }
 
@@ -240,7 +287,7 @@ static void wait_until(fsq *q, uint64_t deadline)
     pthread_cond_timedwait(&q->cv, &mu, &ts);
 }
 
-static void record(uint16_t op, uint16_t flags, uint32_t bytes, uint64_t t0, uint64_t t1)
+static void record(uint16_t op, uint16_t flags, uint32_t tid, uint32_t bytes, uint64_t t0, uint64_t t1)
 {
     if (nrec == caprec) {
         size_t cap = caprec ? caprec * 2 : 1024;
@@ -249,7 +296,7 @@ static void record(uint16_t op, uint16_t flags, uint32_t bytes, uint64_t t0, uin
         recs = r;
         caprec = cap;
     }
-    recs[nrec++] = (abt_record){(uint32_t)getpid(), 0, op, flags, bytes, t0, t1};
+    recs[nrec++] = (abt_record){(uint32_t)getpid(), tid, op, flags, bytes, t0, t1};
 }
 
 static void finish(fsq *q, batch *b, uint64_t t1)
@@ -257,10 +304,13 @@ static void finish(fsq *q, batch *b, uint64_t t1)
     ewma(&q->flush_ns, (double)(t1 - b->flush_start));
     b->done = 1;
     q->flushing = 0;
-    record(ABT_OP_BATCH, (uint16_t)(b->resets > 0xffff ? 0xffff : b->resets), b->members,
-           b->open_ns, b->close_ns);
-    record(ABT_OP_FLUSH, b->err ? ABT_F_ERROR : 0, b->err ? (uint32_t)b->err : b->members,
+    /* BATCH.tid = the batch's window in us (saturating): the stats show the rule */
+    uint64_t w_us = b->window / 1000;
+    record(ABT_OP_BATCH, (uint16_t)(b->resets > 0xffff ? 0xffff : b->resets),
+           (uint32_t)(w_us > UINT32_MAX ? UINT32_MAX : w_us), b->members, b->open_ns, b->close_ns);
+    record(ABT_OP_FLUSH, b->err ? ABT_F_ERROR : 0, 0, b->err ? (uint32_t)b->err : b->members,
            b->flush_start, t1);
+    account(q, b, t1);
     pthread_cond_broadcast(&q->cv);
 }
 
@@ -329,6 +379,14 @@ static int group_sync(int fd, int (*real)(int))
         pthread_mutex_unlock(&mu);
         pthread_setcancelstate(cs, NULL);
         return real(fd);
+    }
+    if (cfg.adaptive && (!leader || q->flushing || b->deadline_ns > abt_now_ns())) {
+        /* about to wait: start this file's writeback now, so it overlaps the
+         * flush in flight as it would under plain ext4 (errors stay in the
+         * file's errseq for the real fsync / the WAIT_AFTER below) */
+        pthread_mutex_unlock(&mu);
+        sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+        pthread_mutex_lock(&mu);
     }
     if (leader) lead(q, b, fd);
     if (cfg.each) sync_own(q, b, fd, real);
