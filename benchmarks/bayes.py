@@ -37,9 +37,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--chains", type=int, default=4, help="4 chains make R-hat meaningful")
     ap.add_argument("--skip-pymc", action="store_true")
     a = ap.parse_args(argv)
-    kw = dict(draws=a.draws, tune=a.draws, chains=2, seed=0)
+    kw = dict(draws=a.draws, tune=a.draws, chains=a.chains, seed=0)
     t = time.perf_counter()
     big = sweep(a.reps, [16, 32, 64, 128, 256], [131072, 524288], ["ext4", "nojc"], False)
     print(f"simulated sweep: {big.sizes.get('rep')} reps, {int(big.throughput.count())} runs, "

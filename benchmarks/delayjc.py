@@ -15,7 +15,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from abtlab import delayjc, policies
+import numpy as np
+
+from abtlab import delayjc, policies, trace
 from abtlab.backends.realfs import scratch_on_device
 
 PROG = Path(__file__).resolve().parents[1] / "backends" / "delayjc" / "abt-fsyncers"
@@ -35,6 +37,9 @@ def run_once(pol, flush, mnt, args, stats):
     mean_members = None
     if pol.kind == "delayjc":
         mean_members = delayjc.summary(delayjc.load_batches(stats))["mean_members"]
+        recs = trace.read(stats, kind=trace.Kind.BATCHES)
+        windowed = np.mean(recs["tid"][recs["op"] == trace.Op.BATCH] > 0)  # BATCH.tid = window us
+        mean_members = (mean_members, float(windowed))
     return int(kv["bytes"]) / (int(kv["elapsed_ns"]) / 1e9), mean_members
 
 
@@ -71,7 +76,10 @@ def main(argv=None):
     for c in cases:
         name = _name(*c)
         med = statistics.median(tput[name])
-        mm = f" mean_members={statistics.median(members[name]):.1f}" if members[name] else ""
+        mm = ""
+        if members[name]:
+            mm = (f" mean_members={statistics.median(m for m, _ in members[name]):.1f}"
+                  f" windowed_batches={statistics.median(w for _, w in members[name]):.2f}")
         print(f"{name:62s} median {med / 2**20:8.2f} MiB/s  ratio {med / base:5.2f}{mm}")
 
 

@@ -16,8 +16,8 @@
  * goes to the real call unchanged. Batches are per process.
  *
  * Policies: fixed (window = ABT_DELAYJC_WINDOW_US) and adaptive (docs/delayjc.md):
- * window 0 (leader/follower: arrivals during a flush form the next batch, which
- * closes when that flush ends) plus an A/B controller that tries a window of
+ * window 0 (each call goes to the kernel as is, recorded as a batch of one;
+ * jbd2 batches concurrent fsyncs itself) plus an A/B controller that tries a window of
  * half the EWMA flush time for one period, keeps it only if syncs/s beat the
  * window-0 period just before by KEEP_GAIN, and backs off exponentially if not.
  * A bad or missing setting refuses to run: message on stderr, _exit(2).
@@ -254,13 +254,18 @@ static fsq *queue_for(dev_t dev)
 }
 
 /* Open a batch or join the open one; returns it with a reference taken. */
-static batch *arrive(fsq *q, uint64_t now, int *leader)
+static void note_arrival(fsq *q, uint64_t now)
 {
     if (q->last_arrival) {
         double gap = (double)(now - q->last_arrival);
         ewma(&q->gap_ns, gap < GAP_CAP_NS ? gap : GAP_CAP_NS);
     }
     q->last_arrival = now;
+}
+
+static batch *arrive(fsq *q, uint64_t now, int *leader)
+{
+    if (!cfg.adaptive || q->open) note_arrival(q, now);   /* else noted by the caller */
     batch *b = q->open;
     *leader = b == NULL;
     if (!b) {
@@ -366,6 +371,27 @@ static int batchable(int fd, dev_t *dev)
     return 1;
 }
 
+/* Adaptive, window 0 and no probe batch open: the call goes to the kernel as
+ * is (jbd2 batches concurrent fsyncs itself) and is recorded as a batch of one
+ * with window 0, so the controller measures the plain-ext4 rate. */
+static int pass_through(fsq *q, int fd, int (*real)(int), uint64_t t0)
+{
+    batch b = {.open_ns = t0, .close_ns = t0, .members = 1, .gen = q->gen};
+    pthread_mutex_unlock(&mu);
+    b.flush_start = abt_now_ns();
+    int rc = real(fd), err = rc ? errno : 0;
+    if (cfg.fault) err = cfg.fault, rc = -1;
+    uint64_t t1 = abt_now_ns();
+    pthread_mutex_lock(&mu);
+    b.err = err;
+    int was = q->flushing;
+    finish(q, &b, t1);                 /* stats, flush EWMA, controller */
+    q->flushing = was;                 /* a pass-through call is not the fs's flush */
+    pthread_mutex_unlock(&mu);
+    if (rc) errno = err;
+    return rc;
+}
+
 static int group_sync(int fd, int (*real)(int))
 {
     dev_t dev;
@@ -374,7 +400,17 @@ static int group_sync(int fd, int (*real)(int))
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);   /* a waiter must not vanish */
     pthread_mutex_lock(&mu);
     fsq *q = exiting ? NULL : queue_for(dev);
-    batch *b = q ? arrive(q, abt_now_ns(), &leader) : NULL;
+    uint64_t now = abt_now_ns();
+    if (q && cfg.adaptive && !q->open) {
+        note_arrival(q, now);
+        maybe_probe(q);
+        if (!q->win) {
+            int rc = pass_through(q, fd, real, now);
+            pthread_setcancelstate(cs, NULL);
+            return rc;
+        }
+    }
+    batch *b = q ? arrive(q, now, &leader) : NULL;
     if (!b) {
         pthread_mutex_unlock(&mu);
         pthread_setcancelstate(cs, NULL);
