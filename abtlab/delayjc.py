@@ -22,7 +22,7 @@ __all__ = ["library_path", "preload_env", "load_batches", "summary", "COLUMNS"]
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "backends" / "delayjc" / "libdelayjc.so"
 # keys of load_batches; all but `error` map to schema.BATCH_COLUMNS batch_<key>
-COLUMNS = ("open", "close", "members", "resets", "flush_start", "flush_end", "error")
+COLUMNS = ("open", "close", "members", "resets", "flush_start", "flush_end", "error", "window_us")
 
 
 def library_path() -> Path:
@@ -63,6 +63,8 @@ def load_batches(path) -> dict:
         "flush_start": flush["t_start_ns"].astype(np.int64),
         "flush_end": flush["t_end_ns"].astype(np.int64),
         "error": np.where(failed, flush["bytes"], 0).astype(np.int64),
+        # the batch record's tid field carries the window the batch used, in us
+        "window_us": batch["tid"].astype(np.int64),
     }
     # failed flushes store errno in bytes; members then come from the batch record
     order = np.argsort(out["open"], kind="stable")

@@ -63,7 +63,7 @@ COMMIT_COLUMNS = {"commit_run": "1", "commit_tid": "1", "commit_start": "ns",
                   "commit_end": "ns", "commit_handles": "1", "commit_blocks": "1"}
 BATCH_COLUMNS = {"batch_run": "1", "batch_open": "ns", "batch_close": "ns",
                  "batch_members": "1", "batch_resets": "1",
-                 "batch_flush_start": "ns", "batch_flush_end": "ns"}
+                 "batch_flush_start": "ns", "batch_flush_end": "ns", "batch_window_us": "us"}
 
 REQUIRED_ATTRS = {
     "backend": "driver name from the registry",
