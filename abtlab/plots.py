@@ -47,7 +47,9 @@ def _lines(ax, sub, scale):
     stacked = sub.stack(line=other) if other else sub.expand_dims(line=[0])
     for i in range(stacked.sizes["line"]):
         s = stacked.isel(line=i)
-        label = ", ".join(f"{s[d].values}" if d == "policy" else f"{d}={s[d].values}" for d in other) or "run"
+        label = ", ".join(f"{s[d].values}" if d == "policy" else f"{d}={s[d].values}" for d in other)
+        if not label:  # a single line: name it by its policy when there is one
+            label = str(s["policy"].values) if "policy" in s.coords else "mean"
         m = s["mean"].values / scale
         ax.plot(x, m, marker="o", label=label)
         ax.fill_between(x, s["ci_low"].values / scale, s["ci_high"].values / scale, alpha=0.2)
