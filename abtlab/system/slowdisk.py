@@ -98,9 +98,12 @@ class SlowDisk(cleanup.Undoable):
         self.dir = Path(tempfile.mkdtemp(prefix="abtlab-slowdisk-", dir=parent))
         self._undo(lambda d=self.dir: _rmdir_quiet(d), f"remove {self.dir}")
         self.backing, self.mountpoint = self.dir / "back", self.dir / "mnt"
-        for d in (self.backing, self.mountpoint):
-            d.mkdir()
-            self._undo(lambda d=d: _rmdir_quiet(d), f"remove {d}")
+        self.backing.mkdir()
+        # back/ was made empty here: every file in it came through our own mount (the
+        # scratch image), so it is ours to remove even if the unlink via FUSE failed
+        self._undo(lambda d=self.backing: _rmdir_quiet(d, files=True), f"remove {self.backing}")
+        self.mountpoint.mkdir()
+        self._undo(lambda d=self.mountpoint: _rmdir_quiet(d), f"remove {self.mountpoint}")
 
     def _start(self, prog):
         self._log = self.dir / "slowdisk.log"
@@ -168,7 +171,11 @@ def _counters(text: str) -> dict[str, int]:
     return {}
 
 
-def _rmdir_quiet(d: Path):
+def _rmdir_quiet(d: Path, files: bool = False):
     # Never remove a mount point that is still mounted, nor anything we did not create.
     if d.is_dir() and not os.path.ismount(d):
+        if files:
+            for f in d.iterdir():
+                if f.is_file() and not f.is_symlink():
+                    f.unlink()
         d.rmdir()
