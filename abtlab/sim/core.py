@@ -39,6 +39,8 @@ def _factors(rng, dist, cv, size):
 def draws(p: SimParams, prog, seeds, cap):
     """Per repetition (seeded by its seed): spawn times, (thread, op) factors for CPU,
     flush and inode (device factors only where the op is an fsync), commit factors."""
+    if p.cpu_dist == p.dev_dist == "lognormal" and p.cpu_cv > 0 and p.dev_cv > 0:
+        return _draws_lognormal(p, prog, seeds, cap)
     n, m, fs = p.threads, prog.size, prog == K.FSYNC
     spawn, cn = np.empty((len(seeds), n)), np.empty((len(seeds), cap))
     nz = np.ones((len(seeds), n, m, 3))
@@ -50,6 +52,38 @@ def draws(p: SimParams, prog, seeds, cap):
         nz[r, :, fs, 1:] = _factors(rng, p.dev_dist, p.dev_cv, (int(fs.sum()), n, 2))
         cn[r] = _factors(rng, p.dev_dist, p.dev_cv, cap)
     return spawn, nz, cn
+
+
+def _draws_lognormal(p: SimParams, prog, seeds, cap):
+    """draws() when every factor is lognormal: the same stream (a normal deviate takes
+    the same bits whether drawn alone or in a block), one block per repetition and the
+    transforms vectorised over all repetitions."""
+    n, m, fs = p.threads, prog.size, prog == K.FSYNC
+    nfs, reps = int(fs.sum()), len(seeds)
+    cuts = np.cumsum([n, n * m, nfs * n * 2, cap])
+    z = np.empty((reps, cuts[-1]))
+    for r, seed in enumerate(seeds):
+        np.random.default_rng(seed).standard_normal(out=z[r])
+    cpu = _lognormal(z[:, :cuts[1]], p.cpu_cv)   # in place: views of z
+    dev = _lognormal(z[:, cuts[1]:], p.dev_cv)
+    cost = p.spawn_us * p.scale() * cpu[:, :n]
+    spawn = np.empty((reps, n))
+    spawn[:, 0] = 0.0
+    np.cumsum(cost[:, :-1], axis=1, out=spawn[:, 1:])
+    nz = np.ones((reps, n, m, 3))
+    nz[:, :, :, 0] = cpu[:, n:].reshape(reps, n, m)
+    d = cuts[2] - cuts[1]
+    nz[:, :, fs, 1:] = dev[:, :d].reshape(reps, nfs, n, 2).transpose(0, 2, 1, 3)
+    return spawn, nz, dev[:, d:]
+
+
+def _lognormal(z, cv):
+    """_factors' lognormal transform of standard normal deviates z, in place (fresh
+    arrays this size cost page faults comparable to the transform itself)."""
+    s2 = np.log1p(cv**2)
+    z *= np.sqrt(s2)
+    z -= s2 / 2
+    return np.exp(z, out=z)
 
 
 def run_raw(p: SimParams, seeds, prog=None, pr=None):
@@ -77,11 +111,19 @@ def _op_template(p: SimParams, prog) -> np.ndarray:
 
 def to_traces(template, times, commits):
     """One repetition's kernel output -> (ops as RECORD_DTYPE, commits dict), ns."""
+    return _traces(template, *_to_ns(times, commits))
+
+
+def _to_ns(times, commits):
+    """Kernel output (us, any leading dims) -> int64 ns; commit counts stay counts."""
+    unit = np.array([1 if name in ("tid", "handles", "blocks") else 1e3 for name in K.COMMIT_COLS])
+    return np.rint(times * 1e3).astype(np.int64), np.rint(commits * unit).astype(np.int64)
+
+
+def _traces(template, ns, cns):
     ops = template.copy()
-    ns = np.rint(times * 1e3).astype(np.int64)
     ops["t_start_ns"], ops["t_end_ns"] = ns[:, 0], ns[:, 1]
-    c = {name: np.rint(commits[:, j] * (1 if name in ("tid", "handles", "blocks") else 1e3))
-         .astype(np.int64) for j, name in enumerate(K.COMMIT_COLS)}
+    c = {name: cns[:, j].copy() for j, name in enumerate(K.COMMIT_COLS)}
     c["locking"] = c["start"].copy()      # the model locks new handles from the commit's start
     c["logging"] = c["flushing"].copy()   # journal blocks are written once the device is free
     return ops, c
@@ -98,11 +140,12 @@ def run_reps(p: SimParams, seeds) -> list[RunResult]:
     """RunResults of one point, one per seed (repetitions share one kernel call)."""
     prog = program(p)
     times, commits, counts = run_raw(p, seeds, prog)
+    ns, cns = _to_ns(times, commits)          # one conversion for every repetition
     template, attrs = _op_template(p, prog), _attrs(p)
     size = p.file_size if p.workload == "iozone" else None
     out = []
     for r in range(counts.size):
-        ops, com = to_traces(template, times[r], commits[r, :counts[r]])
+        ops, com = _traces(template, ns[r], cns[r, :counts[r]])
         scalars = model.measures(ops, com, p.workload, file_size=size, fsync=p.fsync)
         out.append(RunResult(scalars=scalars, ops=ops, commits=com, attrs=attrs))
     return out
