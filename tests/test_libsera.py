@@ -153,5 +153,5 @@ def test_bad_table_refuses_to_run(built_backends, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("highest 2500000\nrule erase 0 10 800000\n")
     proc = run_dd(tmp_path, sera.environment(bad), stderr=subprocess.PIPE, text=True)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and "table line 2" in err

@@ -92,7 +92,7 @@ def test_signal_runs_every_undo_once_even_if_signalled_again(tmp_path, sig):
     import time
     time.sleep(0.2)  # while the slow undo runs
     proc.send_signal(sig)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=120)
     assert out.read_text().split() == ["B", "A"]
 
 
@@ -102,7 +102,7 @@ def test_signal_runs_every_undo_once_even_if_signalled_again(tmp_path, sig):
 def test_exit_paths_run_every_undo(tmp_path, body):
     out, code = _child_with_undos(tmp_path, body)
     proc, _ = spawn(code)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=120)
     assert out.read_text().split() == ["B", "A"]
 
 
