@@ -15,12 +15,12 @@ import numpy as np
 from . import journal as J
 from .state import (BARRIER, CLOSE, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT,
                     EV_DEV, EV_START, EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA,
-                    HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA,
+                    FH, FT, HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA,
                     I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_INODE_WRITE, I_POLICY, I_QUANTUM,
                     I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT,
-                    W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, jit, pop, push,
-                    reset)
+                    W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit,
+                    pop, push, reset)
 
 __all__ = ["run_batch", "HAVE_NUMBA"]
 
@@ -118,7 +118,7 @@ def _barrier(i, t, hf, hn, ji, ti, core):
         return True
     for j in range(ti.shape[0]):
         if ti[j, WAIT] == W_BARRIER:
-            push(hf, hn, ji, t, EV_START, j)
+            fpush(hf, hn, ji, t, j, ti.shape[0])
     return False
 
 
@@ -205,7 +205,7 @@ def _wake(t, k, whole, hf, hn, ji, ti):
     for j in range(ti.shape[0]):
         w = ti[j, WAIT]
         if w == W_LOCK or (whole and w == W_COMMIT and ti[j, WTXN] <= k):
-            push(hf, hn, ji, t, EV_START, j)
+            fpush(hf, hn, ji, t, j, ti.shape[0])
 
 
 @jit
@@ -224,16 +224,23 @@ def _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q):
 
 
 @jit
-def _next_core(ct, cs, hf, hn, ji):
-    """The core whose CPU event comes before the heap's top (time, then sequence), or -1."""
-    best = -1
+def _before(t1, s1, t2, s2):
+    return t1 < t2 or (t1 == t2 and s1 < s2)
+
+
+@jit
+def _next(ct, cs, hf, hn, ji, fb):
+    """Source of the next event by (time, sequence): core k >= 0, the heap (-1), the FIFO
+    of starts at fb (-2), or -3 when none is left. Cores keep their own slots."""
+    best, bt, bs = -3, np.inf, 0
     for k in range(ct.size):
-        if ct[k] < np.inf and (best < 0 or ct[k] < ct[best]
-                               or (ct[k] == ct[best] and cs[k] < cs[best])):
-            best = k
-    if best >= 0 and ji[HSIZE] > 0:
-        if hf[0] < ct[best] or (hf[0] == ct[best] and hn[0, 0] < cs[best]):
-            return -1
+        if ct[k] < np.inf and (best < 0 or _before(ct[k], cs[k], bt, bs)):
+            best, bt, bs = k, ct[k], cs[k]
+    if ji[HSIZE] > 0 and (best == -3 or _before(hf[0], hn[0, 0], bt, bs)):
+        best, bt, bs = -1, hf[0], hn[0, 0]
+    h = fb + ji[FH]
+    if ji[FH] < ji[FT] and (best == -3 or _before(hf[h], hn[h, 0], bt, bs)):
+        best = -2
     return best
 
 
@@ -245,8 +252,9 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs
     ct[:] = np.inf
     for i in range(spawn.size):
         push(hf, hn, ji, spawn[i], EV_START, i)
+    fb = hf.size - fifo_cap(ti.shape[0])
     while True:
-        k = _next_core(ct, cs, hf, hn, ji)
+        k = _next(ct, cs, hf, hn, ji, fb)
         if k >= 0:
             t = ct[k]
             ct[k] = np.inf
@@ -254,9 +262,15 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs
                     out_t, out_c)
             _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q)
             continue
-        if ji[HSIZE] == 0:
+        if k == -3:
             break
-        t, kind, idx = pop(hf, hn, ji)
+        if k == -2:                            # a start queued at the current time
+            t, kind, idx = hf[fb + ji[FH]], EV_START, hn[fb + ji[FH], 2]
+            ji[FH] += 1
+            if ji[FH] == ji[FT]:
+                ji[FH], ji[FT] = 0, 0
+        else:
+            t, kind, idx = pop(hf, hn, ji)
         if kind == EV_START or kind == EV_DEV:
             _step(idx, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
         elif kind == EV_COMMIT:
@@ -288,6 +302,7 @@ def run_batch(prog, pr, spawn, nz, cn, out_t, out_c, ncommit):
     core, crun, q = np.empty(ncores, np.int64), np.zeros(ncores), np.zeros(n + 1, np.int64)
     ct, cs = np.empty(ncores), np.zeros(ncores, np.int64)
     hcap = 3 * cap + 2 * n + ncores + 8        # bound on pending events
+    hcap += fifo_cap(n)                        # the FIFO of starts lives in the tail
     hf, hn = np.empty(hcap), np.empty((hcap, 3), np.int64)
     for r in range(spawn.shape[0]):
         ncommit[r] = _run_one(prog, pr, spawn[r], nz[r], cn[r], hf, hn, ji, jf, ti, tf, core, crun, ct,

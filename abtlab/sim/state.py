@@ -40,8 +40,8 @@ REM, SLICE, DIRTY = range(3)
 W_NONE, W_LOCK, W_COMMIT, W_BARRIER, W_DEV, W_CPU = range(6)
 # journal ints / floats
 RUN, COMMITTING, COMMITTED, NCOMMIT, PENDING, GEN, RESETS, LOCKED, NBAR, HANDLES, SEQ, \
-    QH, QT, QN, HSIZE = range(15)
-NJI = 15
+    QH, QT, QN, HSIZE, FH, FT = range(17)
+NJI = 17
 DEVFREE, FIRST, DEADLINE, GAP, LAST, EWMA_D = range(6)
 NJF = 6
 # events
@@ -94,6 +94,28 @@ def pop(hf, hn, ji):
             return t, kind, idx
         swap(hf, hn, j, m)
         j = m
+
+
+@jit
+def fifo_cap(n):
+    """Room for starts queued at the current time (wakes of up to n threads, a few times)."""
+    return 4 * n + 8
+
+
+@jit
+def fpush(hf, hn, ji, t, idx, n):
+    """Thread idx starts at the current time t. Such starts come in bulk (barrier, end of
+    a commit) and in (time, sequence) order, so a FIFO in the tail fifo_cap(n) slots of
+    the heap arrays keeps them ordered without heap work; the heap takes the rest."""
+    cap = fifo_cap(n)
+    if ji[FT] >= cap:
+        push(hf, hn, ji, t, EV_START, idx)
+        return
+    ji[SEQ] += 1
+    j = hf.size - cap + ji[FT]
+    ji[FT] += 1
+    hf[j] = t
+    hn[j, 0], hn[j, 1], hn[j, 2] = ji[SEQ], EV_START, idx
 
 
 @jit
