@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -123,6 +124,19 @@ def endless_low(tmp_path, root):
     return proc
 
 
+def endless_reads(tmp_path, root):
+    """A program that, once started, makes only 2 MB reads (dd alternates reads with
+    writes, which switch back to the highest frequency): after the first switch down the
+    setting stays low, so what a SIGKILL leaves behind is known."""
+    env = sera.environment(table_file(tmp_path, hold_ns=600 * 10**9), tmp_path / "dec", root)
+    code = "import os\nfd = os.open('/dev/zero', os.O_RDONLY)\nwhile True:\n    os.read(fd, 2 << 20)\n"
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env})
+    if not wait_for(lambda: str(READ_KHZ) in speeds(root)):
+        proc.kill()
+        pytest.fail("libsera never switched the fake CPU down")
+    return proc
+
+
 def test_sigterm_restores(built_backends, tmp_path):
     root = fake_cpus(tmp_path / "cpu")
     proc = endless_low(tmp_path, root)
@@ -140,7 +154,7 @@ def test_sigkill_leaves_last_setting_and_frequency_pin_restores(built_backends, 
     cf0 = root / "cpu0" / "cpufreq"
     with FrequencyPin(HIGH, root=str(root)):
         assert (cf0 / "scaling_governor").read_text().strip() == "userspace"
-        proc = endless_low(tmp_path, root)
+        proc = endless_reads(tmp_path, root)
         proc.kill()
         proc.wait(30)
         assert str(READ_KHZ) in speeds(root)       # SIGKILL cannot be caught
