@@ -19,6 +19,11 @@ class AbtAccessor:
         from .summary import point_stats
         return point_stats(self._ds, var)
 
+    def slowdown(self, var="throughput", level=0.95):
+        """Ratio of var to its value at the lowest frequency, per configuration, with CIs."""
+        from .stats import slowdown
+        return slowdown(self._ds, var, level=level)
+
     def plot_throughput(self, facet=None, ax=None):
         from .plots import plot_throughput
         return plot_throughput(self._ds, facet=facet, ax=ax)

@@ -99,3 +99,13 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     np.testing.assert_array_equal(got["throughput"].values, ref["throughput"].values)
     assert int((got[schema.RUN_ID] >= 0).sum()) == 16
     assert got.sizes["op"] == ref.sizes["op"]
+
+
+def test_accessor_slowdown_on_simulated_run():
+    ds = sweep.run("sim", {"policy": ["ext4"], "freq_ghz": [1.6, 3.3], "threads": [32],
+                           "file_size": [131072], "record_size": [32768], "files": [1],
+                           "device": ["hdd7200"]}, reps=3, quiet=True, freq_mode="simulated")
+    sd = ds.abt.slowdown()
+    assert float(sd["ratio"].sel(freq_ghz=1.6).squeeze()) == 1.0
+    r = sd.sel(freq_ghz=3.3).squeeze()
+    assert float(r["ci_low"]) <= float(r["ratio"]) <= float(r["ci_high"])
