@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "abt_dilate.h"
+#include "abt_gate.h"
 #include "abt_opts.h"
 #include "abt_trace.h"
 
@@ -48,9 +49,7 @@ typedef struct {
 static uint32_t g_pid;
 static pthread_barrier_t g_barrier;
 /* start gate: threads run only once all were created, or leave if one was not */
-static pthread_mutex_t g_gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
-static int g_gate = 0; /* 0 closed, 1 go, -1 abort */
+static abt_gate g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
 static void usage(FILE *f)
 {
@@ -184,23 +183,6 @@ static int op_done(worker *w, abt_span *s, uint16_t op, uint16_t flags, long ret
     return 0;
 }
 
-static int wait_gate(void)
-{
-    pthread_mutex_lock(&g_gate_mu);
-    while (g_gate == 0) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
-    int go = g_gate > 0;
-    pthread_mutex_unlock(&g_gate_mu);
-    return go;
-}
-
-static void open_gate(int value)
-{
-    pthread_mutex_lock(&g_gate_mu);
-    g_gate = value;
-    pthread_cond_broadcast(&g_gate_cv);
-    pthread_mutex_unlock(&g_gate_mu);
-}
-
 static void write_file(worker *w, int fd, uint16_t dflag)
 {
     const opts *o = w->o;
@@ -227,7 +209,7 @@ static void *run_thread(void *arg)
 {
     worker *w = arg;
     const opts *o = w->o;
-    if (!wait_gate()) return NULL;
+    if (!abt_gate_wait(&g_gate)) return NULL;
     char path[PATH_MAX];
     file_path(path, sizeof path, o->dir, w->idx);
     uint16_t dflag = o->direct ? ABT_F_DIRECT : 0;
@@ -280,14 +262,14 @@ static uint64_t run_all(worker *ws, long n)
         int e = pthread_create(&ws[i].th, &attr, run_thread, &ws[i]);
         if (e) {
             fprintf(stderr, "%s: cannot start thread %ld: %s\n", PROG, i, strerror(e));
-            open_gate(-1);
+            abt_gate_open(&g_gate, -1);
             for (long j = 0; j < i; j++) pthread_join(ws[j].th, NULL);
             return 0;
         }
     }
     pthread_attr_destroy(&attr);
     uint64_t t0 = abt_now_ns();
-    open_gate(1);
+    abt_gate_open(&g_gate, 1);
     for (long i = 0; i < n; i++) pthread_join(ws[i].th, NULL);
     return abt_now_ns() - t0;
 }

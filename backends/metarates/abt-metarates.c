@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "abt_dilate.h"
+#include "abt_gate.h"
 #include "abt_opts.h"
 #include "abt_trace.h"
 
@@ -45,9 +46,7 @@ typedef struct {
 /* Everything workers share; one MAP_SHARED mapping, so forked children too. */
 typedef struct {
     _Alignas(64) pthread_barrier_t barrier;
-    pthread_mutex_t gate_mu;
-    pthread_cond_t gate_cv;
-    int gate; /* 0 closed, 1 go, -1 abort: start only once every worker exists */
+    abt_gate gate; /* start only once every worker exists */
     const opts *o;
     uint64_t per; /* record slots per worker */
     wstate *ws;
@@ -161,28 +160,11 @@ static int op_done(uint32_t idx, abt_span *s, uint16_t op, long ret, int err)
     return 0;
 }
 
-static int wait_gate(void)
-{
-    pthread_mutex_lock(&g_sh->gate_mu);
-    while (g_sh->gate == 0) pthread_cond_wait(&g_sh->gate_cv, &g_sh->gate_mu);
-    int go = g_sh->gate > 0;
-    pthread_mutex_unlock(&g_sh->gate_mu);
-    return go;
-}
-
-static void open_gate(int value)
-{
-    pthread_mutex_lock(&g_sh->gate_mu);
-    g_sh->gate = value;
-    pthread_cond_broadcast(&g_sh->gate_cv);
-    pthread_mutex_unlock(&g_sh->gate_mu);
-}
-
 /* One worker: barrier, then open/fsync/close per file; stops at the first failure. */
 static int run_worker(uint32_t idx)
 {
     const opts *o = g_sh->o;
-    if (!wait_gate()) return 0;
+    if (!abt_gate_wait(&g_sh->gate)) return 0;
     g_sh->ws[idx].pid = (uint32_t)getpid();
     abt_span s;
     abt_span_begin(&s, o->dilate);
@@ -225,17 +207,10 @@ static shared *make_shared(const opts *o)
     sh->recs = recs ? (abt_record *)(sh->ws + o->workers) : NULL;
     int pshared = o->processes ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
     pthread_barrierattr_t ba;
-    pthread_mutexattr_t ma;
-    pthread_condattr_t ca;
     pthread_barrierattr_init(&ba);
     pthread_barrierattr_setpshared(&ba, pshared);
     pthread_barrier_init(&sh->barrier, &ba, (unsigned)o->workers);
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setpshared(&ma, pshared);
-    pthread_mutex_init(&sh->gate_mu, &ma);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setpshared(&ca, pshared);
-    pthread_cond_init(&sh->gate_cv, &ca);
+    abt_gate_init(&sh->gate, pshared);
     return sh;
 }
 
@@ -251,7 +226,7 @@ static uint64_t run_threads(long n)
         int e = pthread_create(&th[i], &attr, thread_main, (void *)(uintptr_t)i);
         if (e) {
             fprintf(stderr, "%s: cannot start thread %ld: %s\n", PROG, i, strerror(e));
-            open_gate(-1);
+            abt_gate_open(&g_sh->gate, -1);
             for (long j = 0; j < i; j++) pthread_join(th[j], NULL);
             free(th);
             return 0;
@@ -260,7 +235,7 @@ static uint64_t run_threads(long n)
     pthread_attr_destroy(&attr);
     if (!th) return 0;
     uint64_t t0 = abt_now_ns();
-    open_gate(1);
+    abt_gate_open(&g_sh->gate, 1);
     for (long i = 0; i < n; i++) pthread_join(th[i], NULL);
     free(th);
     return abt_now_ns() - t0;
@@ -274,7 +249,7 @@ static uint64_t run_processes(long n)
         if (pids[i] == 0) _exit(run_worker((uint32_t)i) ? 1 : 0);
         if (pids[i] < 0) {
             fprintf(stderr, "%s: cannot start process %ld: %s\n", PROG, i, strerror(errno));
-            open_gate(-1);
+            abt_gate_open(&g_sh->gate, -1);
             for (long j = 0; j < i; j++) waitpid(pids[j], NULL, 0);
             free(pids);
             return 0;
@@ -282,7 +257,7 @@ static uint64_t run_processes(long n)
     }
     if (!pids) return 0;
     uint64_t t0 = abt_now_ns();
-    open_gate(1);
+    abt_gate_open(&g_sh->gate, 1);
     for (long i = 0; i < n; i++) {
         int st;
         /* a child that died without reporting counts as failed */
