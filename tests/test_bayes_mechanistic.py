@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from abtlab.bayes.mechanistic import LATENTS, curves, fit_mechanistic, mechanistic_table
+from abtlab.bayes.mechanistic import curves, fit_mechanistic, mechanistic_table
 from abtlab.errors import ConfigError
 from bayes_data import planted
 

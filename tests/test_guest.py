@@ -27,7 +27,7 @@ def test_parse_info_reads_stock_and_patched_counters():
 def test_run_cpio_unpacks_with_cpio(tmp_path):
     blob = guest.run_cpio({"run.env": b"A=1\n", "odd": b"12345"})
     (tmp_path / "r.gz").write_bytes(blob)
-    subprocess.run(f"zcat r.gz | cpio -id --quiet", shell=True, cwd=tmp_path, check=True)
+    subprocess.run("zcat r.gz | cpio -id --quiet", shell=True, cwd=tmp_path, check=True)
     assert (tmp_path / "abt" / "run.env").read_bytes() == b"A=1\n"
     assert (tmp_path / "abt" / "odd").read_bytes() == b"12345"
 

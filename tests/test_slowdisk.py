@@ -6,8 +6,6 @@ import os
 import signal
 import statistics
 import subprocess
-import sys
-import textwrap
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -19,6 +17,7 @@ from abtlab.system import slowdisk
 from abtlab.system.device import PROFILES, parse_profile
 from abtlab.system.scratchfs import ScratchFS
 from abtlab.system.slowdisk import SlowDisk, fuse_mounts, model_args
+from childproc import spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 PROG = ROOT / "backends" / "slowdisk" / "abt-slowdisk"
@@ -159,20 +158,6 @@ def test_a_daemon_that_never_mounts_is_reported_and_cleaned(built, tmp_path, mon
         with SlowDisk("hdd7200", tmp_path):
             pass
     assert list(tmp_path.iterdir()) == []
-
-
-def spawn(code: str):
-    """Start a python child running `code`; return once it printed READY."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith("READY"):
-            return proc, lines
-    proc.wait(30)
-    raise AssertionError(f"child never got READY: {''.join(lines)} {proc.stderr.read()}")
 
 
 _CHILD = """

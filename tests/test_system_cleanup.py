@@ -5,29 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from abtlab.system import cleanup
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def spawn(code: str) -> subprocess.Popen:
-    """Start a python child running `code`; return once it printed READY."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith("READY"):
-            return proc, lines
-    proc.wait(30)
-    raise AssertionError(f"child never got READY: {''.join(lines)} {proc.stderr.read()}")
+from childproc import spawn
 
 
 def finish(proc, sig=signal.SIGTERM):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import journal as J
-from .state import (BARRIER, CLOSE, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT,
+from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT,
                     EV_DEV, EV_START, EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA,
                     FH, FT, HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA,
                     I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_INODE_WRITE, I_POLICY, I_QUANTUM,

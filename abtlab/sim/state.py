@@ -7,8 +7,6 @@ beforehand with numpy (core.draws), one generator per repetition.
 """
 from __future__ import annotations
 
-import numpy as np
-
 try:  # numba is optional: the same functions run uncompiled without it
     from numba import njit
     HAVE_NUMBA = True
