@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import ConfigError
 from .data import config_frame, factors_of, model_table
 from .design import ConfigDesign
-from .sampling import diagnostics, sample
+from .sampling import diagnostics, draws, sample
 
 __all__ = ["HierarchicalFit", "fit_hierarchical", "build_model"]
 
@@ -127,8 +127,7 @@ class HierarchicalFit:
     diagnostics: dict = field(default_factory=dict)
 
     def _draws(self, name):
-        v = self.idata.posterior[name]
-        return np.asarray(v).reshape(-1, *v.shape[2:])
+        return draws(self.idata, name)
 
     def p_slowdown(self):
         """Per measured configuration: P(slope < 0), slope mean and 90% interval."""

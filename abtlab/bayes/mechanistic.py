@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import ConfigError
 from .data import commit_durations, config_frame, model_table
 from .design import ConfigDesign
-from .sampling import diagnostics, sample
+from .sampling import diagnostics, draws, sample
 
 __all__ = ["MechanisticFit", "fit_mechanistic", "mechanistic_table", "curves"]
 
@@ -129,8 +129,7 @@ class MechanisticFit:
     diagnostics: dict = field(default_factory=dict)
 
     def _d(self, name):
-        v = self.idata.posterior[name]
-        return np.asarray(v).reshape(-1, *v.shape[2:])
+        return draws(self.idata, name)
 
     def latents(self, configs, seed=0):
         """Draws (draws x configs) of each latent, in ms on a log scale: fitted ones for

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["sample", "diagnostics", "SAMPLERS"]
+__all__ = ["sample", "diagnostics", "draws", "SAMPLERS"]
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 
@@ -61,3 +61,9 @@ def diagnostics(idata, var_names, info=None):
         out.update(info)
         out["ess_per_s"] = out["ess_bulk_min"] / max(info["sample_s"], 1e-9)
     return out
+
+
+def draws(idata, name):
+    """Posterior draws of `name` with chains and draws flattened into the first axis."""
+    v = idata.posterior[name]
+    return np.asarray(v).reshape(-1, *v.shape[2:])
