@@ -137,16 +137,21 @@ def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entrie
     return add_lock_speedup(ds)
 
 
+def _add_speedup(ds, dim, num, den, name, desc, level):
+    """elapsed_median and name = t_num / t_den (geometric mean over reps) with CI bounds."""
+    r = ratio_ci(ds.elapsed.sel({dim: num}, drop=True), ds.elapsed.sel({dim: den}, drop=True),
+                 level=level)
+    return ds.assign({
+        "elapsed_median": ds.elapsed.median("rep").assign_attrs(units="s"),
+        name: r.ratio.assign_attrs(units="1", long_name=desc),
+        f"{name}_lo": r.lo.assign_attrs(units="1", long_name=f"{level:.0%} CI low"),
+        f"{name}_hi": r.hi.assign_attrs(units="1", long_name=f"{level:.0%} CI high")})
+
+
 def add_lock_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:
     """Add elapsed_median and spin_speedup (= t_mutex / t_spin) with CI bounds."""
-    r = ratio_ci(ds.elapsed.sel(lock="mutex", drop=True), ds.elapsed.sel(lock="spin", drop=True),
-                 level=level)
-    desc = "t_mutex / t_spin, geometric mean over reps (> 1: spinlock faster)"
-    return ds.assign(
-        elapsed_median=ds.elapsed.median("rep").assign_attrs(units="s"),
-        spin_speedup=r.ratio.assign_attrs(units="1", long_name=desc),
-        spin_speedup_lo=r.lo.assign_attrs(units="1", long_name=f"{level:.0%} CI low"),
-        spin_speedup_hi=r.hi.assign_attrs(units="1", long_name=f"{level:.0%} CI high"))
+    return _add_speedup(ds, "lock", "mutex", "spin", "spin_speedup",
+                        "t_mutex / t_spin, geometric mean over reps (> 1: spinlock faster)", level)
 
 
 def load_reference(path=None) -> xr.Dataset:
@@ -262,14 +267,8 @@ def _dio_dataset(res, ncells, workloads, blocks, reps):
 
 def add_dio_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:
     """Add elapsed_median and direct_speedup (= t_buffered / t_direct) with CI bounds."""
-    r = ratio_ci(ds.elapsed.sel(mode="buffered", drop=True),
-                 ds.elapsed.sel(mode="direct", drop=True), level=level)
-    desc = "t_buffered / t_direct, geometric mean over reps (> 1: direct faster)"
-    return ds.assign(
-        elapsed_median=ds.elapsed.median("rep").assign_attrs(units="s"),
-        direct_speedup=r.ratio.assign_attrs(units="1", long_name=desc),
-        direct_speedup_lo=r.lo.assign_attrs(units="1", long_name=f"{level:.0%} CI low"),
-        direct_speedup_hi=r.hi.assign_attrs(units="1", long_name=f"{level:.0%} CI high"))
+    return _add_speedup(ds, "mode", "buffered", "direct", "direct_speedup",
+                        "t_buffered / t_direct, geometric mean over reps (> 1: direct faster)", level)
 
 
 def _heat(ax, da, title, cmap, vlim, fmt="{:.1f}"):

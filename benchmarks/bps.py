@@ -35,19 +35,6 @@ def synthetic(n, threads=8, seed=0):
     return r
 
 
-def fig3_python(starts, ends):
-    """Seed 001 Fig. 3 record by record (accumulating T, which the printed code means)."""
-    recs = sorted(zip(starts, ends))
-    total, (cs, ce) = 0, recs[0]
-    for s, e in recs[1:]:
-        if ce < s:
-            total += ce - cs
-            cs, ce = s, e
-        elif e > ce:
-            ce = e
-    return total + ce - cs
-
-
 def portion_union(starts, ends):
     import portion as P
     u = P.Interval(*[P.closed(s, e) for s, e in zip(starts, ends)])
@@ -83,7 +70,7 @@ def main(argv=None):
     s, e = recs["t_start_ns"].tolist(), recs["t_end_ns"].tolist()
     truth = int(bps.overlap_time(recs["t_start_ns"], recs["t_end_ns"]))
     if not a.skip_python:
-        tp, got = timed(fig3_python, s, e)
+        tp, got = timed(bps.overlap_time_fig3, s, e)
         assert got == truth, (got, truth)
         print(f"  Fig. 3 in plain Python, same {recs.size:,} records   {tp:7.3f} s   "
               f"ratio python/abtlab = {tp / ref:.1f}x")

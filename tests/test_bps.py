@@ -7,20 +7,6 @@ from abtlab.errors import ConfigError
 from abtlab.trace import RECORD_DTYPE, Flag, Op
 
 
-def fig3_reference(starts, ends):
-    """Seed 001 Fig. 3 in plain Python: sort by start, merge, add up merged lengths.
-    (The printed pseudo-code assigns T where it means to add to it; this adds.)"""
-    recs = sorted(zip(starts, ends))
-    total, (cs, ce) = 0, recs[0]
-    for s, e in recs[1:]:
-        if ce < s:
-            total += ce - cs
-            cs, ce = s, e
-        else:
-            ce = max(ce, e)
-    return total + ce - cs
-
-
 def records(intervals, nbytes=4096, op=Op.WRITE):
     r = np.zeros(len(intervals), RECORD_DTYPE)
     r["op"] = op
@@ -62,7 +48,7 @@ def test_overlap_time_matches_fig3_on_random_sets_both_code_paths():
     for n in (1, 2, 10, 1000):
         s = rng.integers(0, 10_000, n)
         e = s + rng.integers(0, 300, n)
-        ref = fig3_reference(s.tolist(), e.tolist())
+        ref = bps.overlap_time_fig3(s.tolist(), e.tolist())
         assert bps.overlap_time(s, e) == ref                 # unsorted path
         o = np.argsort(s, kind="stable")
         assert bps.overlap_time(s[o], e[o]) == ref           # sorted-by-start path
