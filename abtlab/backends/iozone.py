@@ -1,11 +1,10 @@
 """IOzone throughput-mode initial write (seed 000 Figs. 4-5) on a real scratch ext4."""
 from __future__ import annotations
 
-from .. import model, policies
+from .. import policies
 from ..errors import ConfigError
 from .base import Backend
-from .kdelayjc import mask_commit_measures, run_any
-from .realfs import program, real_available
+from .realfs import SCRATCH_OPTIONS, program, real_available, run_and_measure
 
 __all__ = ["IozoneBackend"]
 
@@ -17,11 +16,7 @@ class IozoneBackend(Backend):
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
                "record_size": 32 * 1024, "device": "none"}
     options = {"fsync": "fsync each file before close (IOzone -e), default True",
-               "direct": "O_DIRECT writes", "image_mb": "scratch image size",
-               "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
-               "guest": "run in the qemu guest kernel (kdelayjc policies always do)",
-               "guest_iops": "qemu disk throttling for the guest", "guest_smp": "guest vCPUs",
-               "guest_timeout": "seconds before the guest is killed"}
+               "direct": "O_DIRECT writes", **SCRATCH_OPTIONS}
 
     def available(self):
         return real_available("iozone", "abt-iozone")
@@ -48,10 +43,5 @@ class IozoneBackend(Backend):
             if ctx.options.get("direct"):
                 a.append("--direct")
             return a
-        res = run_any(argv, point, ctx, point["threads"] * point["file_size"])
-        res.scalars.update(model.measures(res.ops, res.commits, "iozone",
-                                          file_size=point["file_size"], fsync=fsync))
-        mask_commit_measures(res)  # guest runs count commits without per-commit records
-        if res.batches is not None:
-            res.scalars["batches"] = float(len(res.batches["open"]))
-        return res
+        return run_and_measure(argv, point, ctx, point["threads"] * point["file_size"], "iozone",
+                               file_size=point["file_size"], fsync=fsync)

@@ -1,10 +1,9 @@
 """Metarates file-creation-rate test (seed 000 Fig. 6) on a real scratch ext4."""
 from __future__ import annotations
 
-from .. import model, policies
+from .. import policies
 from .base import Backend
-from .kdelayjc import mask_commit_measures, run_any
-from .realfs import program, real_available
+from .realfs import SCRATCH_OPTIONS, program, real_available, run_and_measure
 
 __all__ = ["MetaratesBackend"]
 
@@ -14,11 +13,7 @@ class MetaratesBackend(Backend):
     description = ("N workers each create F files with open(O_CREAT)/fsync/close "
                    "(backends/metarates/abt-metarates)")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none"}
-    options = {"processes": "workers as processes instead of threads", "image_mb": "scratch image size",
-               "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
-               "guest": "run in the qemu guest kernel (kdelayjc policies always do)",
-               "guest_iops": "qemu disk throttling for the guest", "guest_smp": "guest vCPUs",
-               "guest_timeout": "seconds before the guest is killed"}
+    options = {"processes": "workers as processes instead of threads", **SCRATCH_OPTIONS}
 
     def available(self):
         return real_available("metarates", "abt-metarates")
@@ -36,9 +31,5 @@ class MetaratesBackend(Backend):
             if ctx.options.get("processes"):
                 a.append("--processes")
             return a
-        res = run_any(argv, point, ctx, point["threads"] * point["files"] * 4096)
-        res.scalars.update(model.measures(res.ops, res.commits, "metarates"))
-        mask_commit_measures(res)  # guest runs count commits without per-commit records
-        if res.batches is not None:
-            res.scalars["batches"] = float(len(res.batches["open"]))
-        return res
+        return run_and_measure(argv, point, ctx, point["threads"] * point["files"] * 4096,
+                               "metarates")

@@ -17,9 +17,18 @@ from .. import policies, trace
 from ..errors import RunError, UnavailableError
 from .base import Availability, RunResult
 
-__all__ = ["BACKENDS_DIR", "program", "real_available", "run_workload", "scratch_on_device"]
+__all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "program", "real_available", "run_workload",
+           "run_and_measure", "scratch_on_device"]
 
 BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
+
+# run options every real workload driver accepts (not swept)
+SCRATCH_OPTIONS = {
+    "image_mb": "scratch image size",
+    "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
+    "guest": "run in the qemu guest kernel (kdelayjc policies always do)",
+    "guest_iops": "qemu disk throttling for the guest", "guest_smp": "guest vCPUs",
+    "guest_timeout": "seconds before the guest is killed"}
 
 
 def program(folder: str, name: str) -> Path:
@@ -122,6 +131,19 @@ def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=
                                            workdir=workdir, image_dir=disk.mountpoint if disk else None))
         dev = disk or stack.enter_context(DeviceThrottle(profile, fs.major_minor))
         yield fs, dev
+
+
+def run_and_measure(argv_for, point, ctx, data_bytes, workload, **measure_kw) -> RunResult:
+    """Run the workload where its policy says (host or guest kernel), then add the
+    model's measures and the delayJC batch count."""
+    from .. import model
+    from .kdelayjc import mask_commit_measures, run_any
+    res = run_any(argv_for, point, ctx, data_bytes)
+    res.scalars.update(model.measures(res.ops, res.commits, workload, **measure_kw))
+    mask_commit_measures(res)  # guest runs count commits without per-commit records
+    if res.batches is not None:
+        res.scalars["batches"] = float(len(res.batches["open"]))
+    return res
 
 
 def _drop_caches():
