@@ -220,14 +220,9 @@ def load_grid(path) -> list[Item]:
     """Items of a grid TOML file: [[run]] tables with notebook, optional name, a
     `parameters` table (fixed values) and a `grid` table (lists, one item per
     combination). Notebook paths are relative to the file, or names in notebooks/."""
-    import tomllib
+    from .tomlfile import read_toml
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError("grid", str(path), "a TOML file of [[run]] tables")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError("grid", str(path), f"valid TOML ({e})") from None
+    data = read_toml(path, "grid", "a TOML file of [[run]] tables")
     runs = data.get("run")
     if not isinstance(runs, list) or not runs:
         raise ConfigError("grid.run", runs, "one or more [[run]] tables")

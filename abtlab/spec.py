@@ -24,11 +24,11 @@
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
+from .tomlfile import read_toml
 
 __all__ = ["Spec", "load_spec", "parse_spec", "run_spec"]
 
@@ -49,14 +49,7 @@ class Spec:
 
 
 def load_spec(path) -> Spec:
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError("spec", str(path), "an existing TOML file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("spec", str(path), f"valid TOML ({exc})") from None
-    return parse_spec(data)
+    return parse_spec(read_toml(path, "spec", "an existing TOML file"))
 
 
 def _int(data, key, lo, default):

@@ -140,15 +140,8 @@ def load_params(src) -> dict:
     A [device_overrides] table overrides the device preset's fields."""
     if isinstance(src, dict):
         return dict(src)
-    import pathlib
-    import tomllib
-    path = pathlib.Path(src)
-    if not path.is_file():
-        raise ConfigError("params", str(src), "a TOML file of SimParams fields, or a dict")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError("params", str(src), f"valid TOML ({e})") from None
+    from ..tomlfile import read_toml
+    data = read_toml(src, "params", "a TOML file of SimParams fields, or a dict")
     data.pop("calibration", None)          # provenance table, not a parameter
     return data
 
