@@ -14,7 +14,25 @@ def point_stats(ds, var: str, level: float = 0.95):
 
 
 def provenance_label(ds) -> str:
-    """'measured', 'emulated frequency' or 'simulated': goes on every plot."""
+    """'measured', 'emulated frequency' or 'simulated', and 'emulated device' when the
+    disk was the FUSE latency model: goes on every plot."""
     mode = ds.attrs.get("freq_mode", "?")
-    return {"real": "measured", "emulated": "measured, emulated frequency",
-            "simulated": "SIMULATED"}.get(mode, mode)
+    label = {"real": "measured", "emulated": "measured, emulated frequency",
+             "simulated": "SIMULATED"}.get(mode, mode)
+    if mode != "simulated" and ds.attrs.get("device_emulation"):
+        label += f", emulated device ({_emulated_devices(ds)})"
+    return label
+
+
+def _emulated_devices(ds) -> str:
+    """Which device levels were the FUSE latency model (a sweep may mix them with none)."""
+    from .errors import ConfigError
+    from .system.device import parse_profile
+    names = []
+    for name in str(ds.attrs.get("device_profile", "")).split(" | "):
+        try:
+            if parse_profile(name.strip()).kind == "latency":
+                names.append(name.strip())
+        except ConfigError:
+            continue
+    return ", ".join(names) or "see attrs"
