@@ -1,21 +1,10 @@
-"""A self-contained HTML page of figures and tables (images embedded as base64 PNG)."""
+"""A self-contained HTML page (the report index): sections of trusted HTML made by abtlab."""
 from __future__ import annotations
 
-import base64
 import html
-import io
 from pathlib import Path
 
-__all__ = ["fig_to_img", "write_page"]
-
-
-def fig_to_img(fig, alt="figure") -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode()
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+__all__ = ["write_page"]
 
 
 def write_page(path, title: str, sections: list[tuple[str, str]]) -> Path:
