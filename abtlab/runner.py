@@ -27,31 +27,35 @@ def _devices(v):
     return words
 
 
+def _freq_axis(be, freq):
+    """A simulator's frequencies are simulated whatever the prefix; a real backend's must
+    say emulated:, real: or native."""
+    if be.simulated:
+        axis = parse_freq(freq if freq is not None else "2.0", default_mode="simulated")
+        axis.mode = "simulated"
+        return axis
+    axis = parse_freq(freq if freq is not None else "native")
+    if axis.mode == "simulated":
+        raise ConfigError("freq", freq, "emulated:... | real:... | native for a real backend")
+    return axis
+
+
 def build_levels(backend, freq=None, **factors):
     """Return (levels, options) for a backend from user values (strings or lists)."""
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels, options = {}, {}
     for name, default in be.factors.items():
         if name == "freq_ghz":
-            default_mode = "simulated" if be.name == "sim" else None
-            axis = parse_freq(freq if freq is not None else ("simulated:2.0" if be.name == "sim" else "native"),
-                              default_mode=default_mode)
-            if be.name == "sim" and axis.mode != "simulated":
-                axis.mode = "simulated"
-            if be.name != "sim" and axis.mode == "simulated":
-                raise ConfigError("freq", freq, "emulated:... | real:... | native for a real backend")
+            axis = _freq_axis(be, freq)
             levels[name] = axis.levels
             options["freq_mode"] = axis.mode
             continue
         value = factors.pop(name, None)
+        parse = {**_PARSERS, **be.factor_parsers}.get(name)
         if value is None:
             levels[name] = [default]
-        elif name == "device" and be.name == "sim":
-            levels[name] = parse_words(value, "device")  # simulator presets; checked by validate_point
-        elif name in _PARSERS:
-            if isinstance(value, (list, tuple)) and name == "policy":
-                value = ";".join(map(str, value))
-            levels[name] = _PARSERS[name](value)
+        elif parse is not None:
+            levels[name] = parse(value)
         else:
             levels[name] = be.parse_factor(name, value)
     allowed = set(getattr(be, "options", {}) or {}) | {"freq_mode"}

@@ -115,7 +115,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
         return Task(backend if isinstance(backend, str) else be, points[i], i, r,
                     run_seed(seed, i, r), options, f_ref, freq_mode, q)
 
-    real_io = be.name != "sim"
+    real_io = not be.simulated
     ex = make_executor(scheduler, workers=workers, real_io=real_io)
     rng = np.random.default_rng(seed)
     try:
@@ -135,8 +135,8 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
                 more = _more_reps(rule, points, levels, done, wanted)
                 if not more:
                     break
+                prog.total += sum(n - wanted[i] for i, n in more.items())
                 wanted.update(more)
-                prog.total += sum(more[i] - len(_values(done, i, rule.metric)) for i in more)
                 continue
             if shuffle:
                 rng.shuffle(todo)
@@ -162,15 +162,20 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     return ds
 
 
-def _values(done, i, metric):
-    return np.array([float(p[metric]) for p in done.values()
-                     if int(p.attrs["point_index"]) == i and metric in p])
+def _values_by_point(done, metric) -> dict:
+    """point index -> array of metric over its finished runs (one pass over the parts)."""
+    out: dict = {}
+    for p in done.values():
+        if metric in p:
+            out.setdefault(int(p.attrs["point_index"]), []).append(float(p[metric]))
+    return {i: np.array(v) for i, v in out.items()}
 
 
 def _more_reps(rule, points, levels, done, wanted):
     """Points whose CI is still too wide get more runs (about what the CI asks, capped)."""
     from .stats import ci_halfwidth
-    rhw = {i: ci_halfwidth(_values(done, i, rule.metric), rule.level) for i in wanted}
+    values = _values_by_point(done, rule.metric)
+    rhw = {i: ci_halfwidth(values.get(i, np.array([])), rule.level) for i in wanted}
     if rule.on == "slowdown" and "freq_ghz" in levels:
         # ratio CI (delta method on means): relative half-widths add in quadrature
         f_low = min(levels["freq_ghz"])

@@ -60,6 +60,10 @@ class Backend:
     factors: dict = {}
     # option name -> help text; options are per-run settings that are not swept
     options: dict = {}
+    # True for a model of the machine (runs anywhere, freq_mode "simulated", no real I/O)
+    simulated: bool = False
+    # factor -> parser(value) -> levels, overriding the runner's (e.g. simulator device presets)
+    factor_parsers: dict = {}
 
     def available(self) -> Availability:
         return Availability(True)

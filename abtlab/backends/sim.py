@@ -5,6 +5,7 @@ freq_mode="simulated". Options (ctx.options): workload (iozone | metarates), cor
 and any other abtlab.sim.SimParams field."""
 from __future__ import annotations
 
+from ..levels import parse_words
 from .base import Availability, Backend, RunResult
 
 __all__ = ["SimBackend"]
@@ -16,6 +17,9 @@ class SimBackend(Backend):
     factors = {"policy": "ext4", "freq_ghz": 3.3, "threads": 64, "file_size": 128 * 1024,
                "record_size": 32 * 1024, "files": 1, "device": "loop"}
     options = {"workload": "iozone", "cores": 4, "params": None}
+    simulated = True
+    # device levels are simulator presets, checked by validate_point, not machine profiles
+    factor_parsers = {"device": lambda v: parse_words(v, "device")}
 
     def available(self) -> Availability:
         from ..sim.state import HAVE_NUMBA
