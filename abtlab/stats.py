@@ -27,7 +27,7 @@ from . import schema
 from .errors import ConfigError
 
 __all__ = ["point_summary", "slowdown", "slowdown_table", "test_slowdown", "anova", "regress",
-           "ci_halfwidth", "reps_needed", "ratio_ci", "ratio_halfwidth", "format_ratio", "RATIO_METHODS",
+           "ci_halfwidth", "reps_needed", "reps_for_cv", "ratio_ci", "ratio_halfwidth", "format_ratio", "RATIO_METHODS",
            "CORRECTIONS"]
 
 RATIO_METHODS = ("fieller", "delta", "bootstrap")
@@ -116,8 +116,15 @@ def reps_needed(values, target_rel_halfwidth, level=0.95) -> int:
         return 2
     if x.mean() == 0:
         raise ConfigError("values", "mean 0", "a sample with a non-zero mean")
-    cv = x.std(ddof=1) / abs(x.mean())
-    n = max(2, math.ceil((1.96 * cv / target_rel_halfwidth) ** 2))
+    return reps_for_cv(x.std(ddof=1) / abs(x.mean()), target_rel_halfwidth, level)
+
+
+def reps_for_cv(cv, target_rel_halfwidth, level=0.95) -> int:
+    """Smallest n (>= 2) whose t-CI half-width t(n-1) * cv / sqrt(n) meets the target."""
+    from scipy.stats import norm
+    if cv == 0:
+        return 2
+    n = max(2, math.ceil((norm.ppf(0.5 + level / 2) * cv / target_rel_halfwidth) ** 2))
     while _tcrit(float(level), float(n - 1)) * cv / math.sqrt(n) > target_rel_halfwidth:
         n += 1  # t > z for small n: a few steps at most
     return n

@@ -172,22 +172,44 @@ def _values_by_point(done, metric) -> dict:
 
 
 def _more_reps(rule, points, levels, done, wanted):
-    """Points whose CI is still too wide get more runs (about what the CI asks, capped)."""
-    from .stats import ci_halfwidth
+    """Points whose CI is still too wide get more runs: as many as their observed RSD
+    says the target needs (t-quantile at that count), at most doubling per round so a
+    misleading pilot cannot spend the whole budget at once."""
+    from .stats import ci_halfwidth, reps_for_cv
     values = _values_by_point(done, rule.metric)
-    rhw = {i: ci_halfwidth(values.get(i, np.array([])), rule.level) for i in wanted}
+    empty = np.array([])
+    rhw = {i: ci_halfwidth(values.get(i, empty), rule.level) for i in wanted}
+    cv = {i: _cv(values.get(i, empty)) for i in wanted}
     if rule.on == "slowdown" and "freq_ghz" in levels:
         # ratio CI (delta method on means): relative half-widths add in quadrature
         f_low = min(levels["freq_ghz"])
         ref = {_config(p): i for i, p in enumerate(points) if p["freq_ghz"] == f_low}
-        rhw = {i: float(np.hypot(h, rhw[ref[_config(points[i])]])) for i, h in rhw.items()}
+        pair = {i: ref[_config(points[i])] for i in rhw}
+        rhw, cv = _ratio_spread(pair, rhw), _ratio_spread(pair, cv)
     more = {}
     for i, h in rhw.items():
         n = wanted[i]
         if h > rule.target and n < rule.max:
-            need = int(np.ceil(n * (h / rule.target) ** 2)) if np.isfinite(h) else n + 1
+            need = reps_for_cv(cv[i], rule.target, rule.level) if np.isfinite(cv[i]) else n + 1
             more[i] = int(min(rule.max, max(n + 1, min(need, 2 * n))))
     return more
+
+
+def _ratio_spread(pair, own):
+    """Per point, the spread of its ratio to its reference (own values in quadrature);
+    a reference point takes the widest of its ratios, so it also gets more runs."""
+    out = {i: float(np.hypot(own[i], own[r])) for i, r in pair.items() if r != i}
+    for i, r in pair.items():
+        if r == i:
+            out[i] = max([out[j] for j, rj in pair.items() if rj == i and j != i] or [own[i]])
+    return out
+
+
+def _cv(x):
+    """Relative standard deviation of a point's runs (inf when it cannot be estimated)."""
+    if x.size < 2 or x.mean() == 0:
+        return np.inf
+    return float(x.std(ddof=1) / abs(x.mean()))
 
 
 def _config(point):

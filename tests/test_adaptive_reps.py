@@ -1,0 +1,91 @@
+"""The adaptive repetition rule of abtlab.sweep: how many more runs a point gets."""
+import numpy as np
+import pytest
+import xarray as xr
+
+from abtlab import stats, sweep
+from abtlab.errors import ConfigError
+
+
+def _done(values_by_point):
+    """Finished parts as the sweep holds them: name -> one-run Dataset."""
+    done = {}
+    for i, vals in values_by_point.items():
+        for r, v in enumerate(vals):
+            done[f"p{i}-r{r}"] = xr.Dataset({"throughput": v}, attrs={"point_index": i})
+    return done
+
+
+def _sample(rng, n, cv):
+    """n values with exactly this sample RSD (so the test does not depend on luck)."""
+    z = rng.standard_normal(n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    return 100.0 * (1 + cv * z)
+
+
+def test_noisy_point_gets_what_its_rsd_needs_quiet_point_none():
+    rng = np.random.default_rng(0)
+    rule = sweep.Reps(min=5, max=50, target=0.05)
+    points = [{"threads": 1}, {"threads": 2}]
+    done = _done({0: _sample(rng, 10, 0.02), 1: _sample(rng, 10, 0.10)})
+    more = sweep._more_reps(rule, points, {"threads": [1, 2]}, done, {0: 10, 1: 10})
+    assert 0 not in more                                  # 0.02 RSD over 10 runs is enough
+    need = stats.reps_for_cv(0.10, 0.05)                  # t(n-1)*0.10/sqrt(n) <= 0.05
+    assert need == 18 and more[1] == need                 # within 2x: straight to the need
+
+
+def test_growth_is_capped_at_doubling_and_at_max():
+    rng = np.random.default_rng(1)
+    done = _done({0: _sample(rng, 5, 0.5)})
+    more = sweep._more_reps(sweep.Reps(min=5, max=50, target=0.05), [{"t": 1}], {"t": [1]},
+                            done, {0: 5})
+    assert more == {0: 10}
+    more = sweep._more_reps(sweep.Reps(min=5, max=8, target=0.05), [{"t": 1}], {"t": [1]},
+                            done, {0: 5})
+    assert more == {0: 8}
+
+
+def test_slowdown_target_also_grows_the_reference_point():
+    """The ratio against the lowest frequency is wide because the reference is noisy:
+    the reference must get more runs, not only the point divided by it."""
+    rng = np.random.default_rng(2)
+    levels = {"freq_ghz": [1.6, 3.3]}
+    points = sweep.expand(levels)
+    done = _done({0: _sample(rng, 5, 0.30), 1: _sample(rng, 5, 0.01)})
+    rule = sweep.Reps(min=5, max=50, target=0.05, on="slowdown")
+    more = sweep._more_reps(rule, points, levels, done, {0: 5, 1: 5})
+    assert more.get(0, 5) > 5 and more.get(1, 5) > 5
+    # on the mean, the quiet point is already done
+    more = sweep._more_reps(sweep.Reps(min=5, max=50, target=0.05), points, levels, done, {0: 5, 1: 5})
+    assert 1 not in more and more[0] == 10
+
+
+def test_reps_for_cv_uses_the_level():
+    assert stats.reps_for_cv(0.1, 0.05, 0.99) > stats.reps_for_cv(0.1, 0.05, 0.95) > \
+        stats.reps_for_cv(0.1, 0.05, 0.80)
+    for level in (0.8, 0.95, 0.99):
+        n = stats.reps_for_cv(0.1, 0.05, level)
+        assert stats._tcrit(level, n - 1) * 0.1 / np.sqrt(n) <= 0.05
+        assert stats._tcrit(level, n - 2) * 0.1 / np.sqrt(n - 1) > 0.05
+
+
+def test_adaptive_sweep_stops_each_point_at_target_or_max():
+    """Simulated sweep, points of different noise: every point ends within the target
+    or at the maximum, and the quieter points need fewer runs."""
+    from abtlab import runner
+    rule = sweep.Reps(min=4, max=30, target=0.03)
+    ds = runner.run("sim", reps=rule, seed=5, quiet=True, threads="16", policy="ext4,nojc",
+                    freq="1.6", device="hdd7200")
+    n = ds["throughput"].notnull().sum("rep").values.ravel()
+    hw = [stats.ci_halfwidth(v, 0.95) for v in
+          ds["throughput"].stack(p=["policy"]).transpose("p", ...).values.reshape(2, -1)]
+    for k, h in zip(n, hw):
+        assert h <= 0.03 or k == 30
+    assert n.min() < n.max()
+
+
+def test_bad_rule_names_the_field():
+    with pytest.raises(ConfigError, match="repetitions.on"):
+        sweep.Reps(on="median")
+    with pytest.raises(ConfigError, match="repetitions.max"):
+        sweep.Reps(min=5, max=4)
