@@ -159,3 +159,20 @@ def test_bad_input_names_the_field():
     with pytest.raises(ConfigError) as e:
         model.measures(trace(FIG5), None, "iozone", file_size=-1)
     assert e.value.field == "file_size"
+
+
+def test_spans_same_whether_records_grouped_by_thread_or_not():
+    """Recorders write each thread's records together; merged traces may interleave them.
+    Both orders give the same spans and measures."""
+    from abtlab.model.spans import op_durations, thread_spans
+    grouped = trace(FIG5 + iozone_thread(9, 30, 40, 45) + [(7, Op.OPEN, 1, 2, 0)])
+    mixed = grouped[np.random.default_rng(0).permutation(grouped.size)]
+    a, b = thread_spans(grouped), thread_spans(mixed)
+    for f in ("tids", "write_start", "write_end", "fsync_end", "bytes_written"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    assert list(a.tids) == [0, 1, 2, 3, 4, 7, 9] and a.bytes_written[0] == 100
+    assert not a.wrote[5] and a.fsync_end[5] == np.iinfo(np.int64).min
+    for x, y in zip(op_durations(grouped, Op.FSYNC), op_durations(mixed, Op.FSYNC)):
+        np.testing.assert_array_equal(x, y)
+    c = commits(L1)
+    assert model.measures(grouped, c, "iozone") == model.measures(mixed, c, "iozone")

@@ -84,6 +84,18 @@ def test_batched_repetitions_equal_single_runs():
         assert np.array_equal(one.ops, r.ops) and one.scalars == r.scalars
 
 
+def test_threaded_repetitions_equal_one_thread():
+    """Repetitions split over threads give exactly what one thread gives."""
+    p = sim.make(threads=16, cores=2, device="hdd7200")
+    seeds = np.arange(20, 41)
+    one, three = sim.run_raw(p, seeds, jobs=1), sim.run_raw(p, seeds, jobs=3)
+    for a, b in zip(one, three):
+        assert np.array_equal(a, b)
+    with pytest.raises(ConfigError) as e:
+        sim.run_raw(p, seeds, jobs=0)
+    assert e.value.field == "jobs"
+
+
 def test_params_from_dict_and_toml(tmp_path):
     f = tmp_path / "p.toml"
     f.write_text("cores = 3\nopen_us = 99.0\n[device_overrides]\ncommit_fixed_us = 1234.0\n")

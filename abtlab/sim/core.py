@@ -3,9 +3,13 @@ repetitions, and RunResults with op and commit traces and the model's measures
 (simulated data, labelled so)."""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .. import model
+from ..errors import ConfigError
 from ..backends.base import RunResult
 from ..trace import RECORD_DTYPE
 from . import state as K
@@ -86,18 +90,44 @@ def _lognormal(z, cv):
     return np.exp(z, out=z)
 
 
-def run_raw(p: SimParams, seeds, prog=None, pr=None):
-    """Run the kernel for every seed in one call.
+def _jobs(reps: int, jobs) -> int:
+    """Threads for one point's repetitions: every usable core once there are enough
+    repetitions to share (the kernel and the draws release the GIL)."""
+    if jobs is not None:
+        if not (isinstance(jobs, int) and jobs >= 1):
+            raise ConfigError("jobs", jobs, "an integer >= 1 (threads for the repetitions)")
+        return min(jobs, reps)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, reps // _MIN_CHUNK))
+
+
+_MIN_CHUNK = 8   # below this many repetitions per thread, a thread costs more than it saves
+
+
+def run_raw(p: SimParams, seeds, prog=None, pr=None, jobs=None):
+    """Run the kernel for every seed, in one compiled call per thread (`jobs` threads,
+    default: the usable cores when there are >= 16 repetitions). Every repetition has
+    its own seeded draws and fresh state, so the output does not depend on `jobs`.
     Returns (times (reps, threads*len(prog), 2) us, commits (reps, cap, 6) us, counts)."""
     prog = program(p) if prog is None else prog
     pr = vector(p) if pr is None else pr
     seeds = np.atleast_1d(np.asarray(seeds, np.int64))
     cap = p.threads * max(1, int(np.count_nonzero(prog == K.FSYNC))) + 1
-    spawn, nz, cn = draws(p, prog, seeds, cap)
     out_t = np.zeros((seeds.size, p.threads * prog.size, 2))
     out_c = np.zeros((seeds.size, cap, len(K.COMMIT_COLS)))
     counts = np.zeros(seeds.size, np.int64)
-    run_batch(prog, pr, spawn, nz, cn, out_t, out_c, counts)
+
+    def chunk(ix):
+        lo, hi = ix[0], ix[-1] + 1
+        spawn, nz, cn = draws(p, prog, seeds[lo:hi], cap)
+        run_batch(prog, pr, spawn, nz, cn, out_t[lo:hi], out_c[lo:hi], counts[lo:hi])
+
+    parts = [c for c in np.array_split(np.arange(seeds.size), _jobs(seeds.size, jobs)) if c.size]
+    if len(parts) == 1:
+        chunk(parts[0])
+    else:
+        with ThreadPoolExecutor(len(parts)) as ex:
+            list(ex.map(chunk, parts))
     return out_t, out_c, counts
 
 
@@ -123,10 +153,14 @@ def _to_ns(times, commits):
 def _traces(template, ns, cns):
     ops = template.copy()
     ops["t_start_ns"], ops["t_end_ns"] = ns[:, 0], ns[:, 1]
+    return ops, _commit_dict(cns)
+
+
+def _commit_dict(cns):
     c = {name: cns[:, j].copy() for j, name in enumerate(K.COMMIT_COLS)}
     c["locking"] = c["start"].copy()      # the model locks new handles from the commit's start
     c["logging"] = c["flushing"].copy()   # journal blocks are written once the device is free
-    return ops, c
+    return c
 
 
 def _attrs(p: SimParams) -> dict:
@@ -136,18 +170,21 @@ def _attrs(p: SimParams) -> dict:
             **p.as_attrs()}
 
 
-def run_reps(p: SimParams, seeds) -> list[RunResult]:
-    """RunResults of one point, one per seed (repetitions share one kernel call)."""
+def run_reps(p: SimParams, seeds, jobs=None) -> list[RunResult]:
+    """RunResults of one point, one per seed (repetitions share the kernel calls)."""
     prog = program(p)
-    times, commits, counts = run_raw(p, seeds, prog)
+    times, commits, counts = run_raw(p, seeds, prog, jobs=jobs)
     ns, cns = _to_ns(times, commits)          # one conversion for every repetition
-    template, attrs = _op_template(p, prog), _attrs(p)
+    ops = np.empty(ns.shape[:2], RECORD_DTYPE)  # every repetition's records in one array
+    ops[...] = _op_template(p, prog)
+    ops["t_start_ns"], ops["t_end_ns"] = ns[..., 0], ns[..., 1]
+    attrs = _attrs(p)
     size = p.file_size if p.workload == "iozone" else None
     out = []
     for r in range(counts.size):
-        ops, com = _traces(template, ns[r], cns[r, :counts[r]])
-        scalars = model.measures(ops, com, p.workload, file_size=size, fsync=p.fsync)
-        out.append(RunResult(scalars=scalars, ops=ops, commits=com, attrs=attrs))
+        com = _commit_dict(cns[r, :counts[r]])
+        scalars = model.measures(ops[r], com, p.workload, file_size=size, fsync=p.fsync)
+        out.append(RunResult(scalars=scalars, ops=ops[r], commits=com, attrs=attrs))
     return out
 
 

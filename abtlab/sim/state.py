@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 # numba keys that cache on each module's own source and freezes these constants into it:
 # after changing a constant here, touch journal.py and kernel.py so they recompile.
 # helpers stay separate functions (inlining tripled compile time for no measured gain)
-jit = njit(cache=True, error_model="numpy")
+jit = njit(cache=True, error_model="numpy", nogil=True)
 
 # op codes (abtlab.trace.Op)
 OPEN, WRITE, FSYNC, CLOSE, BARRIER = 1, 2, 3, 4, 12
