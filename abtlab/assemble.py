@@ -6,29 +6,38 @@ import numpy as np
 from . import schema
 from .trace import RECORD_DTYPE
 
-__all__ = ["result_to_part", "assemble"]
+__all__ = ["result_to_part", "assemble", "assemble_results"]
 
 _OP_MAP = {"op_tid": "tid", "op_kind": "op", "op_flags": "flags", "op_bytes": "bytes",
            "op_t_start": "t_start_ns", "op_t_end": "t_end_ns"}
+
+
+_TABLES = (("commits", schema.COMMIT_DIM, schema.COMMIT_COLUMNS),
+           ("batches", schema.BATCH_DIM, schema.BATCH_COLUMNS))
+
+
+def _result_tables(result) -> dict:
+    """A RunResult's trace tables as column -> int64 array (without the *_run columns)."""
+    ops = result.ops if result.ops is not None else np.zeros(0, RECORD_DTYPE)
+    cols = {col: np.asarray(ops[field]).astype(np.int64) for col, field in _OP_MAP.items()}
+    for table, _, columns in _TABLES:
+        src = getattr(result, table) or {}
+        n = max((len(v) for v in src.values()), default=0)
+        for col in columns:
+            if col.endswith("_run"):
+                continue
+            # a column the source does not provide (e.g. a kernel without run_stats) is -1
+            cols[col] = np.asarray(src.get(col.split("_", 1)[1], np.full(n, -1)), dtype=np.int64)
+    return cols
 
 
 def result_to_part(result, point: dict, point_index: int, rep: int):
     """One RunResult as a small Dataset (scalars + ragged tables), for the parts store."""
     import xarray as xr
     data = {k: ((), float(v)) for k, v in result.scalars.items()}
-    ops = result.ops if result.ops is not None else np.zeros(0, RECORD_DTYPE)
-    for col, field in _OP_MAP.items():
-        data[col] = ((schema.OP_DIM,), np.asarray(ops[field]).astype(np.int64))
-    for table, dim, columns in (("commits", schema.COMMIT_DIM, schema.COMMIT_COLUMNS),
-                                ("batches", schema.BATCH_DIM, schema.BATCH_COLUMNS)):
-        src = getattr(result, table) or {}
-        n = max((len(v) for v in src.values()), default=0)
-        for col in columns:
-            if col.endswith("_run"):
-                continue
-            key = col.split("_", 1)[1]
-            # a column the source does not provide (e.g. a kernel without run_stats) is -1
-            data[col] = ((dim,), np.asarray(src.get(key, np.full(n, -1)), dtype=np.int64))
+    dims = {**{c: schema.OP_DIM for c in schema.OP_COLUMNS},
+            **{c: dim for _, dim, cols in _TABLES for c in cols}}
+    data.update({c: ((dims[c],), v) for c, v in _result_tables(result).items()})
     attrs = {"point_index": point_index, "rep": rep,
              "point": _json(point), "run_attrs": _json(result.attrs)}
     return xr.Dataset(data, attrs=attrs)
@@ -39,36 +48,54 @@ def _json(d):
     return json.dumps(d, default=str, sort_keys=True)
 
 
+def _part_row(part):
+    """(point, rep, scalars, tables, run attrs) of a stored part."""
+    import json
+    scalars = {k: float(v) for k, v in part.data_vars.items() if v.ndim == 0}
+    tables = {c: part[c].values for c in part.data_vars if part[c].ndim == 1}
+    return (json.loads(part.attrs["point"]), int(part.attrs["point_index"]), int(part.attrs["rep"]),
+            scalars, tables, json.loads(part.attrs["run_attrs"]))
+
+
 def assemble(parts: list, levels: dict, attrs: dict):
     """Combine part Datasets into the run dataset.
 
     levels: factor -> list of levels (coordinate order); every part's point maps into it.
     """
-    import json
+    return _build([_part_row(p) for p in parts], levels, attrs)
 
+
+def assemble_results(runs: list, levels: dict, attrs: dict):
+    """The run dataset straight from (point, rep, RunResult) triples, without parts
+    (in-memory sweeps such as the simulator's). Run attrs are not merged: `attrs` is final."""
+    index = {}
+    rows = [(point, index.setdefault(_json(point), len(index)), rep, r.scalars,
+             _result_tables(r), {}) for point, rep, r in runs]
+    return _build(rows, levels, attrs)
+
+
+def _build(rows, levels, attrs):
     import xarray as xr
     dims = list(levels) + [schema.REP]
-    nrep = 1 + max((int(p.attrs["rep"]) for p in parts), default=0)
+    nrep = 1 + max((row[2] for row in rows), default=0)
     shape = [len(v) for v in levels.values()] + [nrep]
-    names = sorted({k for p in parts for k, v in p.data_vars.items() if v.ndim == 0})
+    names = sorted({k for row in rows for k in row[3]})
     arrays = {n: np.full(shape, np.nan) for n in names}
     run_id = np.full(shape, -1, dtype=np.int64)
-    tables = {c: [] for c in (*schema.OP_COLUMNS, *schema.COMMIT_COLUMNS, *schema.BATCH_COLUMNS)}
+    groups = ((schema.OP_COLUMNS, schema.OP_DIM), (schema.COMMIT_COLUMNS, schema.COMMIT_DIM),
+              (schema.BATCH_COLUMNS, schema.BATCH_DIM))
+    tables = {c: [] for cols, _ in groups for c in cols}
     run_attrs: dict = {}
-    parts = sorted(parts, key=lambda p: (int(p.attrs["point_index"]), int(p.attrs["rep"])))
-    for rid, part in enumerate(parts):
-        point = json.loads(part.attrs["point"])
-        idx = tuple(_level_index(levels[f], point[f]) for f in levels) + (int(part.attrs["rep"]),)
+    for rid, (point, _, rep, scalars, tabs, rattrs) in enumerate(sorted(rows, key=lambda r: (r[1], r[2]))):
+        idx = tuple(_level_index(levels[f], point[f]) for f in levels) + (rep,)
         run_id[idx] = rid
-        for n in names:
-            if n in part:
-                arrays[n][idx] = float(part[n])
-        for cols, dim in ((schema.OP_COLUMNS, schema.OP_DIM), (schema.COMMIT_COLUMNS, schema.COMMIT_DIM),
-                          (schema.BATCH_COLUMNS, schema.BATCH_DIM)):
-            n = part.sizes.get(dim, 0)
+        for n, v in scalars.items():
+            arrays[n][idx] = v
+        for cols, _ in groups:
+            n = len(next((tabs[c] for c in cols if c in tabs), ()))
             for c in cols:
-                tables[c].append(np.full(n, rid, np.int64) if c.endswith("_run") else part[c].values)
-        for k, v in json.loads(part.attrs["run_attrs"]).items():
+                tables[c].append(np.full(n, rid, np.int64) if c.endswith("_run") else tabs[c])
+        for k, v in rattrs.items():
             run_attrs.setdefault(k, [])
             if v not in run_attrs[k]:
                 run_attrs[k].append(v)
@@ -77,8 +104,7 @@ def assemble(parts: list, levels: dict, attrs: dict):
         meta = schema.VARIABLES.get(n)
         data[n] = (dims, arr, {"units": meta.units, "long_name": meta.long_name} if meta else {"units": "1"})
     data[schema.RUN_ID] = (dims, run_id, {"units": "1", "long_name": schema.VARIABLES[schema.RUN_ID].long_name})
-    for cols, dim in ((schema.OP_COLUMNS, schema.OP_DIM), (schema.COMMIT_COLUMNS, schema.COMMIT_DIM),
-                      (schema.BATCH_COLUMNS, schema.BATCH_DIM)):
+    for cols, dim in groups:
         for c, units in cols.items():
             vals = np.concatenate(tables[c]) if tables[c] else np.zeros(0, np.int64)
             data[c] = ((dim,), vals.astype(np.int64), {"units": units})
