@@ -68,7 +68,7 @@ def build_levels(backend, freq=None, **factors):
 
 
 def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
-        warmup=0, command=None, scheduler=None, workers=2, **factors):
+        warmup=0, command=None, scheduler=None, workers=2, order="random", **factors):
     """Run backend over every combination of the given factor lists.
 
     Example: abtlab.run("iozone", threads="16,64", policy="ext4,nojc",
@@ -81,4 +81,5 @@ def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
     freq_mode = options.pop("freq_mode", None)
     return sweep.run(be.name if isinstance(backend, str) else be, levels, reps=reps, out=out,
                      seed=seed, resume=resume, quiet=quiet, warmup=warmup, options=options,
-                     command=command, freq_mode=freq_mode, scheduler=scheduler, workers=workers)
+                     command=command, freq_mode=freq_mode, scheduler=scheduler, workers=workers,
+                     order=order)

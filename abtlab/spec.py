@@ -21,6 +21,8 @@
     [execution]
     scheduler = "serial"            # "local" (dask LocalCluster) or "tcp://host:8786"
     workers = 2
+    order = "random"                # or "blocked": each repetition of a configuration runs
+                                    # at every frequency back to back (paired ratios)
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ class Spec:
     out: str | None = None
     scheduler: str | None = None
     workers: int = 2
+    order: str = "random"
 
 
 def load_spec(path) -> Spec:
@@ -80,12 +83,16 @@ def parse_spec(data: dict) -> Spec:
     elif not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
         raise ConfigError("repetitions", reps, "an integer >= 1 or a table {min, max, target, ...}")
     ex = data.get("execution", {})
-    bad = set(ex) - {"scheduler", "workers"}
+    bad = set(ex) - {"scheduler", "workers", "order"}
     if bad:
-        raise ConfigError(f"execution.{sorted(bad)[0]}", ex, "scheduler, workers")
+        raise ConfigError(f"execution.{sorted(bad)[0]}", ex, "scheduler, workers, order")
+    from .sweep import ORDERS
+    if ex.get("order", "random") not in ORDERS:
+        raise ConfigError("execution.order", ex["order"], " | ".join(ORDERS))
     return Spec(backend=data["backend"], factors=dict(factors), options=dict(data.get("options", {})),
                 reps=reps, seed=_int(data, "seed", 0, 0), warmup=_int(data, "warmup", 0, 0),
-                out=data.get("out"), scheduler=ex.get("scheduler"), workers=_int(ex, "workers", 1, 2))
+                out=data.get("out"), scheduler=ex.get("scheduler"), workers=_int(ex, "workers", 1, 2),
+                order=ex.get("order", "random"))
 
 
 def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None):
@@ -104,4 +111,4 @@ def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False
         freq = ",".join(str(f) for f in freq)
     return run(spec.backend, out=out, reps=spec.reps, seed=spec.seed, resume=resume, quiet=quiet,
                freq=freq, warmup=spec.warmup, command=command, scheduler=spec.scheduler,
-               workers=spec.workers, **factors, **spec.options)
+               workers=spec.workers, order=spec.order, **factors, **spec.options)

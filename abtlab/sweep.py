@@ -26,7 +26,9 @@ from .errors import ConfigError, RunError
 from .executor import Task, make_executor
 from .progress import Progress
 
-__all__ = ["expand", "run", "run_seed", "Reps"]
+__all__ = ["expand", "run", "run_seed", "Reps", "ORDERS"]
+
+ORDERS = ("random", "blocked", "sequential")
 
 
 @dataclass(frozen=True)
@@ -82,20 +84,26 @@ def _check(be, reps, levels):
 
 
 def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
-        quiet: bool = False, shuffle: bool = True, warmup: int = 0, options: dict | None = None,
+        quiet: bool = False, order: str = "random", warmup: int = 0, options: dict | None = None,
         attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
         scheduler=None, workers: int = 2):
     """Run every point of levels x reps; return the assembled xarray.Dataset.
 
     backend: a registry name or Backend instance. levels: factor -> list of levels.
     reps: an int (fixed) or a Reps rule (adaptive). out: NetCDF path; without it, parts
-    go to a temporary directory that is removed. scheduler: None/"serial", "local"
-    (a dask LocalCluster of `workers`), a scheduler address or a dask Client.
+    go to a temporary directory that is removed. order: "random" (points and repetitions
+    interleaved at random), "blocked" (repetition r of one configuration runs at every
+    frequency back to back, in random order, blocks in random order: slowdown ratios
+    are then paired and drift between blocks cancels) or "sequential". scheduler:
+    None/"serial", "local" (a dask LocalCluster of `workers`), a scheduler address or a
+    dask Client.
     """
     from . import accessor  # noqa: F401  (registers ds.abt)
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels = {k: list(v) for k, v in levels.items()}
     _check(be, reps, levels)
+    if order not in ORDERS:
+        raise ConfigError("order", order, " | ".join(ORDERS))
     points = [be.validate_point(p) for p in expand(levels)]
     options = dict(options or {})
     freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
@@ -132,14 +140,13 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
             if not todo:
                 if rule is None:
                     break
-                more = _more_reps(rule, points, levels, done, wanted)
+                more = _more_reps(rule, points, levels, done, wanted, paired=order == "blocked")
                 if not more:
                     break
                 prog.total += sum(n - wanted[i] for i, n in more.items())
                 wanted.update(more)
                 continue
-            if shuffle:
-                rng.shuffle(todo)
+            todo = _ordered(todo, points, order, rng)
             for t, part in ex.map([task(i, r) for i, r in todo]):
                 name = store.part_name(t.index, t.rep)
                 store.write_part(out, name, part)
@@ -152,7 +159,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     from .system.facts import collect
     meta = {**collect(), "backend": be.name, "abtlab_version": __version__, "start_time": started,
             "end_time": _now(), "command": command or " ".join(sys.argv), "seed": seed,
-            "reps": str(reps), **(attrs or {})}
+            "reps": str(reps), "order": order, **(attrs or {})}
     ds = assemble(list(done.values()), levels, meta)
     if tmp_out is None:
         store.save(ds, out)
@@ -162,47 +169,86 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     return ds
 
 
+def _ordered(todo, points, order, rng):
+    """The (point, rep) runs still to do, in the sweep's order."""
+    if order == "sequential":
+        return todo
+    if order == "random":
+        return [todo[k] for k in rng.permutation(len(todo))]
+    blocks: dict = {}
+    for i, r in todo:
+        blocks.setdefault((_config(points[i]), r), []).append((i, r))
+    keys = list(blocks)
+    return [run for k in rng.permutation(len(keys))
+            for run in (blocks[keys[k]][j] for j in rng.permutation(len(blocks[keys[k]])))]
+
+
 def _values_by_point(done, metric) -> dict:
-    """point index -> array of metric over its finished runs (one pass over the parts)."""
+    """point index -> {rep: metric} over its finished runs (one pass over the parts)."""
     out: dict = {}
     for p in done.values():
         if metric in p:
-            out.setdefault(int(p.attrs["point_index"]), []).append(float(p[metric]))
-    return {i: np.array(v) for i, v in out.items()}
+            out.setdefault(int(p.attrs["point_index"]), {})[int(p.attrs["rep"])] = float(p[metric])
+    return out
 
 
-def _more_reps(rule, points, levels, done, wanted):
+def _more_reps(rule, points, levels, done, wanted, paired=False):
     """Points whose CI is still too wide get more runs: as many as their observed RSD
     says the target needs (t-quantile at that count), at most doubling per round so a
-    misleading pilot cannot spend the whole budget at once."""
-    from .stats import ci_halfwidth, reps_for_cv
-    values = _values_by_point(done, rule.metric)
-    empty = np.array([])
-    rhw = {i: ci_halfwidth(values.get(i, empty), rule.level) for i in wanted}
-    cv = {i: _cv(values.get(i, empty)) for i in wanted}
+    misleading pilot cannot spend the whole budget at once. paired (a blocked sweep):
+    every point of a configuration gets the same count, so blocks stay complete."""
+    from .stats import reps_for_cv
+    by_rep = _values_by_point(done, rule.metric)
     if rule.on == "slowdown" and "freq_ghz" in levels:
-        # ratio CI (delta method on means): relative half-widths add in quadrature
         f_low = min(levels["freq_ghz"])
         ref = {_config(p): i for i, p in enumerate(points) if p["freq_ghz"] == f_low}
-        pair = {i: ref[_config(points[i])] for i in rhw}
-        rhw, cv = _ratio_spread(pair, rhw), _ratio_spread(pair, cv)
-    more = {}
-    for i, h in rhw.items():
+        pair = {i: ref[_config(points[i])] for i in wanted}
+        spread = {i: _ratio_spread(by_rep.get(i, {}), by_rep.get(r, {}), rule.level, paired)
+                  for i, r in pair.items() if r != i}
+        for i, r in pair.items():    # a reference takes the widest of its ratios
+            if r == i:
+                spread[i] = max([spread[j] for j, rj in pair.items() if rj == i and j != i]
+                                or [_mean_spread(by_rep.get(i, {}), rule.level)])
+    else:
+        spread = {i: _mean_spread(by_rep.get(i, {}), rule.level) for i in wanted}
+    need = {}
+    for i, (hw, cv) in spread.items():
         n = wanted[i]
-        if h > rule.target and n < rule.max:
-            need = reps_for_cv(cv[i], rule.target, rule.level) if np.isfinite(cv[i]) else n + 1
-            more[i] = int(min(rule.max, max(n + 1, min(need, 2 * n))))
-    return more
+        if hw > rule.target and n < rule.max:
+            k = reps_for_cv(cv, rule.target, rule.level) if np.isfinite(cv) else n + 1
+            need[i] = int(min(rule.max, max(n + 1, min(k, 2 * n))))
+    if paired:
+        cfg_need: dict = {}
+        for i, k in need.items():
+            cfg_need[_config(points[i])] = max(k, cfg_need.get(_config(points[i]), 0))
+        need = {i: cfg_need[_config(p)] for i, p in enumerate(points)
+                if _config(p) in cfg_need and cfg_need[_config(p)] > wanted[i]}
+    return need
 
 
-def _ratio_spread(pair, own):
-    """Per point, the spread of its ratio to its reference (own values in quadrature);
-    a reference point takes the widest of its ratios, so it also gets more runs."""
-    out = {i: float(np.hypot(own[i], own[r])) for i, r in pair.items() if r != i}
-    for i, r in pair.items():
-        if r == i:
-            out[i] = max([out[j] for j, rj in pair.items() if rj == i and j != i] or [own[i]])
-    return out
+def _mean_spread(vals: dict, level):
+    """(relative CI half-width of the mean, RSD) of one point's runs."""
+    from .stats import ci_halfwidth
+    x = np.array(list(vals.values()))
+    return ci_halfwidth(x, level), _cv(x)
+
+
+def _ratio_spread(a: dict, b: dict, level, paired):
+    """(relative CI half-width, per-run relative spread) of mean(a)/mean(b). Unpaired:
+    the two relative spreads in quadrature (delta method); paired: the spread of the
+    per-block difference of relative deviations, so shared drift cancels."""
+    from .stats import ratio_halfwidth
+    if paired:
+        reps = sorted(set(a) & set(b))
+        x, y = np.array([a[r] for r in reps]), np.array([b[r] for r in reps])
+        if x.size < 2 or x.mean() == 0 or y.mean() == 0:
+            return np.inf, np.inf
+        hw = ratio_halfwidth(x, y, level, method="delta" if (x > 0).all() and (y > 0).all()
+                             else "fieller", paired=True)
+        return hw, float(np.std(x / x.mean() - y / y.mean(), ddof=1))
+    x, y = np.array(list(a.values())), np.array(list(b.values()))
+    ha, hb = _mean_spread(a, level)[0], _mean_spread(b, level)[0]
+    return float(np.hypot(ha, hb)), float(np.hypot(_cv(x), _cv(y)))
 
 
 def _cv(x):

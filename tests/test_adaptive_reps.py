@@ -12,7 +12,7 @@ def _done(values_by_point):
     done = {}
     for i, vals in values_by_point.items():
         for r, v in enumerate(vals):
-            done[f"p{i}-r{r}"] = xr.Dataset({"throughput": v}, attrs={"point_index": i})
+            done[f"p{i}-r{r}"] = xr.Dataset({"throughput": v}, attrs={"point_index": i, "rep": r})
     return done
 
 
@@ -60,6 +60,42 @@ def test_slowdown_target_also_grows_the_reference_point():
     assert 1 not in more and more[0] == 10
 
 
+def test_blocked_order_keeps_each_block_together():
+    levels = {"threads": [1, 2], "freq_ghz": [1.6, 2.0, 3.3]}
+    points = sweep.expand(levels)
+    todo = [(i, r) for i in range(len(points)) for r in range(4)]
+    runs = sweep._ordered(todo, points, "blocked", np.random.default_rng(0))
+    assert sorted(runs) == sorted(todo)
+    for k in range(0, len(runs), 3):                 # 3 frequencies per block, back to back
+        block = runs[k:k + 3]
+        assert len({r for _, r in block}) == 1
+        assert len({points[i]["threads"] for i, _ in block}) == 1
+    assert runs != sweep._ordered(todo, points, "sequential", None)
+    with pytest.raises(ConfigError) as e:
+        sweep.run("sim", {"threads": [2]}, reps=1, quiet=True, order="zigzag")
+    assert e.value.field == "order"
+
+
+def test_paired_slowdown_rule_uses_the_covariance_and_keeps_blocks_complete():
+    """Two frequencies sharing a large block effect: the paired ratio is tight, so a
+    blocked sweep stops where an unpaired one would ask for many more runs."""
+    rng = np.random.default_rng(3)
+    shared = rng.normal(0, 0.3, 10)
+    lo = 100 * (1 + shared + rng.normal(0, 0.02, 10))
+    hi = 60 * (1 + shared + rng.normal(0, 0.02, 10))
+    levels = {"freq_ghz": [1.6, 3.3]}
+    points = sweep.expand(levels)
+    rule = sweep.Reps(min=5, max=50, target=0.05, on="slowdown")
+    done = _done({0: lo, 1: hi})
+    assert sweep._more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=True) == {}
+    unpaired = sweep._more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=False)
+    assert unpaired[0] == unpaired[1] == 20
+    # paired with a noisy point: both frequencies of the configuration grow together
+    done = _done({0: lo, 1: 60 * (1 + rng.normal(0, 0.3, 10))})
+    more = sweep._more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=True)
+    assert more[0] == more[1] > 10
+
+
 def test_reps_for_cv_uses_the_level():
     assert stats.reps_for_cv(0.1, 0.05, 0.99) > stats.reps_for_cv(0.1, 0.05, 0.95) > \
         stats.reps_for_cv(0.1, 0.05, 0.80)
@@ -89,3 +125,19 @@ def test_bad_rule_names_the_field():
         sweep.Reps(on="median")
     with pytest.raises(ConfigError, match="repetitions.max"):
         sweep.Reps(min=5, max=4)
+
+
+def test_blocked_sim_sweep_gives_paired_slowdown(tmp_path):
+    """A blocked spec runs paired blocks; abtlab.stats.slowdown then pairs by rep itself."""
+    from abtlab import spec
+    ds = spec.run_spec({"backend": "sim", "seed": 4, "repetitions": 6,
+                        "factors": {"threads": [8], "freq": "1.6,3.3", "device": "hdd7200"},
+                        "execution": {"order": "blocked"}}, out=tmp_path / "b.nc", quiet=True)
+    assert ds.attrs["order"] == "blocked"
+    sd = stats.slowdown(ds)
+    assert sd.attrs["paired"] == 1
+    x = ds["throughput"].squeeze()
+    want = stats.ratio_ci(x.sel(freq_ghz=3.3).values, x.sel(freq_ghz=1.6).values, paired=True)
+    got = sd.sel(freq_ghz=3.3).squeeze()
+    assert (float(got.ratio), float(got.ci_low), float(got.ci_high)) == pytest.approx(want)
+    assert stats.slowdown(ds, paired=False).attrs["paired"] == 0

@@ -47,6 +47,7 @@ def test_load_and_run_spec(tmp_path):
     ('backend = "sim"\n[repetitions]\ntarget = -1', "repetitions.target"),
     ('backend = "sim"\n[repetitions]\nspeed = 1', "repetitions.speed"),
     ('backend = "sim"\n[execution]\ncores = 1', "execution.cores"),
+    ('backend = "sim"\n[execution]\norder = "zigzag"', "execution.order"),
     ('backend = "sim"\nseed = "x"', "seed"),
     ('backend = "sim"\n[factors]\nthreads = [0]', "threads"),
     ('backend = "sim" x', "spec"),

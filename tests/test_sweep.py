@@ -43,9 +43,11 @@ def test_run_assembles_and_round_trips(tmp_path):
 
 
 def test_results_independent_of_order(tmp_path):
-    a = sweep.run("fake", LEVELS, reps=2, quiet=True, seed=3, shuffle=True)
-    b = sweep.run("fake", LEVELS, reps=2, quiet=True, seed=3, shuffle=False)
-    np.testing.assert_array_equal(a["throughput"].values, b["throughput"].values)
+    a = sweep.run("fake", LEVELS, reps=2, quiet=True, seed=3, order="random")
+    for order in ("sequential", "blocked"):
+        b = sweep.run("fake", LEVELS, reps=2, quiet=True, seed=3, order=order)
+        np.testing.assert_array_equal(a["throughput"].values, b["throughput"].values)
+        assert b.attrs["order"] == order
 
 
 def test_bad_inputs(tmp_path):
