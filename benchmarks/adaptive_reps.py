@@ -1,80 +1,124 @@
 """Runs needed by adaptive repetitions vs a fixed 50 to reach the same CI half-width.
 
-Side by side in one run on the same sweep: first a fixed 50 repetitions per point (what
-seed 000 did), which guarantees at every point the CI half-width of its noisiest point;
-then adaptive repetitions (`Reps`) with that half-width as the target. Prints, per
-point, the RSD, runs and half-width of each, whether the adaptive point met the target,
-and the ratio of runs. Real IOzone on scratch loop ext4 (emulated frequency) when root,
-else the simulator.
+Side by side in one run on the same sweep: first a fixed 50 repetitions per point in
+random order (what seed 000 did), which guarantees at every point the CI half-width of
+its noisiest point; then adaptive repetitions (`Reps`) with that half-width as the
+target. Prints, per point, the RSD, runs and half-width of each, whether the adaptive
+point met the target, and the ratio of runs. Real IOzone on scratch loop ext4 (emulated
+frequency) when root, else the simulator.
+
+--on mean: the CI of each point's mean throughput. --on slowdown: the CI of each
+configuration's throughput ratio 3.3/1.6 GHz (what the sweep is for); the adaptive
+sweep then runs twice, in random order (ratio of independent means) and blocked (each
+repetition of a configuration at both frequencies back to back, paired ratio), so the
+share of each design in the saving shows.
 
 Grids: `sweep` (default) is a slice of the Fig. 7 sweep, bare loop device and the
 emulated 7200 rpm disk, ext4 and no journal, 64 and 256 threads: its points differ in
 noise as a real sweep's do (11-55% RSD in seed 000). `uniform` is four bare-device
 points of about equal noise, where adaptive repetition can save little.
 
-    python -m benchmarks.adaptive_reps [--grid sweep|uniform] [--fixed 50] [--min 5] [--sim]
+    python -m benchmarks.adaptive_reps [--on mean|slowdown] [--grid sweep|uniform]
+                                       [--fixed 50] [--min 5] [--sim] [--save DIR]
 """
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
 from abtlab import runner
 from abtlab.backends import get
-from abtlab.stats import ci_halfwidth
+from abtlab.stats import ci_halfwidth, ratio_halfwidth
 from abtlab.sweep import Reps
 
 GRIDS = {
     "sweep": dict(threads="64,256", file_size="128k", record_size="32k", policy="ext4,nojc",
-                  freq="emulated:3.3", device="none,hdd7200"),
+                  device="none,hdd7200"),
     "uniform": dict(threads="16,64", file_size="128k", record_size="32k", policy="ext4,nojc",
-                    freq="emulated:3.3", device="none"),
+                    device="none"),
 }
-SIM = dict(threads="16,64,256", policy="ext4,nojc", freq="1.6", device="loop,hdd7200")
+SIM = dict(threads="16,64,256", policy="ext4,nojc", device="loop,hdd7200")
 
 
-def _per_point(ds, var):
-    da = ds[var].stack(point=[d for d in ds[var].dims if d != "rep"]).transpose("point", "rep")
-    labels = [" ".join(str(x) for x in ix) for ix in da.indexes["point"]]
-    return labels, [row[np.isfinite(row)] for row in da.values]
+def _rows(ds, var, on, paired):
+    """(label, runs, relative half-width, RSD) per point (on=mean) or per configuration
+    (on=slowdown: the 3.3/1.6 ratio; runs counts both frequencies)."""
+    da = ds[var]
+    if on == "mean":
+        st = da.stack(point=[d for d in da.dims if d != "rep"]).transpose("point", "rep")
+        out = []
+        for ix, row in zip(st.indexes["point"], st.values):
+            x = row[np.isfinite(row)]
+            out.append((" ".join(map(str, ix)), x.size, ci_halfwidth(x), np.std(x, ddof=1) / np.mean(x)))
+        return out
+    lo, hi = (da.sel(freq_ghz=f) for f in (da.freq_ghz.min(), da.freq_ghz.max()))
+    cfg = [d for d in lo.dims if d != "rep"]
+    a = hi.stack(c=cfg).transpose("c", "rep")
+    b = lo.stack(c=cfg).transpose("c", "rep")
+    out = []
+    for ix, x, y in zip(a.indexes["c"], a.values, b.values):
+        n = int(np.isfinite(x).sum() + np.isfinite(y).sum())
+        hw = ratio_halfwidth(x, y, method="delta", paired=paired)
+        r = x[np.isfinite(x)], y[np.isfinite(y)]
+        out.append((" ".join(map(str, ix)), n, hw, float(np.hypot(*(np.std(v, ddof=1) / np.mean(v) for v in r)))))
+    return out
+
+
+def _sweep(backend, params, reps, seed, order, save, name):
+    t0 = time.monotonic()
+    ds = runner.run(backend, reps=reps, seed=seed, quiet=True, order=order, **params)
+    if save:
+        ds.to_netcdf(Path(save) / f"{name}.nc")
+    return ds, time.monotonic() - t0
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
+    ap.add_argument("--on", choices=("mean", "slowdown"), default="mean")
     ap.add_argument("--grid", choices=sorted(GRIDS), default="sweep")
     ap.add_argument("--fixed", type=int, default=50)
     ap.add_argument("--min", type=int, default=5, help="adaptive: runs before the first check")
     ap.add_argument("--sim", action="store_true")
     ap.add_argument("--var", default="throughput")
+    ap.add_argument("--save", help="directory to keep the datasets in")
     a = ap.parse_args(argv)
     real = not a.sim and get("iozone").available().ok
-    backend, params = ("iozone", GRIDS[a.grid]) if real else ("sim", SIM)
-    t0 = time.monotonic()
-    fixed = runner.run(backend, reps=a.fixed, seed=1, quiet=True, **params)
-    t_fixed = time.monotonic() - t0
-    labels, rows = _per_point(fixed, a.var)
-    hw = [ci_halfwidth(r, 0.95) for r in rows]
-    target = max(hw)
-    t0 = time.monotonic()
-    adapt = runner.run(backend, reps=Reps(min=a.min, max=a.fixed, target=target, metric=a.var),
-                       seed=2, quiet=True, **params)
-    t_adapt = time.monotonic() - t0
-    _, arows = _per_point(adapt, a.var)
-    ahw = [ci_halfwidth(r, 0.95) for r in arows]
-    n_fixed, n_adapt = sum(len(r) for r in rows), sum(len(r) for r in arows)
+    backend, params = ("iozone", dict(GRIDS[a.grid])) if real else ("sim", dict(SIM))
+    freqs = "1.6,3.3" if a.on == "slowdown" else "3.3"
+    params["freq"] = f"emulated:{freqs}" if real else freqs
+    fixed, t_fixed = _sweep(backend, params, a.fixed, 1, "random", a.save, "fixed")
+    base = _rows(fixed, a.var, a.on, paired=False)
+    target = max(r[2] for r in base)
+    rule = Reps(min=a.min, max=a.fixed, target=target, metric=a.var, on=a.on)
+    arms = [("adaptive", "random")] + ([("adaptive blocked", "blocked")] if a.on == "slowdown" else [])
     print(f"backend={backend} ({'real loop ext4, emulated frequency' if real else 'SIMULATED'}), "
-          f"grid={a.grid if real else 'sim'}, var={a.var}, points={len(rows)}")
+          f"grid={a.grid if real else 'sim'}, var={a.var}, on={a.on}, rows={len(base)}")
     print(f"target relative 95% CI half-width = {target:.4f} (the widest a fixed {a.fixed} gives)")
-    w = max(len(s) for s in labels)
-    print(f"{'point':<{w}} {'RSD':>6} {'fixed n':>7} {'fixed hw':>8} {'adapt n':>7} {'adapt hw':>8} met")
-    for lab, r, h, ar, ah in zip(labels, rows, hw, arows, ahw):
-        rsd = np.std(r, ddof=1) / np.mean(r)
-        met = "yes" if ah <= target else ("max" if len(ar) >= a.fixed else "NO")
-        print(f"{lab:<{w}} {rsd:6.3f} {len(r):7d} {h:8.4f} {len(ar):7d} {ah:8.4f} {met}")
-    print(f"runs: fixed {n_fixed} ({t_fixed:.0f} s), adaptive {n_adapt} ({t_adapt:.0f} s); "
-          f"ratio fixed/adaptive = {n_fixed / n_adapt:.2f}x runs, {t_fixed / t_adapt:.2f}x time")
+    n_fixed = sum(r[1] for r in base)
+    results = []
+    for label, order in arms:
+        ds, t = _sweep(backend, params, rule, 2, order, a.save, label.replace(" ", "_"))
+        results.append((label, _rows(ds, a.var, a.on, paired=order == "blocked"), t))
+    w = max(len(r[0]) for r in base)
+    head = f"{'point':<{w}} {'RSD':>6} {'fixed n':>7} {'hw':>7}"
+    for label, _, _ in results:
+        head += f" | {label + ' n':>18} {'hw':>7} met"
+    print(head)
+    for k, (lab, n, hw, rsd) in enumerate(base):
+        line = f"{lab:<{w}} {rsd:6.3f} {n:7d} {hw:7.4f}"
+        for _, rows, _ in results:
+            _, an, ahw, _ = rows[k]
+            met = "yes" if ahw <= target else ("max" if an >= n else "NO")
+            line += f" | {an:18d} {ahw:7.4f} {met:>3}"
+        print(line)
+    print(f"runs: fixed {n_fixed} ({t_fixed:.0f} s)")
+    for label, rows, t in results:
+        n = sum(r[1] for r in rows)
+        print(f"runs: {label} {n} ({t:.0f} s); ratio fixed/{label} = {n_fixed / n:.2f}x runs, "
+              f"{t_fixed / t:.2f}x time")
 
 
 if __name__ == "__main__":
