@@ -303,6 +303,17 @@ def _welch_less(hi, lo):
     return float(t), float(df), float(p)
 
 
+def _paired_less(hi, lo):
+    """One-sided paired t-test on logs (blocks = repetitions): mean log(hi/lo) < 0."""
+    keep = np.isfinite(hi) & np.isfinite(lo)
+    d = np.log(hi[keep]) - np.log(lo[keep])
+    if d.size < 2:
+        return math.nan, math.nan, math.nan
+    from scipy.stats import ttest_1samp
+    res = ttest_1samp(d, 0.0, alternative="less")
+    return float(res.statistic), float(d.size - 1), float(res.pvalue)
+
+
 def _adjust(p, alpha, method):
     import gc
     from statsmodels.stats.multitest import multipletests
@@ -324,9 +335,10 @@ def _adjust(p, alpha, method):
 
 
 def test_slowdown(ds, var="throughput", f_low=None, f_high=None, alpha=0.05, method="holm",
-                  level=0.95, ci_method="fieller"):
+                  level=0.95, ci_method="fieller", paired=None):
     """Per configuration, test "var at f_high < var at f_low" (one-sided Welch t-test on
-    log values), p-values adjusted over configurations (multipletests `method`).
+    log values; a paired t-test on log ratios when `paired`, by default when the sweep
+    ran blocked), p-values adjusted over configurations (multipletests `method`).
 
     Returns a DataFrame: config columns, n_low, n_high, ratio (= mean high / mean low),
     ci_low, ci_high (ci_method at `level`), t, df, p, p_adj, reject. Configurations with
@@ -343,21 +355,29 @@ def test_slowdown(ds, var="throughput", f_low=None, f_high=None, alpha=0.05, met
         raise ConfigError("f_high", f_high, f"a frequency other than f_low={f_low}")
     if (da.values[np.isfinite(da.values)] <= 0).any():
         raise ConfigError(var, "values <= 0", "positive values (the test is on log values)")
+    if paired is None:
+        paired = ds.attrs.get("order") == "blocked"
     cfg, x = _configs(da)
     freqs = [float(f) for f in da[schema.FREQ].values]
     il, ih = freqs.index(f_low), freqs.index(f_high)
     rows = []
     for idx in np.ndindex(x.shape[:-2]):
-        lo, hi = (v[np.isfinite(v)] for v in (x[idx + (il,)], x[idx + (ih,)]))
-        r, cl, ch = ratio_ci(hi, lo, level, ci_method)
-        t, df, p = _welch_less(hi, lo)
-        rows.append({**{d: da[d].values[i] for d, i in zip(cfg, idx)}, "n_low": lo.size,
-                     "n_high": hi.size, "ratio": r, "ci_low": cl, "ci_high": ch,
-                     "t": t, "df": df, "p": p})
+        lo, hi = x[idx + (il,)], x[idx + (ih,)]
+        if paired:
+            r, cl, ch = ratio_ci(hi, lo, level, ci_method, paired=True)
+            t, df, p = _paired_less(hi, lo)
+        else:
+            lo, hi = lo[np.isfinite(lo)], hi[np.isfinite(hi)]
+            r, cl, ch = ratio_ci(hi, lo, level, ci_method)
+            t, df, p = _welch_less(hi, lo)
+        rows.append({**{d: da[d].values[i] for d, i in zip(cfg, idx)},
+                     "n_low": int(np.isfinite(lo).sum()), "n_high": int(np.isfinite(hi).sum()),
+                     "ratio": r, "ci_low": cl, "ci_high": ch, "t": t, "df": df, "p": p})
     out = pd.DataFrame(rows)
     out["p_adj"], out["reject"] = _adjust(out["p"].to_numpy(float), alpha, method)
     out.attrs = _provenance(ds, var=var, f_low=f_low, f_high=f_high, alpha=alpha,
-                            correction=method, test="one-sided Welch t on log values")
+                            correction=method, test="one-sided paired t on log ratios" if paired
+                            else "one-sided Welch t on log values")
     return out
 
 

@@ -141,3 +141,9 @@ def test_blocked_sim_sweep_gives_paired_slowdown(tmp_path):
     got = sd.sel(freq_ghz=3.3).squeeze()
     assert (float(got.ratio), float(got.ci_low), float(got.ci_high)) == pytest.approx(want)
     assert stats.slowdown(ds, paired=False).attrs["paired"] == 0
+    t = stats.test_slowdown(ds)
+    assert t.attrs["test"].startswith("one-sided paired")
+    d = np.log(x.sel(freq_ghz=3.3).values) - np.log(x.sel(freq_ghz=1.6).values)
+    from scipy.stats import ttest_1samp
+    assert float(t["p"].iloc[0]) == pytest.approx(ttest_1samp(d, 0, alternative="less").pvalue)
+    assert stats.test_slowdown(ds, paired=False).attrs["test"].startswith("one-sided Welch")
