@@ -17,7 +17,7 @@ from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT,
                     EV_DEV, EV_START, EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA,
                     FH, FT, HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA,
                     I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_INODE_WRITE, I_POLICY, I_QUANTUM,
-                    I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE,
+                    I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT,
                     W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit,
                     pop, push, reset)
@@ -210,6 +210,8 @@ def _wake(t, k, whole, hf, hn, ji, ti):
 
 @jit
 def _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q):
+    if ji[QN] == 0:
+        return
     for k in range(core.size):
         if core[k] < 0 and ji[QN] > 0:
             i = q[ji[QH]]
@@ -229,13 +231,18 @@ def _before(t1, s1, t2, s2):
 
 
 @jit
-def _next(ct, cs, hf, hn, ji, fb):
+def _next(ct, cs, hf, hn, ji, fb, spawn):
     """Source of the next event by (time, sequence): core k >= 0, the heap (-1), the FIFO
-    of starts at fb (-2), or -3 when none is left. Cores keep their own slots."""
+    of starts at fb (-2), the next thread spawn (-4), or -3 when none is left. Cores keep
+    their own slots; spawns are sorted already, so they wait in their own array (sequence
+    = thread index + 1, as if pushed first) instead of filling the heap."""
     best, bt, bs = -3, np.inf, 0
     for k in range(ct.size):
         if ct[k] < np.inf and (best < 0 or _before(ct[k], cs[k], bt, bs)):
             best, bt, bs = k, ct[k], cs[k]
+    sp = ji[SP]
+    if sp < spawn.size and (best == -3 or _before(spawn[sp], sp + 1, bt, bs)):
+        best, bt, bs = -4, spawn[sp], sp + 1
     if ji[HSIZE] > 0 and (best == -3 or _before(hf[0], hn[0, 0], bt, bs)):
         best, bt, bs = -1, hf[0], hn[0, 0]
     h = fb + ji[FH]
@@ -250,11 +257,10 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs
     """One repetition on fresh state; returns the number of commits."""
     reset(pr, ti, tf, ji, jf, core)
     ct[:] = np.inf
-    for i in range(spawn.size):
-        push(hf, hn, ji, spawn[i], EV_START, i)
+    ji[SEQ] = spawn.size                       # sequences 1..n belong to the spawns
     fb = hf.size - fifo_cap(ti.shape[0])
     while True:
-        k = _next(ct, cs, hf, hn, ji, fb)
+        k = _next(ct, cs, hf, hn, ji, fb, spawn)
         if k >= 0:
             t = ct[k]
             ct[k] = np.inf
@@ -264,7 +270,10 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs
             continue
         if k == -3:
             break
-        if k == -2:                            # a start queued at the current time
+        if k == -4:                            # the next thread is spawned
+            t, kind, idx = spawn[ji[SP]], EV_START, ji[SP]
+            ji[SP] += 1
+        elif k == -2:                          # a start queued at the current time
             t, kind, idx = hf[fb + ji[FH]], EV_START, hn[fb + ji[FH], 2]
             ji[FH] += 1
             if ji[FH] == ji[FT]:

@@ -38,8 +38,8 @@ REM, SLICE, DIRTY = range(3)
 W_NONE, W_LOCK, W_COMMIT, W_BARRIER, W_DEV, W_CPU = range(6)
 # journal ints / floats
 RUN, COMMITTING, COMMITTED, NCOMMIT, PENDING, GEN, RESETS, LOCKED, NBAR, HANDLES, SEQ, \
-    QH, QT, QN, HSIZE, FH, FT = range(17)
-NJI = 17
+    QH, QT, QN, HSIZE, FH, FT, SP = range(18)
+NJI = 18
 DEVFREE, FIRST, DEADLINE, GAP, LAST, EWMA_D = range(6)
 NJF = 6
 # events
