@@ -72,7 +72,9 @@ class DaskExecutor:
         if self.real_io:
             kw = ({"workers": [self._io_worker]} if self._io_worker
                   else {"resources": {IO_RESOURCE: 1}})
-        futs = {self.client.submit(execute, t, pure=False, **kw): t for t in tasks}
+        # priorities keep the sweep's order (random or blocked) where runs queue on one worker
+        futs = {self.client.submit(execute, t, pure=False, priority=len(tasks) - k, **kw): t
+                for k, t in enumerate(tasks)}
         for fut in as_completed(futs):
             yield futs[fut], fut.result()
 
