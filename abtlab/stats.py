@@ -5,7 +5,8 @@ skipped) and keeps the dataset's provenance (freq_mode) in what it returns, so a
 simulated or emulated result is never shown as measured.
 
 Slowdown ratios are mean(var at f) / mean(var at ref) per configuration, the two
-samples independent. CI methods (`method=`):
+samples independent, or paired by repetition when the sweep ran blocked
+(`paired=True`: the covariance of the two means enters each method). CI methods:
   "fieller"   Fieller's theorem for a ratio of independent means, Welch-Satterthwaite
               degrees of freedom (default; exact for normal means, unbounded -> +-inf
               when the reference mean is not clearly away from 0);
@@ -14,7 +15,8 @@ samples independent. CI methods (`method=`):
   "bootstrap" percentile bootstrap resampling each sample independently (seeded);
               it undercovers with few repetitions (~90% for a 95% CI at n=8).
 The one-sided test of "var at f_high < var at f_low" is a Welch t-test on log values
-(scale-free, robust to the right skew of run times), adjusted over configurations.
+(scale-free, robust to the right skew of run times), a paired t-test on log ratios for
+blocked sweeps, adjusted over configurations.
 """
 from __future__ import annotations
 
@@ -381,61 +383,7 @@ def test_slowdown(ds, var="throughput", f_low=None, f_high=None, alpha=0.05, met
     return out
 
 
-# ---------------------------------------------------------------- models
-def _long_frame(ds, var, factors, log):
-    da = _values(ds, var)
-    dims = [d for d in da.dims if d != schema.REP]
-    if factors is None:
-        factors = [d for d in dims if da.sizes[d] > 1]
-    factors = list(factors)
-    for f in factors:
-        if f not in dims:
-            raise ConfigError("factors", f, f"dims of {var}: {dims}")
-        if da.sizes[f] < 2:
-            raise ConfigError("factors", f, "factors with at least 2 levels")
-    if not factors:
-        raise ConfigError("factors", [], f"at least one dim of {var} with 2 or more levels")
-    df = da.to_dataframe(name="y").reset_index()
-    df = df[np.isfinite(df["y"])][factors + ["y"]]
-    if log:
-        if (df["y"] <= 0).any():
-            raise ConfigError(var, "values <= 0", "positive values, or log=False")
-        df["y"] = np.log(df["y"])
-    return df, factors
-
-
-def regress(ds, var="throughput", factors=None, log=True, order=None, formula=None):
-    """Fit OLS of var (log var when log) on the swept factors as categories, with all
-    interactions up to `order` (None: full factorial). `formula` (patsy, response `y`,
-    factor names as columns) replaces the generated one. Returns the statsmodels result."""
-    import statsmodels.formula.api as smf
-    df, factors = _long_frame(ds, var, factors, log)
-    if formula is None:
-        terms = " + ".join(f"C({f})" for f in factors)
-        if order is None or order >= len(factors):
-            formula = "y ~ " + terms.replace(" + ", " * ")
-        elif isinstance(order, int) and order >= 1:
-            formula = f"y ~ ({terms})**{order}"
-        else:
-            raise ConfigError("order", order, f"an interaction order 1..{len(factors)} or None")
-    try:
-        fit = smf.ols(formula, df).fit()
-    except Exception as exc:  # patsy reports formula errors with its own types
-        raise ConfigError("formula", formula, f"a patsy formula over y and {factors}: {exc}") from None
-    if fit.df_resid < 1:
-        raise ConfigError("factors", factors, "fewer interaction terms (order=) or more "
-                          "repetitions: the model leaves no residual degrees of freedom")
-    fit.abtlab_attrs = _provenance(ds, var=var, log=log, formula=formula)
-    return fit
-
-
-def anova(ds, var="throughput", factors=None, log=True, order=None):
-    """Type-2 ANOVA table (statsmodels anova_lm) of regress(ds, var, factors, log, order)."""
-    import statsmodels.api as sm
-    fit = regress(ds, var, factors, log, order)
-    table = sm.stats.anova_lm(fit, typ=2)
-    table.attrs = dict(fit.abtlab_attrs)
-    return table
-
+# ANOVA and regression on the factors live in abtlab.regression; they are part of this API.
+from .regression import anova, regress  # noqa: E402
 
 test_slowdown.__test__ = False  # a statistical test, not a pytest test, when imported by name

@@ -8,22 +8,7 @@ from scipy import stats as sps
 
 from abtlab import stats
 from abtlab.errors import ConfigError
-
-
-def make_run(ratio=None, reps=6, rsd=0.1, seed=0, base=1e9, policies=("ext4", "nojc"),
-             freqs=(1.6, 3.3), threads=(64, 256)):
-    """Normal throughput; the mean at the highest freq is base * ratio[policy]."""
-    ratio = ratio or {p: 1.0 for p in policies}
-    rng = np.random.default_rng(seed)
-    mean = np.array([[[base * (ratio[p] if f == max(freqs) else 1.0)] * len(threads)
-                      for f in freqs] for p in policies])
-    x = rng.normal(mean[..., None], rsd * mean[..., None], mean.shape + (reps,))
-    ds = xr.Dataset({"throughput": (("policy", "freq_ghz", "threads", "rep"), x,
-                                     {"units": "bytes/s"})},
-                    coords={"policy": list(policies), "freq_ghz": list(freqs),
-                            "threads": list(threads), "rep": np.arange(reps)},
-                    attrs={"freq_mode": "simulated", "backend": "test", "command": "make_run"})
-    return ds
+from run_data import make_run
 
 
 # ------------------------------------------------------------ point summary, CI width
@@ -220,47 +205,6 @@ def test_test_slowdown_bad_input():
             stats.test_slowdown(ds, **kw)
     with pytest.raises(ConfigError, match="<= 0"):
         stats.test_slowdown(ds - 2e9)
-
-
-# ------------------------------------------------------------ ANOVA / regression
-def _pvalues(ds, **kw):
-    return stats.anova(ds, **kw)["PR(>F)"]
-
-
-def test_anova_detects_planted_effect_and_not_null_one():
-    """policy doubles throughput at every freq; freq and threads do nothing."""
-    def planted(seed):
-        ds = make_run(reps=4, rsd=0.2, seed=seed)
-        return ds.assign(throughput=ds.throughput * xr.DataArray([1.0, 2.0], dims="policy"))
-    p = _pvalues(planted(0))
-    assert p["C(policy)"] < 1e-10
-    reps = [_pvalues(planted(s)) for s in range(1, 41)]
-    null_rate = np.mean([r["C(freq_ghz)"] < 0.05 for r in reps])
-    inter_rate = np.mean([r["C(policy):C(freq_ghz)"] < 0.05 for r in reps])
-    assert all(r["C(policy)"] < 0.05 for r in reps)
-    assert null_rate <= 0.15 and inter_rate <= 0.15
-
-
-def test_regress_formula_order_and_errors():
-    ds = make_run({"ext4": 0.5, "nojc": 1.0}, reps=4)
-    fit = stats.regress(ds, order=1)
-    assert fit.model.formula == "y ~ (C(policy) + C(freq_ghz) + C(threads))**1"
-    assert ":" not in " ".join(fit.params.index)
-    full = stats.regress(ds)
-    assert any(":" in k for k in full.params.index) and full.abtlab_attrs["provenance"] == "SIMULATED"
-    custom = stats.regress(ds, formula="y ~ C(policy) * freq_ghz")
-    assert "C(policy)[T.nojc]:freq_ghz" in custom.params.index
-    with pytest.raises(ConfigError, match="^factors"):
-        stats.regress(ds.isel(rep=[0]))  # full factorial, one rep: no residual df
-    with pytest.raises(ConfigError, match="^factors"):
-        stats.anova(ds, factors=["device"])
-    with pytest.raises(ConfigError, match="^factors"):
-        stats.anova(ds.isel(threads=[0]), factors=["policy", "threads"])
-    with pytest.raises(ConfigError, match="^formula"):
-        stats.regress(ds, formula="y ~ C(nope)")
-    with pytest.raises(ConfigError, match="log=False"):
-        stats.anova(ds - 2e9)
-    assert stats.anova(ds - 2e9, log=False).shape[0] == 8
 
 
 # ------------------------------------------------------------ simulated run, CLI
