@@ -37,6 +37,8 @@ VARIABLES = {v.name: v for v in [
     Var("elapsed", "s", "wall time from first op start to last op end"),
     Var("commits", "1", "journal commits in the run (tracefs jbd2_end_commit)"),
     Var("jbd2_info_commits", "1", "commit delta from /proc/fs/jbd2/<dev>/info"),
+    Var("device_requests", "1", "requests the emulated disk served during the run"),
+    Var("device_positionings", "1", "of those, requests that paid seek + rotation"),
     Var("nonblocked_threads", "1", "threads in X for every commit, eq. (4)"),
     Var("blocked_full", "1", "threads fully blocked (Y) by some commit, eq. (5)"),
     Var("blocked_partial", "1", "threads partially blocked (Z) by some commit, eq. (6)"),

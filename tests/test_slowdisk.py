@@ -140,6 +140,34 @@ def test_hdd_model_slows_fsync_and_commits(built, tmp_path):
     assert statistics.median(fsync) > statistics.median(base_fsync)
 
 
+def _write_at(path, offsets, size=4096):
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        for off in offsets:
+            os.pwrite(fd, b"x" * size, off)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.root
+def test_live_counters_count_one_run_and_tell_seeks_from_streams(built, tmp_path):
+    """Snapshots (SIGUSR1) bracket one workload: 16 writes in order pay one positioning,
+    the same writes 1 MiB apart pay one each; the exit line agrees with the last snapshot."""
+    step = 1 << 20
+    with SlowDisk("ssd-sata", tmp_path) as disk:
+        f = Path(disk.mountpoint) / "img"
+        a = disk.snapshot()
+        _write_at(f, [k * 4096 for k in range(16)])
+        b = disk.snapshot()
+        _write_at(f, [64 * step - k * step for k in range(16)])   # backwards: never sequential
+        c = disk.snapshot()
+    assert b["requests"] - a["requests"] >= 16 and b["flushes"] - a["flushes"] == 1
+    assert b["positionings"] - a["positionings"] <= 1
+    assert c["positionings"] - b["positionings"] == 16
+    assert disk.counters["requests"] >= c["requests"] and set(disk.counters) == set(c)
+
+
 @pytest.mark.root
 def test_nothing_left_after_an_exception(built, tmp_path):
     with pytest.raises(RuntimeError, match="mid-run"):

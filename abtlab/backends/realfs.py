@@ -95,9 +95,11 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
             from ..delayjc import preload_env
             env.update(preload_env(policy, bpath))
         before = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
+        disk0 = thr.snapshot() if hasattr(thr, "snapshot") else None
         argv = [str(a) for a in argv_for(data_dir, dilate, tpath)]
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
         after = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
+        disk = _disk_delta(disk0, thr.snapshot()) if disk0 is not None else {}
         if proc.returncode != 0:
             raise RunError(f"{Path(argv[0]).name} exited {proc.returncode}: {proc.stderr.strip()}")
         ops = trace.read(tpath, kind=trace.Kind.OPS)
@@ -111,8 +113,13 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
                                    "right after the call; device and blocked time not dilated")
     for p in (tpath, bpath):
         p.unlink(missing_ok=True)
-    scalars = {"jbd2_info_commits": float(after - before)}
+    scalars = {"jbd2_info_commits": float(after - before), **disk}
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+def _disk_delta(before: dict, after: dict) -> dict:
+    """What the run cost the emulated disk: requests and those that paid a seek."""
+    return {f"device_{k}": float(after[k] - before[k]) for k in ("requests", "positionings")}
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -144,11 +145,32 @@ class SlowDisk(cleanup.Undoable):
         self.counters = _counters(self._log_text())
         self._log.unlink(missing_ok=True)
 
-    def _log_text(self) -> str:
+    def _complete_lines(self) -> str:
+        """The log up to its last newline: a line being written is not read half."""
+        text = self._log_text_raw()
+        return text[:text.rfind("\n") + 1]
+
+    def _log_text_raw(self) -> str:
         try:
-            return self._log.read_text().strip()
+            return self._log.read_text()
         except OSError:
             return ""
+
+    def _log_text(self) -> str:
+        return self._log_text_raw().strip()
+
+    def snapshot(self) -> dict[str, int]:
+        """The daemon's counters now (it prints them on SIGUSR1): take two and subtract
+        to count what one run cost the emulated disk."""
+        seen = self._complete_lines().count("slowdisk:")
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            text = self._complete_lines()
+            if text.count("slowdisk:") > seen:
+                return _counters(text)
+            time.sleep(0.005)
+        raise RunError(f"abt-slowdisk (pid {self.proc.pid}) did not report its counters")
 
     # -- facts -------------------------------------------------------------------------
     def describe(self) -> dict:
@@ -164,11 +186,9 @@ class SlowDisk(cleanup.Undoable):
 
 
 def _counters(text: str) -> dict[str, int]:
-    """The daemon's exit line 'slowdisk: requests=N positionings=N flushes=N busy_ns=N'."""
-    for line in text.splitlines():
-        if line.startswith("slowdisk:"):
-            return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
-    return {}
+    """The daemon's last counters line 'slowdisk: requests=N positionings=N ...'."""
+    lines = [ln for ln in text.splitlines() if ln.startswith("slowdisk:")]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])} if lines else {}
 
 
 def _rmdir_quiet(d: Path, files: bool = False):
