@@ -105,8 +105,8 @@ _MIN_CHUNK = 8   # below this many repetitions per thread, a thread costs more t
 
 
 def run_raw(p: SimParams, seeds, prog=None, pr=None, jobs=None):
-    """Run the kernel for every seed, in one compiled call per thread (`jobs` threads,
-    default: the usable cores when there are >= 16 repetitions). Every repetition has
+    """Run the kernel for every seed, in one compiled call per thread (`jobs` threads;
+    default: up to the usable cores, at least 8 repetitions each). Every repetition has
     its own seeded draws and fresh state, so the output does not depend on `jobs`.
     Returns (times (reps, threads*len(prog), 2) us, commits (reps, cap, 6) us, counts)."""
     prog = program(p) if prog is None else prog
