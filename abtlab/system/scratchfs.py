@@ -83,7 +83,7 @@ class ScratchFS(cleanup.Undoable):
     """A fresh ext4 image on a loop device, mounted; see the module docstring."""
 
     def __init__(self, size_mb=256, journal=True, mount_options="", workdir=None,
-                 mkfs_options=(), image_dir=None):
+                 mkfs_options=(), image_dir=None, direct_io=False):
         if not isinstance(size_mb, int) or isinstance(size_mb, bool) or not 16 <= size_mb <= 65536:
             raise ConfigError("size_mb", size_mb, "an integer from 16 to 65536 (MiB)")
         if workdir is not None and not os.path.isdir(workdir):
@@ -91,6 +91,7 @@ class ScratchFS(cleanup.Undoable):
         if image_dir is not None and not os.path.isdir(image_dir):
             raise ConfigError("image_dir", image_dir, "an existing directory")
         self._image_dir = image_dir
+        self._direct_io = bool(direct_io)
         self.size_mb, self.journal = size_mb, bool(journal)
         self._opts = parse_mount_options(mount_options)
         if not self.journal and any(o.startswith("data=") for o in self._opts):
@@ -130,7 +131,10 @@ class ScratchFS(cleanup.Undoable):
         sh(*args, self.image)
 
     def _attach(self):
-        dev = sh("losetup", "--find", "--show", self.image)
+        # direct I/O: the loop device sends its requests to the image concurrently, so an
+        # emulated disk underneath sees a queue it can reorder (buffered: one at a time)
+        dio = ["--direct-io=on"] if self._direct_io else []
+        dev = sh("losetup", "--find", "--show", *dio, self.image)
         if not dev.startswith("/dev/loop"):
             raise RunError(f"losetup returned {dev!r}, not a loop device")
         self.loopdev = dev

@@ -6,7 +6,8 @@
  *
  *   abt-slowdisk [model options] BACKING_DIR MOUNTPOINT [fuse options, e.g. -f]
  *
- * Model (one device, requests served one at a time in arrival order):
+ * Model (one device, one request at a time; requests that find it busy wait
+ * and are served in elevator order, see pick()):
  *   read/write of n bytes at offset o:
  *     o in [head, head + window]  -> (o - head + n) / bw      (no seek, no rotation:
  *                                     a short forward skip passes under the head),
@@ -58,6 +59,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_busy_until, g_head;  /* virtual clock (ns), head position (bytes) */
 static int g_have_head;
 static uint64_t g_reqs, g_positionings, g_idle_rotations, g_flushes, g_busy_ns;
+static uint64_t g_queued;     /* requests that found the disk busy and waited */
 
 static uint64_t now_ns(void)
 {
@@ -93,20 +95,89 @@ static uint64_t transfer_cost(uint64_t off, uint64_t n, uint64_t t)
     return cost + bytes * 1000u / (uint64_t)g_m.bw_mbps;  /* MB/s = bytes/us */
 }
 
-/* Queue a request of `cost` ns behind the ones before it; return when it is done. */
+/* A request waiting for the disk. Waiting requests are served in elevator
+ * order (C-LOOK: the nearest offset at or past the head, else the lowest), as a
+ * disk with a command queue does; a flush waits for every request that arrived
+ * before it, and none that arrived after it passes it. */
+typedef struct req {
+    uint64_t off, n, seq, arrival, done;
+    int is_flush, started;
+    pthread_cond_t cv;
+    struct req *next;
+} req;
+
+static req *g_queue;          /* waiting requests, any order */
+static int g_serving;         /* a request holds the disk */
+static uint64_t g_seq;
+
+/* Start r at virtual time t (the disk is free from t): cost, head, counters. */
+static void start(req *r, uint64_t t)
+{
+    uint64_t cost = r->is_flush ? (uint64_t)g_m.flush_us * 1000u
+                                : transfer_cost(r->off, r->n, r->arrival);
+    r->done = t + cost;
+    r->started = 1;
+    g_busy_until = r->done;
+    g_busy_ns += cost;
+    g_serving = 1;
+}
+
+/* Unlink and return the next request to serve, or NULL if none waits. */
+static req *pick(void)
+{
+    uint64_t barrier = UINT64_MAX;      /* the oldest waiting flush */
+    for (req *q = g_queue; q; q = q->next)
+        if (q->is_flush && q->seq < barrier) barrier = q->seq;
+    req **best = NULL, **low = NULL, **flush = NULL;
+    for (req **p = &g_queue; *p; p = &(*p)->next) {
+        req *q = *p;
+        if (q->is_flush) {
+            if (q->seq == barrier) flush = p;
+            continue;
+        }
+        if (q->seq > barrier) continue;
+        if (q->off >= g_head && (!best || q->off < (*best)->off)) best = p;
+        if (!low || q->off < (*low)->off) low = p;
+    }
+    req **take = best ? best : low ? low : flush;
+    if (!take) return NULL;
+    req *r = *take;
+    *take = r->next;
+    return r;
+}
+
+/* Wait for the disk, hold it for the request's cost, hand it to the next one. */
 static void serve(int is_flush, uint64_t off, uint64_t n)
 {
+    req r = {.off = off, .n = n, .is_flush = is_flush};
+    pthread_cond_init(&r.cv, NULL);
     pthread_mutex_lock(&g_mu);
-    uint64_t t = now_ns();
-    uint64_t cost = is_flush ? (uint64_t)g_m.flush_us * 1000u : transfer_cost(off, n, t);
-    uint64_t start = g_busy_until > t ? g_busy_until : t;
-    g_busy_until = start + cost;
+    r.arrival = now_ns();
+    r.seq = g_seq++;
     g_reqs++;
     g_flushes += (uint64_t)is_flush;
-    g_busy_ns += cost;
-    uint64_t done = g_busy_until;
+    if (!g_serving) {
+        start(&r, r.arrival > g_busy_until ? r.arrival : g_busy_until);
+    } else {
+        g_queued++;
+        r.next = g_queue;
+        g_queue = &r;
+        while (!r.started)
+            pthread_cond_wait(&r.cv, &g_mu);
+    }
+    uint64_t done = r.done;
     pthread_mutex_unlock(&g_mu);
     sleep_until(done);
+    pthread_mutex_lock(&g_mu);
+    req *next = pick();
+    if (next) {
+        start(next, next->arrival > done ? next->arrival : done);
+        pthread_cond_signal(&next->cv);
+    } else {
+        g_serving = 0;
+    }
+    pthread_mutex_unlock(&g_mu);
+    pthread_cond_destroy(&r.cv);
 }
 
 /* FUSE paths are "/name"; the backing directory's relative path is "name" or ".". */
@@ -232,10 +303,10 @@ static int sd_statfs(const char *path, struct statvfs *sv)
 static size_t counters_line(char *buf, size_t cap)
 {
     const char *keys[] = {"slowdisk: requests=", " positionings=", " idle_rotations=",
-                          " flushes=", " busy_ns="};
-    uint64_t vals[] = {g_reqs, g_positionings, g_idle_rotations, g_flushes, g_busy_ns};
+                          " flushes=", " busy_ns=", " queued="};
+    uint64_t vals[] = {g_reqs, g_positionings, g_idle_rotations, g_flushes, g_busy_ns, g_queued};
     size_t n = 0;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         for (const char *c = keys[k]; *c && n < cap - 1; c++) buf[n++] = *c;
         char digits[24];
         int d = 0;
@@ -291,7 +362,8 @@ static void describe(void)
            "param.flush_us: %ld\nparam.idle_us: %ld\nparam.sequential_window: %llu\n"
            "model: read/write = (seek_us + rotation_us unless the offset is within "
            "sequential_window past the previous end; then rotation_us only after an idle "
-           "gap over idle_us) + bytes / bw; fsync = flush_us; one request at a time\n",
+           "gap over idle_us) + bytes / bw; fsync = flush_us; one request at a time, "
+           "waiting ones in C-LOOK order, a flush after all that arrived before it\n",
            PROG, g_m.seek_us, g_m.rotation_us, g_m.bw_mbps, g_m.flush_us, g_m.idle_us,
            (unsigned long long)g_m.window);
 }
