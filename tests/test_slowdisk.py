@@ -204,6 +204,20 @@ def test_queued_requests_are_served_in_elevator_order(built, tmp_path):
 
 
 @pytest.mark.root
+def test_a_file_still_open_can_be_removed(built, tmp_path):
+    """A loop device may still hold its image when cleanup removes it."""
+    with SlowDisk("ssd-sata", tmp_path) as disk:
+        f = Path(disk.mountpoint) / "img"
+        fd = os.open(f, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            f.unlink()
+            assert os.pwrite(fd, b"x" * 512, 0) == 512
+        finally:
+            os.close(fd)
+        assert os.listdir(disk.mountpoint) == []
+
+
+@pytest.mark.root
 def test_nothing_left_after_an_exception(built, tmp_path):
     with pytest.raises(RuntimeError, match="mid-run"):
         with SlowDisk("ssd-sata", tmp_path) as disk, \

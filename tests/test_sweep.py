@@ -81,7 +81,8 @@ sweep.run("fake", {levels!r}, reps=4, out={out!r}, seed=7, quiet=True, resume={r
 
 def _spawn(out, resume, delay):
     code = _SCRIPT.format(here=str(HERE), levels=LEVELS, out=str(out), resume=resume, delay=delay)
-    return subprocess.Popen([sys.executable, "-c", code])
+    # the killed child cannot remove its temporary run directory: keep it in tmp_path
+    return subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(out.parent)))
 
 
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path):

@@ -333,6 +333,9 @@ static void *sd_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * kernel's write-back of this file's page cache gets round to them. */
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     cfg->use_ino = 0;
+    /* Unlinking a file that is still open (an image a loop device has not let go of
+     * yet) removes it, instead of renaming it to .fuse_hidden*: there is no rename. */
+    cfg->hard_remove = 1;
     struct sigaction sa = {0};
     sa.sa_handler = report;
     sa.sa_flags = SA_RESTART;
