@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import NamedTuple
+
 from . import schema
 from .trace import RECORD_DTYPE
 
@@ -48,13 +50,22 @@ def _json(d):
     return json.dumps(d, default=str, sort_keys=True)
 
 
-def _part_row(part):
-    """(point, rep, scalars, tables, run attrs) of a stored part."""
+class _Row(NamedTuple):
+    """One run, from a stored part or straight from a RunResult."""
+    point: dict
+    point_index: int
+    rep: int
+    scalars: dict
+    tables: dict          # column -> array, without the *_run columns
+    run_attrs: dict
+
+
+def _part_row(part) -> _Row:
     import json
     scalars = {k: float(v) for k, v in part.data_vars.items() if v.ndim == 0}
     tables = {c: part[c].values for c in part.data_vars if part[c].ndim == 1}
-    return (json.loads(part.attrs["point"]), int(part.attrs["point_index"]), int(part.attrs["rep"]),
-            scalars, tables, json.loads(part.attrs["run_attrs"]))
+    return _Row(json.loads(part.attrs["point"]), int(part.attrs["point_index"]),
+                int(part.attrs["rep"]), scalars, tables, json.loads(part.attrs["run_attrs"]))
 
 
 def assemble(parts: list, levels: dict, attrs: dict):
@@ -69,33 +80,33 @@ def assemble_results(runs: list, levels: dict, attrs: dict):
     """The run dataset straight from (point, rep, RunResult) triples, without parts
     (in-memory sweeps such as the simulator's). Run attrs are not merged: `attrs` is final."""
     index = {}
-    rows = [(point, index.setdefault(_json(point), len(index)), rep, r.scalars,
-             _result_tables(r), {}) for point, rep, r in runs]
+    rows = [_Row(point, index.setdefault(_json(point), len(index)), rep, r.scalars,
+                 _result_tables(r), {}) for point, rep, r in runs]
     return _build(rows, levels, attrs)
 
 
 def _build(rows, levels, attrs):
     import xarray as xr
     dims = list(levels) + [schema.REP]
-    nrep = 1 + max((row[2] for row in rows), default=0)
+    nrep = 1 + max((row.rep for row in rows), default=0)
     shape = [len(v) for v in levels.values()] + [nrep]
-    names = sorted({k for row in rows for k in row[3]})
+    names = sorted({k for row in rows for k in row.scalars})
     arrays = {n: np.full(shape, np.nan) for n in names}
     run_id = np.full(shape, -1, dtype=np.int64)
     groups = ((schema.OP_COLUMNS, schema.OP_DIM), (schema.COMMIT_COLUMNS, schema.COMMIT_DIM),
               (schema.BATCH_COLUMNS, schema.BATCH_DIM))
     tables = {c: [] for cols, _ in groups for c in cols}
     run_attrs: dict = {}
-    for rid, (point, _, rep, scalars, tabs, rattrs) in enumerate(sorted(rows, key=lambda r: (r[1], r[2]))):
-        idx = tuple(_level_index(levels[f], point[f]) for f in levels) + (rep,)
+    for rid, row in enumerate(sorted(rows, key=lambda r: (r.point_index, r.rep))):
+        idx = tuple(_level_index(levels[f], row.point[f]) for f in levels) + (row.rep,)
         run_id[idx] = rid
-        for n, v in scalars.items():
+        for n, v in row.scalars.items():
             arrays[n][idx] = v
         for cols, _ in groups:
-            n = len(next((tabs[c] for c in cols if c in tabs), ()))
+            n = len(next((row.tables[c] for c in cols if c in row.tables), ()))
             for c in cols:
-                tables[c].append(np.full(n, rid, np.int64) if c.endswith("_run") else tabs[c])
-        for k, v in rattrs.items():
+                tables[c].append(np.full(n, rid, np.int64) if c.endswith("_run") else row.tables[c])
+        for k, v in row.run_attrs.items():
             run_attrs.setdefault(k, [])
             if v not in run_attrs[k]:
                 run_attrs[k].append(v)

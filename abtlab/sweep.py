@@ -246,9 +246,8 @@ def _ratio_spread(a: dict, b: dict, level, paired):
         hw = ratio_halfwidth(x, y, level, method="delta" if (x > 0).all() and (y > 0).all()
                              else "fieller", paired=True)
         return hw, float(np.std(x / x.mean() - y / y.mean(), ddof=1))
-    x, y = np.array(list(a.values())), np.array(list(b.values()))
-    ha, hb = _mean_spread(a, level)[0], _mean_spread(b, level)[0]
-    return float(np.hypot(ha, hb)), float(np.hypot(_cv(x), _cv(y)))
+    (ha, ca), (hb, cb) = _mean_spread(a, level), _mean_spread(b, level)
+    return float(np.hypot(ha, hb)), float(np.hypot(ca, cb))
 
 
 def _cv(x):

@@ -16,7 +16,7 @@ from . import state as K
 from .kernel import run_batch
 from .params import SimParams, vector
 
-__all__ = ["program", "draws", "run_raw", "run_once", "run_reps", "to_traces"]
+__all__ = ["program", "draws", "run_raw", "run_once", "run_reps"]
 
 
 def program(p: SimParams) -> np.ndarray:
@@ -139,21 +139,10 @@ def _op_template(p: SimParams, prog) -> np.ndarray:
     return ops
 
 
-def to_traces(template, times, commits):
-    """One repetition's kernel output -> (ops as RECORD_DTYPE, commits dict), ns."""
-    return _traces(template, *_to_ns(times, commits))
-
-
 def _to_ns(times, commits):
     """Kernel output (us, any leading dims) -> int64 ns; commit counts stay counts."""
     unit = np.array([1 if name in ("tid", "handles", "blocks") else 1e3 for name in K.COMMIT_COLS])
     return np.rint(times * 1e3).astype(np.int64), np.rint(commits * unit).astype(np.int64)
-
-
-def _traces(template, ns, cns):
-    ops = template.copy()
-    ops["t_start_ns"], ops["t_end_ns"] = ns[:, 0], ns[:, 1]
-    return ops, _commit_dict(cns)
 
 
 def _commit_dict(cns):
