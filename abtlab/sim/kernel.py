@@ -20,7 +20,7 @@ from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT,
                     I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT,
                     W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit,
-                    pop, push, reset)
+                    jit_inline, pop, push, reset)
 
 __all__ = ["run_batch", "HAVE_NUMBA"]
 
@@ -135,7 +135,7 @@ def _finish_op(i, t, op, row, pr, ji, ti, tf, out_t):
     ti[i, PHASE] = 0
 
 
-@jit
+@jit_inline
 def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c):
     """Advance thread i as far as it goes at time t. Phases of every op: 0 start,
     1 metadata lock check, 2 CPU, 3 flush/barrier, 4 journal, then finish."""
@@ -178,7 +178,7 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
     _block(i, W_NONE, ti, core)
 
 
-@jit
+@jit_inline
 def _on_cpu(k, t, crun, ct, cs, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c):
     """The thread on core k ran crun[k] us: finish its phase or preempt it."""
     i = core[k]
@@ -208,7 +208,7 @@ def _wake(t, k, whole, hf, hn, ji, ti):
             fpush(hf, hn, ji, t, j, ti.shape[0])
 
 
-@jit
+@jit_inline
 def _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q):
     if ji[QN] == 0:
         return
@@ -230,7 +230,7 @@ def _before(t1, s1, t2, s2):
     return t1 < t2 or (t1 == t2 and s1 < s2)
 
 
-@jit
+@jit_inline
 def _next(ct, cs, hf, hn, ji, fb, spawn):
     """Source of the next event by (time, sequence): core k >= 0, the heap (-1), the FIFO
     of starts at fb (-2), the next thread spawn (-4), or -3 when none is left. Cores keep

@@ -19,8 +19,12 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 # cache=True: compiled code is kept on disk, so only the first import in a tree compiles.
 # numba keys that cache on each module's own source and freezes these constants into it:
 # after changing a constant here, touch journal.py and kernel.py so they recompile.
-# helpers stay separate functions (inlining tripled compile time for no measured gain)
 jit = njit(cache=True, error_model="numpy", nogil=True)
+# The event loop's per-event functions are inlined at numba's level: LLVM left them as
+# calls, and each call passed ~17 arrays as ~120 scalars. Inlining those four cut the
+# kernel 3.5-4x (benchmarks.sim) and compile time a little; inlining every helper
+# instead had tripled compile time, and the rest (pop, the journal) gained nothing.
+jit_inline = njit(cache=True, error_model="numpy", nogil=True, inline="always")
 
 # op codes (abtlab.trace.Op)
 OPEN, WRITE, FSYNC, CLOSE, BARRIER = 1, 2, 3, 4, 12
