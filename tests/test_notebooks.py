@@ -3,6 +3,7 @@ without a test fails the suite). All of them run as one batch through abtlab.rep
 two at a time, so this module also exercises the batch path end to end."""
 import importlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -62,10 +63,19 @@ def test_notebook_is_a_story(name):
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     out = tmp_path_factory.mktemp("notebooks")
+    tmp = tmp_path_factory.mktemp("notebook-tmp")   # the kernels' TMPDIR (they inherit it)
     items = [Item(NOTEBOOK_DIR / f"{n}.ipynb", SMALL[n], n) for n in NOTEBOOKS if n in SMALL]
     items.append(Item(NOTEBOOK_DIR / "lab_2_batching.ipynb", dict(threads=16, reps=1), "lab2_as_shipped"))
-    outcomes, index = run_batch(items, out, workers=2, progress=None, timeout=300)
-    return {o.item.name: o for o in outcomes}, index
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp)
+    try:
+        outcomes, index = run_batch(items, out, workers=2, progress=None, timeout=300)
+    finally:
+        if before is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before
+    return {o.item.name: o for o in outcomes}, index, tmp
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -73,7 +83,7 @@ def test_notebook_runs(batch, name, request):
     if name == "04_bayes" and _bayes_missing():
         request.applymarker(pytest.mark.xfail(reason="abtlab.bayes.hierarchical.fit_hierarchical not importable",
                                               strict=False))
-    outcomes, index = batch
+    outcomes, index, _ = batch
     o = outcomes[name]
     assert o.status == "ok", o.error
     page = o.html.read_text()
@@ -84,7 +94,7 @@ def test_notebook_runs(batch, name, request):
 @pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n.startswith("lab_")])
 def test_lab_checks_give_feedback(batch, name):
     """With predictions filled in, every check prints a verdict (not 'no prediction')."""
-    outcomes, _ = batch
+    outcomes, _, _ = batch
     nb = json.loads(outcomes[name].ipynb.read_text())
     text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])
                    if o.get("output_type") == "stream")
@@ -97,3 +107,10 @@ def test_lab_without_prediction_asks_for_one(batch):
     o = batch[0]["lab2_as_shipped"]
     assert o.status == "ok", o.error
     assert "NO PREDICTION YET" in Path(o.ipynb).read_text()
+
+
+def test_notebooks_leave_no_temporary_files(batch):
+    """Scratch directories abtlab and the notebooks make (fio's files, run dirs, traces)
+    are removed. (pytensor's numba backend leaves its generated sources, tmp*, there.)"""
+    _, _, tmp = batch
+    assert sorted(p.name for p in tmp.iterdir() if p.name.startswith(("abtlab", "abtrace"))) == []
