@@ -67,6 +67,15 @@ def _rows(ds, var, on, paired):
     return out
 
 
+def allocation_bound(rows, target, least):
+    """Fixed runs / the runs every row would need at the target, from each row's fixed
+    half-width (hw ~ 1/sqrt(n)), at least `least` per row: what the best allocation saves
+    on average. One sweep can do better by luck (a point stops early when its first runs
+    happen to agree), not by design."""
+    need = [max(least, n * (hw / target) ** 2) for _, n, hw, _ in rows]
+    return sum(r[1] for r in rows) / sum(need)
+
+
 def _sweep(backend, params, reps, seed, order, save, name):
     t0 = time.monotonic()
     ds = runner.run(backend, reps=reps, seed=seed, quiet=True, order=order, **params)
@@ -114,7 +123,8 @@ def main(argv=None):
             met = "yes" if ahw <= target else ("max" if an >= n else "NO")
             line += f" | {an:18d} {ahw:7.4f} {met:>3}"
         print(line)
-    print(f"runs: fixed {n_fixed} ({t_fixed:.0f} s)")
+    print(f"runs: fixed {n_fixed} ({t_fixed:.0f} s); expected saving of the best allocation for "
+          f"these spreads: {allocation_bound(base, target, a.min):.2f}x (docs/repetitions.md)")
     for label, rows, t in results:
         n = sum(r[1] for r in rows)
         print(f"runs: {label} {n} ({t:.0f} s); ratio fixed/{label} = {n_fixed / n:.2f}x runs, "

@@ -147,3 +147,13 @@ def test_blocked_sim_sweep_gives_paired_slowdown(tmp_path):
     from scipy.stats import ttest_1samp
     assert float(t["p"].iloc[0]) == pytest.approx(ttest_1samp(d, 0, alternative="less").pvalue)
     assert stats.test_slowdown(ds, paired=False).attrs["test"].startswith("one-sided Welch")
+
+
+def test_allocation_bound_is_one_when_points_are_alike_and_grows_with_spread():
+    """benchmarks.adaptive_reps prints it: fixed runs / runs needed at the widest spread."""
+    from benchmarks.adaptive_reps import allocation_bound
+    alike = [("a", 50, 0.1, 0.3), ("b", 50, 0.1, 0.3)]
+    assert allocation_bound(alike, 0.1, 5) == pytest.approx(1.0)
+    mixed = [("a", 50, 0.1, 0.3), ("b", 50, 0.05, 0.15)]   # b needs a quarter of the runs
+    assert allocation_bound(mixed, 0.1, 5) == pytest.approx(100 / 62.5)
+    assert allocation_bound([("a", 50, 0.1, 0), ("b", 50, 0.001, 0)], 0.1, 5) == pytest.approx(100 / 55)
