@@ -80,6 +80,7 @@ def simpy_once(p, seed):
             yield from meta(lambda: work(pr[simparams.K.I_C_WRITE] * noise(), i), i)
         yield from work(pr[simparams.K.I_C_FSYNC] * noise(), i)
         release(i)
+        yield from meta(lambda: iter(()), i)     # write-back allocates: a handle in the running txn
         with dev.request() as req:
             yield req
             yield env.timeout(pr[simparams.K.I_FLUSH_FIXED] + pr[simparams.K.I_FLUSH_PER_BYTE] * p.file_size)

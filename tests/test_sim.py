@@ -53,6 +53,23 @@ def test_commits_do_not_overlap_and_lock_writes():
         assert np.all(w["t_end_ns"][inside] >= b)   # a write arriving during a commit waits it out
 
 
+def test_fsync_commits_the_block_allocation_of_its_write_back():
+    """delalloc: the write-back allocates blocks in the transaction running then. Two
+    threads on one core: thread 1's fsync requests commit 0; thread 0's write-back starts
+    while commit 0 runs, so its allocation is in transaction 1, which it must commit."""
+    kw = dict(threads=2, cores=1, file_size=65536, record_size=32768, fsync_cpu_us=500.0,
+              quantum_us=100000.0, cpu_dist="fixed", dev_dist="fixed", device="loop")
+    r = sim.simulate_point(reps=1, **kw)[0]
+    f = r.ops[r.ops["op"] == Op.FSYNC]
+    late = f[np.argmax(f["t_start_ns"])]
+    s, e = r.commits["start"], r.commits["end"]
+    assert s.size == 2 and late["t_start_ns"] < s[0] < late["t_end_ns"]
+    assert late["t_end_ns"] == e[1]                  # it waited for transaction 1's commit
+    old = sim.simulate_point(reps=1, fsync_allocates=False, **kw)[0]   # writes only
+    f = old.ops[old.ops["op"] == Op.FSYNC]
+    assert old.commits["end"].size == 1 and f["t_end_ns"].max() > old.commits["end"][0]
+
+
 def test_short_lock_lets_writes_through_a_running_commit():
     kw = dict(threads=64, cores=4, device="hdd7200", data_flush="commit", seed=2)
     whole = sim.simulate_point(reps=1, **kw)[0]
@@ -203,7 +220,7 @@ def test_backend_params_file_under_options(tmp_path):
     (dict(nonscaling=2.0), "nonscaling"), (dict(workload="fio"), "workload"),
     (dict(warp=9), "warp"), (dict(device_overrides={"x": 1}), "device_overrides.x"),
     (dict(quantum_us=0), "quantum_us"), (dict(commit_lock_us=-1.0), "commit_lock_us"),
-    (dict(data_flush="later"), "data_flush")])
+    (dict(data_flush="later"), "data_flush"), (dict(fsync_allocates="yes"), "fsync_allocates")])
 def test_bad_parameters_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         sim.make(**kw)

@@ -9,6 +9,11 @@ Estimators, chosen to be robust to the blocking the model describes:
   is the device part (jbd2's T_FLUSH..end: ordered data, then the journal blocks).
 - commit lock: median of (flushing - locking), jbd2's T_LOCKED phase, which lasts until
   every running handle has stopped (long when threads holding handles are preempted).
+- journal blocks per handle: the commits' journal blocks (less the descriptor and commit
+  block the simulator adds) over their member threads, pooled over the run. A thread is
+  a member of the transaction running when its open or write ended or its fsync began
+  (the simulator's handles: one per thread and transaction). Files share inode-table,
+  bitmap and directory blocks, so this is well below one block per handle.
 - data flush: median over commits of (commit start - start of the first fsync begun
   after the previous commit started): the triggering fsync's CPU part plus its own
   data write-back, the slack of seed 000's Fig. 6. It also holds CPU waits, so it is
@@ -55,6 +60,23 @@ def _commit_fit(commits):
     return out
 
 
+def _blocks_per_handle(ops, commits):
+    if "blocks" not in commits or len(commits["blocks"]) == 0:
+        return float("nan")
+    start = np.asarray(commits["start"], np.int64)
+    order = np.argsort(start, kind="stable")
+    start = start[order]
+    blocks = np.asarray(commits["blocks"], float)[order]
+    meta = np.isin(ops["op"], (Op.OPEN, Op.WRITE))
+    fs = ops["op"] == Op.FSYNC
+    when = np.concatenate([ops["t_end_ns"][meta], ops["t_start_ns"][fs]]).astype(np.int64)
+    tid = np.concatenate([ops["tid"][meta], ops["tid"][fs]])
+    txn = np.searchsorted(start, when, side="right")     # the transaction running then
+    inside = txn < start.size                             # its commit is in the trace
+    members = np.unique(np.stack([txn[inside], tid[inside]]), axis=1).shape[1]
+    return float(np.clip(blocks - 2, 0, None).sum() / members) if members else float("nan")
+
+
 def _flush(ops, s, commits):
     _, fq, fr = op_durations(ops, Op.FSYNC)
     if fq.size == 0:
@@ -92,4 +114,5 @@ def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1) 
            "flush_us": _flush(ops, s, commits)}
     if s.size:
         out.update(_commit_fit(commits))
+        out["blocks_per_handle"] = _blocks_per_handle(ops, commits)
     return out

@@ -65,7 +65,7 @@ def calibrate(ds, **sel) -> dict:
     if flush is not None:                     # whole own-data write-back per fsync
         dev.update(flush_fixed_us=max(flush, 0.0), flush_us_per_kib=0.0)
     dev = {k: max(v, 0.0) for k, v in dev.items()}
-    for k in ("dev_cv", "commit_lock_us"):
+    for k in ("dev_cv", "commit_lock_us", "blocks_per_handle"):
         if (v := _median(fits, k)) is not None:
             out[k] = max(v, 0.0)
     out["device_overrides"] = dev

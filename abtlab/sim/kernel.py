@@ -16,7 +16,7 @@ from . import journal as J
 from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT,
                     EV_DEV, EV_START, EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA,
                     FH, FT, HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA,
-                    I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_INODE_WRITE, I_POLICY, I_QUANTUM,
+                    I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_INODE_WRITE, I_POLICY, I_QUANTUM,
                     I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT,
                     W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit,
@@ -76,6 +76,23 @@ def _device_wait(i, t, dur, hf, hn, ji, jf, ti, core):
 
 
 @jit
+def _join(i, ji, ti):
+    """Thread i's change joins the running transaction (one handle per thread and txn)."""
+    if ti[i, TXN] != ji[RUN]:
+        ti[i, TXN] = ji[RUN]
+        ji[HANDLES] += 1
+
+
+@jit
+def _allocates(i, pr, tf):
+    """fsync with delalloc: the write-back allocates the file's blocks in a handle of the
+    running transaction (ext4_map_blocks under ext4_writepages), so the fsync then needs
+    that transaction committed, not only the one its writes joined."""
+    return (pr[I_FSYNC_ALLOC] > 0 and tf[i, DIRTY] > 0 and int(pr[I_DATA]) == DATA_FSYNC
+            and int(pr[I_POLICY]) != POL_NOJC)
+
+
+@jit
 def _flush(i, t, pr, nz, hf, hn, ji, jf, ti, tf, core):
     """fsync, data part: write back the thread's own dirty data. True if it must wait."""
     if tf[i, DIRTY] <= 0 or int(pr[I_DATA]) != DATA_FSYNC:
@@ -126,9 +143,7 @@ def _barrier(i, t, hf, hn, ji, ti, core):
 def _finish_op(i, t, op, row, pr, ji, ti, tf, out_t):
     out_t[row, 1] = t
     if op == OPEN or op == WRITE:             # the change joins the running transaction
-        if ti[i, TXN] != ji[RUN]:
-            ti[i, TXN] = ji[RUN]
-            ji[HANDLES] += 1
+        _join(i, ji, ti)
         if op == WRITE:
             tf[i, DIRTY] += pr[I_RECORD_BYTES]
     ti[i, PC] += 1
@@ -138,7 +153,7 @@ def _finish_op(i, t, op, row, pr, ji, ti, tf, out_t):
 @jit_inline
 def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c):
     """Advance thread i as far as it goes at time t. Phases of every op: 0 start,
-    1 metadata lock check, 2 CPU, 3 flush/barrier, 4 journal, then finish."""
+    1 metadata lock check, 2 CPU, 3 block allocation/flush/barrier, 4 journal, then finish."""
     nprog = prog.size
     while ti[i, PC] < nprog:
         pc = ti[i, PC]
@@ -163,6 +178,12 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
                 return
             ph = 3
         if ph == 3:
+            if op == FSYNC and _allocates(i, pr, tf):
+                if ji[LOCKED] == 1:              # the allocation's handle waits for the lock
+                    ti[i, PHASE] = 3
+                    _block(i, W_LOCK, ti, core)
+                    return
+                _join(i, ji, ti)
             ti[i, PHASE] = 4
             if op == BARRIER and _barrier(i, t, hf, hn, ji, ti, core):
                 ti[i, PHASE] = 5

@@ -77,6 +77,8 @@ class SimParams:
     commit_lock_us: float | None = None    # None: writes block for the whole commit (seed 000)
     data_flush: str = "fsync"              # fsync: each fsync writes its own data (delalloc);
                                            # commit: the commit writes its members' data
+    fsync_allocates: bool = True           # data_flush=fsync: the write-back allocates blocks in
+                                           # the running transaction, which the fsync then commits
 
     def device_params(self) -> dict:
         return {**DEVICES[self.device], **self.device_overrides}
@@ -121,6 +123,9 @@ def _validate(p: SimParams) -> None:
                                        and p.commit_lock_us >= 0),
           "commit_lock_us", p.commit_lock_us, "a number of us >= 0, or None (whole commit)")
     _need(p.data_flush in DATA_MODES, "data_flush", p.data_flush, " | ".join(DATA_MODES))
+    for name in ("fsync", "wake_front", "fsync_allocates"):
+        v = getattr(p, name)
+        _need(isinstance(v, (bool, np.bool_)), name, v, "true or false")
     for name in ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
                  "spawn_us", "blocks_per_handle", "cpu_cv", "dev_cv", "adaptive_k"):
         v = getattr(p, name)
@@ -188,6 +193,7 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_CORES] = p.cores
     v[K.I_LOCK] = -1.0 if p.commit_lock_us is None else p.commit_lock_us
     v[K.I_DATA] = DATA_MODES.index(p.data_flush)
+    v[K.I_FSYNC_ALLOC] = 1.0 if p.fsync_allocates else 0.0
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k
     return v
