@@ -13,7 +13,12 @@ jbd2 semantics kept here (fs/jbd2/transaction.c, commit.c):
 - data=ordered: with DATA_COMMIT the commit writes back the data of every member of
   the transaction before its journal blocks (ext3, or ext4 with nodelalloc), so one
   commit with many members is long but shared. With DATA_FSYNC each fsync writes back
-  its own file first (ext4 delalloc: ext4_sync_file -> file_write_and_wait_range).
+  its own file first (ext4 delalloc: ext4_sync_file -> file_write_and_wait_range), and
+  that write-back allocates the file's blocks in a handle of the running transaction,
+  so the fsync commits that transaction (`fsync_allocates`; off: only opens and writes
+  join transactions);
+- a commit logs 2 + blocks_per_handle * handles blocks: files share inode-table, bitmap
+  and directory blocks, so calibration from real commits gives well under one.
 The device is one FIFO server.
 """
 from __future__ import annotations

@@ -5,7 +5,8 @@ Mechanism (seed 000 Figs. 4-6), with the journal and device in `journal`:
   thread keeps its core across CPU phases until its slice ends or it blocks; woken
   threads go to the front of the queue when `wake_front` (CFS favours sleepers).
 - Every op: start, metadata-lock check (open and write() block while a commit holds
-  the lock), CPU phase, then for fsync the data write-back and the journal wait.
+  the lock), CPU phase, then for fsync the block allocation (a handle, which waits for
+  the lock too), the data write-back and the journal wait.
 `run_batch` runs many repetitions in one compiled call, reusing every array.
 """
 from __future__ import annotations
