@@ -157,3 +157,20 @@ def test_allocation_bound_is_one_when_points_are_alike_and_grows_with_spread():
     mixed = [("a", 50, 0.1, 0.3), ("b", 50, 0.05, 0.15)]   # b needs a quarter of the runs
     assert allocation_bound(mixed, 0.1, 5) == pytest.approx(100 / 62.5)
     assert allocation_bound([("a", 50, 0.1, 0), ("b", 50, 0.001, 0)], 0.1, 5) == pytest.approx(100 / 55)
+
+
+def test_benchmark_rows_give_every_ratio_to_the_lowest_frequency():
+    """benchmarks.adaptive_reps on slowdown: one row per configuration and frequency above
+    the lowest, each the delta-method half-width of that ratio."""
+    from benchmarks.adaptive_reps import _rows, _runs
+    rng = np.random.default_rng(0)
+    x = rng.lognormal(0, 0.2, (3, 2, 8))                  # freq x threads x rep
+    x[0, 1, 7] = np.nan                                   # one run missing
+    ds = xr.Dataset({"throughput": (("freq_ghz", "threads", "rep"), x)},
+                    coords={"freq_ghz": [1.6, 2.4, 3.3], "threads": [16, 64], "rep": np.arange(8)})
+    rows = _rows(ds, "throughput", "slowdown", paired=False)
+    assert [r[0] for r in rows] == ["16 2.4/1.6", "64 2.4/1.6", "16 3.3/1.6", "64 3.3/1.6"]
+    assert [r[1] for r in rows] == [16, 15, 16, 15]
+    want = stats.ratio_halfwidth(x[2, 1], x[0, 1], method="delta", paired=False)
+    assert rows[3][2] == pytest.approx(want)
+    assert _runs(ds, "throughput") == 47
