@@ -204,6 +204,32 @@ def test_queued_requests_are_served_in_elevator_order(built, tmp_path):
 
 
 @pytest.mark.root
+def test_formatting_in_the_backing_directory_costs_the_disk_nothing(built, tmp_path):
+    """mkfs through the model pays for every inode-table write; formatting the same file
+    in the backing directory leaves the disk only the mount's few requests, and the
+    filesystem it then serves works."""
+    sent = {}
+    for beside in (False, True):
+        with SlowDisk("hdd7200", tmp_path) as disk:
+            a = disk.snapshot()
+            with ScratchFS(size_mb=64, workdir=tmp_path, image_dir=disk.mountpoint, direct_io=True,
+                           format_dir=disk.backing if beside else None) as fs:
+                sent[beside] = disk.snapshot()["requests"] - a["requests"]
+                (Path(fs.mountpoint) / "f").write_bytes(b"abt" * 4096)
+                os.sync()
+                assert (Path(fs.mountpoint) / "f").read_bytes() == b"abt" * 4096
+            assert os.listdir(disk.backing) == []
+    assert sent[True] * 4 < sent[False], sent
+
+
+def test_format_dir_needs_an_image_dir(tmp_path):
+    with pytest.raises(ConfigError, match="format_dir"):
+        ScratchFS(size_mb=32, workdir=tmp_path, format_dir=tmp_path)
+    with pytest.raises(ConfigError, match="format_dir"):
+        ScratchFS(size_mb=32, workdir=tmp_path, image_dir=tmp_path, format_dir=tmp_path / "missing")
+
+
+@pytest.mark.root
 def test_a_file_still_open_can_be_removed(built, tmp_path):
     """A loop device may still hold its image when cleanup removes it."""
     with SlowDisk("ssd-sata", tmp_path) as disk:

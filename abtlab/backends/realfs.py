@@ -136,6 +136,7 @@ def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=
         disk = stack.enter_context(SlowDisk(profile, workdir)) if profile.kind == "latency" else None
         fs = stack.enter_context(ScratchFS(size_mb=size_mb, journal=journal, mount_options=mount_options,
                                            workdir=workdir, image_dir=disk.mountpoint if disk else None,
+                                           format_dir=disk.backing if disk else None,
                                            direct_io=disk is not None))
         dev = disk or stack.enter_context(DeviceThrottle(profile, fs.major_minor))
         yield fs, dev

@@ -9,7 +9,9 @@ and only the directory, mount point and image this object created are removed.
 
 `image_dir` puts the image elsewhere than the scratch directory, e.g. on the mount of
 an emulated slow disk (abtlab.system.slowdisk), so the loop device's requests pay its
-latency model; the mount point stays in the scratch directory.
+latency model; the mount point stays in the scratch directory. `format_dir` is the same
+directory reached without the model (the slow disk's backing directory): the image is
+created and formatted there, so mkfs does not pay seeks meant for the workload.
 """
 from __future__ import annotations
 
@@ -83,14 +85,17 @@ class ScratchFS(cleanup.Undoable):
     """A fresh ext4 image on a loop device, mounted; see the module docstring."""
 
     def __init__(self, size_mb=256, journal=True, mount_options="", workdir=None,
-                 mkfs_options=(), image_dir=None, direct_io=False):
+                 mkfs_options=(), image_dir=None, direct_io=False, format_dir=None):
         if not isinstance(size_mb, int) or isinstance(size_mb, bool) or not 16 <= size_mb <= 65536:
             raise ConfigError("size_mb", size_mb, "an integer from 16 to 65536 (MiB)")
         if workdir is not None and not os.path.isdir(workdir):
             raise ConfigError("workdir", workdir, "an existing directory")
         if image_dir is not None and not os.path.isdir(image_dir):
             raise ConfigError("image_dir", image_dir, "an existing directory")
-        self._image_dir = image_dir
+        if format_dir is not None and (image_dir is None or not os.path.isdir(format_dir)):
+            raise ConfigError("format_dir", format_dir,
+                              "an existing directory holding image_dir's files (with image_dir)")
+        self._image_dir, self._format_dir = image_dir, format_dir
         self._direct_io = bool(direct_io)
         self.size_mb, self.journal = size_mb, bool(journal)
         self._opts = parse_mount_options(mount_options)
@@ -119,8 +124,9 @@ class ScratchFS(cleanup.Undoable):
     def _make_image(self):
         self.image = (Path(self._image_dir) / f"{self.dir.name}.img" if self._image_dir
                       else self.dir / "scratch.img")
-        with open(self.image, "xb") as f:  # "x": never reuse a file we did not create
-            self._undo(lambda p=self.image: p.unlink(missing_ok=True), f"remove {self.image}")
+        made = Path(self._format_dir) / self.image.name if self._format_dir else self.image
+        with open(made, "xb") as f:  # "x": never reuse a file we did not create
+            self._undo(lambda p=made: p.unlink(missing_ok=True), f"remove {made}")
             f.truncate(self.size_mb << 20)
         # Initialise inode tables and journal now, so no background ext4lazyinit I/O
         # competes with the measured run.
@@ -128,7 +134,7 @@ class ScratchFS(cleanup.Undoable):
                 *self.mkfs_options]
         if not self.journal:
             args += ["-O", "^has_journal"]
-        sh(*args, self.image)
+        sh(*args, made)
 
     def _attach(self):
         # direct I/O: the loop device sends its requests to the image concurrently, so an
