@@ -27,9 +27,10 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
         axes = axes[0]
     else:
         axes, fig = np.atleast_1d(ax), np.atleast_1d(ax)[0].figure
+    nonneg = bool(np.nanmin(ds[var].values) >= 0) if np.isfinite(ds[var].values).any() else False
     for a, level in zip(axes, panels):
         sub = stats.sel({facet: level}) if facet else stats
-        _lines(a, sub, scale)
+        _lines(a, sub, scale, var, nonneg)
         a.set_xlabel("CPU frequency (GHz)" + (" [emulated]" if ds.attrs.get("freq_mode") == "emulated" else ""))
         a.set_ylabel(f"{name} ({unit})")
         a.set_title(f"{facet}={level}" if facet else name, fontsize=10)
@@ -40,7 +41,19 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
     return fig
 
 
-def _lines(ax, sub, scale):
+def _band(s, var, nonneg):
+    """The 95% CI band, clipped to what the quantity can be: a t-interval from a few
+    repetitions reaches below zero for a count or a rate, and past N for nonblocked
+    threads out of N."""
+    lo, hi = s["ci_low"].values.astype(float), s["ci_high"].values.astype(float)
+    if nonneg:
+        lo = np.maximum(lo, 0.0)
+    if var == "nonblocked_threads" and "threads" in s.coords and s["threads"].size == 1:
+        hi = np.minimum(hi, float(s["threads"]))
+    return lo, hi
+
+
+def _lines(ax, sub, scale, var="", nonneg=False):
     sub = sub.squeeze([d for d in sub["mean"].dims if d != schema.FREQ and sub.sizes[d] == 1], drop=False)
     other = [d for d in sub["mean"].dims if d != schema.FREQ]
     x = sub[schema.FREQ].values
@@ -50,9 +63,13 @@ def _lines(ax, sub, scale):
         label = ", ".join(f"{s[d].values}" if d == "policy" else f"{d}={s[d].values}" for d in other)
         if not label:  # a single line: name it by its policy when there is one
             label = str(s["policy"].values) if "policy" in s.coords else "mean"
+        n = s["n"].values if "n" in s else None
+        if n is not None and np.size(n) and np.nanmin(n) < 5:   # a wide band: say why
+            label += f" (n={int(np.nanmin(n))})"
         m = s["mean"].values / scale
         ax.plot(x, m, marker="o", label=label)
-        ax.fill_between(x, s["ci_low"].values / scale, s["ci_high"].values / scale, alpha=0.2)
+        lo, hi = _band(s, var, nonneg)
+        ax.fill_between(x, lo / scale, hi / scale, alpha=0.2)
 
 
 def plot_throughput(ds, facet=None, ax=None):

@@ -1,0 +1,49 @@
+"""plot_metric: one line per policy with its 95% CI band, clipped to what the quantity
+can be, and a label that says how few repetitions made a wide band."""
+import matplotlib
+import numpy as np
+import pytest
+import xarray as xr
+
+matplotlib.use("Agg")
+
+from abtlab.plots import plot_metric  # noqa: E402
+
+
+def _ds(values, var="nonblocked_threads", threads=64):
+    v = np.asarray(values, float)                                    # freq x rep
+    return xr.Dataset({var: (("freq_ghz", "rep"), v)},
+                      coords={"freq_ghz": [1.6, 3.3], "rep": np.arange(v.shape[1]),
+                              "policy": "ext4", "threads": threads},
+                      attrs={"freq_mode": "simulated", "backend": "sim"})
+
+
+def _band(fig):
+    poly = fig.axes[0].collections[0]
+    y = np.concatenate([p.vertices[:, 1] for p in poly.get_paths()])
+    return y.min(), y.max()
+
+
+@pytest.mark.parametrize("var,threads,lo,hi", [("nonblocked_threads", 64, 0.0, 64.0),
+                                               ("commits", 64, 0.0, None)])
+def test_band_is_clipped_to_the_possible_range(var, threads, lo, hi):
+    fig = plot_metric(_ds([[2, 60], [30, 64]], var, threads), var)   # n=2: a t-band of +-hundreds
+    ymin, ymax = _band(fig)
+    assert ymin == pytest.approx(lo)
+    if hi is not None:
+        assert ymax == pytest.approx(hi)
+    else:
+        assert ymax > 64                                              # commits have no upper bound
+    label = fig.axes[0].get_legend_handles_labels()[1][0]
+    assert label == "ext4 (n=2)"
+
+
+def test_band_keeps_negative_values_when_the_data_has_them():
+    fig = plot_metric(_ds([[-5, 1], [-3, 4]], "delta"), "delta")
+    assert _band(fig)[0] < -5
+
+
+def test_enough_repetitions_need_no_note():
+    rng = np.random.default_rng(1)
+    fig = plot_metric(_ds(rng.normal(50, 2, (2, 8)), "throughput"), "throughput")
+    assert fig.axes[0].get_legend_handles_labels()[1][0] == "ext4"
