@@ -51,3 +51,19 @@ def test_dataset_without_traces_is_rejected(run_ds):
     with pytest.raises(ConfigError) as e:
         calibrate(run_ds.drop_vars([v for v in run_ds.data_vars if v.startswith("op_")]))
     assert e.value.field == "dataset"
+
+
+def test_cli_validates_against_the_run(run_ds, tmp_path, capsys):
+    """--validate simulates the run's points with the fitted parameters and prints the
+    error per point; the dataset stands in for a real IOzone run of the same points."""
+    real = run_ds.copy()
+    real.attrs["backend"] = "iozone"
+    path = tmp_path / "run.nc"
+    store.save(real, path)
+    assert main(["calibrate", str(path), "--validate", "--reps", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.strip().startswith(("1.65", "3.3"))]
+    assert len(rows) == 2 and "throughput" in out and "%" in rows[0]
+    assert "[device_overrides]" not in out              # no --out: the table only
+    assert main(["calibrate", str(path), "--validate", "--reps", "0"]) == 2
+    assert "reps" in capsys.readouterr().err

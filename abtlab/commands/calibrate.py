@@ -12,6 +12,11 @@ def register(sub):
                                    "writes TOML for abtlab.sim (params=FILE, -o params=FILE).")
     p.add_argument("run", help="a run dataset (NetCDF) with op and commit traces")
     p.add_argument("--out", help="write the parameters to this TOML file (default: print)")
+    p.add_argument("--validate", action="store_true",
+                   help="then simulate the run's points with them and print the relative "
+                        "error of each point's mean (abtlab.sim.validate)")
+    p.add_argument("--reps", type=int, default=20, help="simulated repetitions per point (--validate)")
+    p.add_argument("--seed", type=int, default=0, help="simulator seed (--validate)")
     p.set_defaults(func=main)
 
 
@@ -23,10 +28,19 @@ def main(args):
     from ..store import load
     if not pathlib.Path(args.run).is_file():
         raise ConfigError("run", args.run, "an existing run dataset file (.nc)")
-    text = to_toml(calibrate(load(args.run)))
+    if args.validate and args.reps < 1:
+        raise ConfigError("reps", args.reps, "an integer >= 1 (simulated repetitions per point)")
+    real = load(args.run)
+    params = calibrate(real)
+    text = to_toml(params)
     if args.out:
         pathlib.Path(args.out).write_text(text)
         print(f"wrote {args.out}")
-    else:
+    elif not args.validate:
         print(text, end="")
+    if args.validate:
+        from ..sim.validate import compare, format_table, simulate_like
+        params = {k: v for k, v in params.items() if k != "calibration"}
+        sim = simulate_like(real, params, reps=args.reps, seed=args.seed)
+        print(format_table(compare(real, sim)))
     return 0

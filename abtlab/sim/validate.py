@@ -13,7 +13,7 @@ import numpy as np
 from .. import schema
 from ..errors import ConfigError
 
-__all__ = ["compare", "simulate_like", "METRICS"]
+__all__ = ["compare", "simulate_like", "format_table", "METRICS"]
 
 METRICS = ("throughput", "fcr", "commits", "nonblocked_threads", "mean_commit_wait")
 _SIM_FACTORS = ("policy", "freq_ghz", "threads", "file_size", "record_size", "files")
@@ -60,3 +60,25 @@ def simulate_like(real_ds, params, reps=None, seed=0, **kw):
     levels = {f: [v.item() for v in real_ds[f].values] for f in _SIM_FACTORS if f in real_ds.coords}
     reps = reps or int(real_ds.sizes.get(schema.REP, 3))
     return simulate(reps=reps, seed=seed, workload=backend, params=params, **levels, **kw)
+
+
+def format_table(cmp) -> str:
+    """compare()'s result as text: one row per point; per metric the measured and the
+    simulated mean and the error in percent."""
+    metrics = [v[len("relerr_"):] for v in cmp.data_vars if v.startswith("relerr_")]
+    df = cmp.to_dataframe()
+    point = [str(n) for n in df.index.names]
+    left = " ".join(f"{p:>9}" for p in point)
+    lines = [f"simulated vs measured ({cmp.attrs.get('real_freq_mode', '?')} frequency): "
+             "means over repetitions, error = (simulated - measured) / measured",
+             " " * len(left) + "".join(f" | {m[:27]:^27}" for m in metrics),
+             left + "".join(f" | {'measured':>9} {'simulated':>9} {'error':>6}" for _ in metrics)]
+    for ix, row in df.iterrows():
+        ix = ix if isinstance(ix, tuple) else (ix,)
+        line = " ".join(f"{v!s:>9}" for v in ix)
+        for m in metrics:
+            err = row[f"relerr_{m}"]
+            err = f"{100 * err:+5.0f}%" if np.isfinite(err) else f"{'n/a':>6}"
+            line += f" | {row[f'real_{m}']:9.4g} {row[f'sim_{m}']:9.4g} {err}"
+        lines.append(line)
+    return "\n".join(lines)
