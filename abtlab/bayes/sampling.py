@@ -3,6 +3,8 @@ compiled NUTS, several times faster here), else PyMC's own NUTS; timing and
 convergence diagnostics recorded next to the draws."""
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
 
 import numpy as np
@@ -35,10 +37,11 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
     t0 = time.perf_counter()
     if use == "nutpie":
         import nutpie
-        compiled = nutpie.compile_pymc_model(model, var_names=var_names)
-        t1 = time.perf_counter()
-        idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
-                              seed=seed, progress_bar=False, target_accept=target_accept)
+        with _own_tempdir():
+            compiled = nutpie.compile_pymc_model(model, var_names=var_names)
+            t1 = time.perf_counter()
+            idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
+                                  seed=seed, progress_bar=False, target_accept=target_accept)
     else:
         import pymc as pm
         t1 = t0
@@ -48,6 +51,19 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
                               compute_convergence_checks=False)
     t2 = time.perf_counter()
     return idata, {"sampler": use, "compile_s": t1 - t0, "sample_s": t2 - t1}
+
+
+@contextlib.contextmanager
+def _own_tempdir():
+    """pytensor's numba backend writes each generated function's source to a temporary
+    file it never removes (~25 per model): give it a directory that goes afterwards."""
+    before = tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="abtlab-pytensor-") as d:
+        tempfile.tempdir = d
+        try:
+            yield d
+        finally:
+            tempfile.tempdir = before
 
 
 def diagnostics(idata, var_names, info=None):
