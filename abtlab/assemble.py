@@ -1,9 +1,9 @@
 """Turn per-repetition results into one run dataset (dims = factors + rep)."""
 from __future__ import annotations
 
-import numpy as np
-
 from typing import NamedTuple
+
+import numpy as np
 
 from . import schema
 from .trace import RECORD_DTYPE

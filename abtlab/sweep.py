@@ -199,18 +199,20 @@ def _more_reps(rule, points, levels, done, wanted, paired=False):
     every point of a configuration gets the same count, so blocks stay complete."""
     from .stats import reps_for_cv
     by_rep = _values_by_point(done, rule.metric)
+    own = {i: _mean_spread(by_rep.get(i, {}), rule.level) for i in wanted}
+    spread = own
     if rule.on == "slowdown" and "freq_ghz" in levels:
         f_low = min(levels["freq_ghz"])
         ref = {_config(p): i for i, p in enumerate(points) if p["freq_ghz"] == f_low}
         pair = {i: ref[_config(points[i])] for i in wanted}
-        spread = {i: _ratio_spread(by_rep.get(i, {}), by_rep.get(r, {}), rule.level, paired)
+        # the ratio's spread: paired by block, or (delta method) the two in quadrature
+        spread = {i: (_paired_spread(by_rep.get(i, {}), by_rep.get(r, {}), rule.level) if paired
+                      else tuple(float(v) for v in np.hypot(own[i], own[r])))
                   for i, r in pair.items() if r != i}
         for i, r in pair.items():    # a reference takes the widest of its ratios
             if r == i:
                 spread[i] = max([spread[j] for j, rj in pair.items() if rj == i and j != i]
-                                or [_mean_spread(by_rep.get(i, {}), rule.level)])
-    else:
-        spread = {i: _mean_spread(by_rep.get(i, {}), rule.level) for i in wanted}
+                                or [own[i]])
     need = {}
     for i, (hw, cv) in spread.items():
         n = wanted[i]
@@ -233,21 +235,18 @@ def _mean_spread(vals: dict, level):
     return ci_halfwidth(x, level), _cv(x)
 
 
-def _ratio_spread(a: dict, b: dict, level, paired):
-    """(relative CI half-width, per-run relative spread) of mean(a)/mean(b). Unpaired:
-    the two relative spreads in quadrature (delta method); paired: the spread of the
-    per-block difference of relative deviations, so shared drift cancels."""
+def _paired_spread(a: dict, b: dict, level):
+    """(relative CI half-width, per-run relative spread) of mean(a)/mean(b) over the
+    blocks both have: the spread of the per-block difference of relative deviations,
+    so drift shared within a block cancels."""
     from .stats import ratio_halfwidth
-    if paired:
-        reps = sorted(set(a) & set(b))
-        x, y = np.array([a[r] for r in reps]), np.array([b[r] for r in reps])
-        if x.size < 2 or x.mean() == 0 or y.mean() == 0:
-            return np.inf, np.inf
-        hw = ratio_halfwidth(x, y, level, method="delta" if (x > 0).all() and (y > 0).all()
-                             else "fieller", paired=True)
-        return hw, float(np.std(x / x.mean() - y / y.mean(), ddof=1))
-    (ha, ca), (hb, cb) = _mean_spread(a, level), _mean_spread(b, level)
-    return float(np.hypot(ha, hb)), float(np.hypot(ca, cb))
+    reps = sorted(set(a) & set(b))
+    x, y = np.array([a[r] for r in reps]), np.array([b[r] for r in reps])
+    if x.size < 2 or x.mean() == 0 or y.mean() == 0:
+        return np.inf, np.inf
+    hw = ratio_halfwidth(x, y, level, method="delta" if (x > 0).all() and (y > 0).all()
+                         else "fieller", paired=True)
+    return hw, float(np.std(x / x.mean() - y / y.mean(), ddof=1))
 
 
 def _cv(x):

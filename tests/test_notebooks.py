@@ -3,7 +3,6 @@ without a test fails the suite). All of them run as one batch through abtlab.rep
 two at a time, so this module also exercises the batch path end to end."""
 import importlib
 import json
-import os
 import re
 from pathlib import Path
 
@@ -66,15 +65,9 @@ def batch(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("notebook-tmp")   # the kernels' TMPDIR (they inherit it)
     items = [Item(NOTEBOOK_DIR / f"{n}.ipynb", SMALL[n], n) for n in NOTEBOOKS if n in SMALL]
     items.append(Item(NOTEBOOK_DIR / "lab_2_batching.ipynb", dict(threads=16, reps=1), "lab2_as_shipped"))
-    before = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(tmp)
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TMPDIR", str(tmp))
         outcomes, index = run_batch(items, out, workers=2, progress=None, timeout=300)
-    finally:
-        if before is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = before
     return {o.item.name: o for o in outcomes}, index, tmp
 
 

@@ -40,7 +40,6 @@ def main(args):
         print(text, end="")
     if args.validate:
         from ..sim.validate import compare, format_table, simulate_like
-        params = {k: v for k, v in params.items() if k != "calibration"}
         sim = simulate_like(real, params, reps=args.reps, seed=args.seed)
         print(format_table(compare(real, sim)))
     return 0

@@ -144,10 +144,11 @@ def load_params(src) -> dict:
     """SimParams keywords from a TOML file (as `abtlab calibrate` writes) or a dict.
     A [device_overrides] table overrides the device preset's fields."""
     if isinstance(src, dict):
-        return dict(src)
-    from ..tomlfile import read_toml
-    data = read_toml(src, "params", "a TOML file of SimParams fields, or a dict")
-    data.pop("calibration", None)          # provenance table, not a parameter
+        data = dict(src)
+    else:
+        from ..tomlfile import read_toml
+        data = read_toml(src, "params", "a TOML file of SimParams fields, or a dict")
+    data.pop("calibration", None)          # calibrate()'s provenance table, not a parameter
     return data
 
 

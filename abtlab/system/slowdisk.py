@@ -127,7 +127,7 @@ class SlowDisk(cleanup.Undoable):
         deadline = time.monotonic() + self.timeout
         while not self._mounted():
             if self.proc.poll() is not None:
-                raise RunError(f"abt-slowdisk exited {self.proc.returncode}: {self._log_text()}")
+                raise RunError(f"abt-slowdisk exited {self.proc.returncode}: {self._log_text().strip()}")
             if time.monotonic() > deadline:
                 raise RunError(f"abt-slowdisk did not mount {self.mountpoint} in {self.timeout} s")
             time.sleep(0.01)
@@ -153,17 +153,14 @@ class SlowDisk(cleanup.Undoable):
 
     def _complete_lines(self) -> str:
         """The log up to its last newline: a line being written is not read half."""
-        text = self._log_text_raw()
+        text = self._log_text()
         return text[:text.rfind("\n") + 1]
 
-    def _log_text_raw(self) -> str:
+    def _log_text(self) -> str:
         try:
             return self._log.read_text()
         except OSError:
             return ""
-
-    def _log_text(self) -> str:
-        return self._log_text_raw().strip()
 
     def snapshot(self) -> dict[str, int]:
         """The daemon's counters now (it prints them on SIGUSR1): take two and subtract
