@@ -20,8 +20,14 @@ noise as a real sweep's do. `paper` is the one configuration seed 000 quotes for
 frequencies from 1.6 to 3.3 GHz. `uniform` is four bare-device points of about equal
 noise, where adaptive repetition can save little.
 
-    python -m benchmarks.adaptive_reps [--on mean|slowdown] [--grid sweep|uniform]
-                                       [--fixed 50] [--min 5] [--sim] [--save DIR]
+Frequency: `--freq auto` (default) pins real P-states through cpufreq where the machine
+has it, else emulates them; the paper grid then takes six P-states from the lowest to the
+highest the CPU lists. How noise varies with frequency is a property of real DVFS that
+emulation (spinning) cannot reproduce, and it is what decides the saving on that grid.
+
+    python -m benchmarks.adaptive_reps [--on mean|slowdown] [--grid sweep|paper|uniform]
+                                       [--freq auto|emulated|real] [--fixed 50] [--min 5]
+                                       [--sim] [--save DIR]
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ from abtlab import runner
 from abtlab.backends import get
 from abtlab.stats import ci_halfwidth, ratio_halfwidth
 from abtlab.sweep import Reps
+from abtlab.system import cpufreq
 
 GRIDS = {
     "sweep": dict(threads="64,256", file_size="128k", record_size="32k", policy="ext4,nojc",
@@ -48,6 +55,23 @@ GRIDS = {
 FREQS = {"paper": ("1.6,2.0,2.3,2.6,3.0,3.3",) * 2}
 DEFAULT_FREQS = ("3.3", "1.6,3.3")
 SIM = dict(threads="16,64,256", policy="ext4,nojc", device="loop,hdd7200")
+
+
+def freq_levels(grid, on, mode, root=cpufreq.CPU_ROOT):
+    """(mode, levels in GHz as a comma list) for a real-I/O grid. mode 'auto' is 'real'
+    where cpufreq can pin here, else 'emulated'. Real levels are the CPU's P-states: its
+    lowest and highest, and for the paper grid six spread evenly over its table."""
+    if mode == "auto":
+        mode = "real" if cpufreq.available(root)[0] else "emulated"
+    if mode == "emulated":
+        return mode, FREQS.get(grid, DEFAULT_FREQS)[on == "slowdown"]
+    table = cpufreq.frequencies(root)
+    want = 6 if grid in FREQS else (2 if on == "slowdown" else 1)
+    if want == 1:
+        picked = [table[-1]]
+    else:
+        picked = sorted({table[round(i * (len(table) - 1) / (want - 1))] for i in range(want)})
+    return mode, ",".join(f"{k / 1e6:g}" for k in picked)
 
 
 def _rows(ds, var, on, paired):
@@ -105,20 +129,25 @@ def main(argv=None):
     ap.add_argument("--grid", choices=sorted(GRIDS), default="sweep")
     ap.add_argument("--fixed", type=int, default=50)
     ap.add_argument("--min", type=int, default=5, help="adaptive: runs before the first check")
+    ap.add_argument("--freq", choices=("auto", "emulated", "real"), default="auto",
+                    help="real P-states (cpufreq) or emulated frequency; auto: real where pinnable")
     ap.add_argument("--sim", action="store_true")
     ap.add_argument("--var", default="throughput")
     ap.add_argument("--save", help="directory to keep the datasets in")
     a = ap.parse_args(argv)
     real = not a.sim and get("iozone").available().ok
     backend, params = ("iozone", dict(GRIDS[a.grid])) if real else ("sim", dict(SIM))
-    freqs = FREQS.get(a.grid, DEFAULT_FREQS)[a.on == "slowdown"]
-    params["freq"] = f"emulated:{freqs}" if real else freqs
+    if real:
+        mode, freqs = freq_levels(a.grid, a.on, a.freq)
+        params["freq"] = f"{mode}:{freqs}"
+    else:
+        mode, params["freq"] = "simulated", FREQS.get(a.grid, DEFAULT_FREQS)[a.on == "slowdown"]
     fixed, t_fixed = _sweep(backend, params, a.fixed, 1, "random", a.save, "fixed")
     base = _rows(fixed, a.var, a.on, paired=False)
     target = max(r[2] for r in base)
     rule = Reps(min=a.min, max=a.fixed, target=target, metric=a.var, on=a.on)
     arms = [("adaptive", "random")] + ([("adaptive blocked", "blocked")] if a.on == "slowdown" else [])
-    print(f"backend={backend} ({'real loop ext4, emulated frequency' if real else 'SIMULATED'}), "
+    print(f"backend={backend} ({f'real loop ext4, {mode} frequency' if real else 'SIMULATED'}), "
           f"grid={a.grid if real else 'sim'}, var={a.var}, on={a.on}, rows={len(base)}")
     print(f"target relative 95% CI half-width = {target:.4f} (the widest a fixed {a.fixed} gives)")
     n_fixed = _runs(fixed, a.var)

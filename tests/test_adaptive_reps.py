@@ -174,3 +174,20 @@ def test_benchmark_rows_give_every_ratio_to_the_lowest_frequency():
     want = stats.ratio_halfwidth(x[2, 1], x[0, 1], method="delta", paired=False)
     assert rows[3][2] == pytest.approx(want)
     assert _runs(ds, "throughput") == 47
+
+
+def test_benchmark_pins_real_p_states_where_cpufreq_exists(tmp_path):
+    """benchmarks.adaptive_reps --freq auto: the CPU's own P-states where cpufreq can pin
+    them (the paper grid: six from lowest to highest), emulated levels where it cannot."""
+    from benchmarks.adaptive_reps import freq_levels
+    from tests.test_cpufreq import make_tree
+    acpi = make_tree(tmp_path / "acpi", "acpi")            # 0.8 1.6 2.0 2.6 3.3 GHz
+    assert freq_levels("paper", "mean", "auto", acpi) == ("real", "0.8,1.6,2,2.6,3.3")
+    assert freq_levels("sweep", "slowdown", "auto", acpi) == ("real", "0.8,3.3")
+    assert freq_levels("sweep", "mean", "real", acpi) == ("real", "3.3")
+    pstate = make_tree(tmp_path / "pstate", "pstate")      # 0.8..3.3 by 100 MHz
+    assert freq_levels("paper", "slowdown", "real", pstate) == ("real", "0.8,1.3,1.8,2.3,2.8,3.3")
+    none = tmp_path / "none"
+    none.mkdir()
+    assert freq_levels("paper", "mean", "auto", none) == ("emulated", "1.6,2.0,2.3,2.6,3.0,3.3")
+    assert freq_levels("sweep", "slowdown", "auto", none) == ("emulated", "1.6,3.3")
