@@ -112,6 +112,17 @@ def is_real_io(item: Item) -> bool:
     return real_available(meta.get("backend", "iozone"))
 
 
+def _kernel_config():
+    """Encrypt the kernel's local TCP channels where the kernel can (CurveZMQ), so that
+    ipykernel >= 7.3 does not warn about plain text on every notebook; elsewhere as before."""
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+    if not (zmq.has("curve") and KernelManager.class_traits().get("transport_encryption")):
+        return Config()
+    return Config({"KernelManager": {"transport_encryption": "auto"}})
+
+
 def execute(item: Item, out, timeout: int = 900) -> Outcome:
     """Execute one item into out/<name>.ipynb and out/<name>.html; never raises on a
     notebook error (the Outcome says failed, with the error)."""
@@ -126,7 +137,8 @@ def execute(item: Item, out, timeout: int = 900) -> Outcome:
     try:
         pm.execute_notebook(str(item.notebook), str(ipynb), parameters=item.parameters,
                             kernel_name="python3", cwd=str(out), progress_bar=False,
-                            execution_timeout=timeout, log_output=False)
+                            execution_timeout=timeout, log_output=False,
+                            config=_kernel_config())
     except pm.PapermillExecutionError as exc:
         error = f"{exc.ename}: {exc.evalue}"
     except Exception as exc:                 # kernel died, timeout, bad notebook: report it

@@ -107,3 +107,16 @@ def test_cli_report_exit_status(tmp_path, tiny, capsys):
     assert main(["report", str(fail), "--out", str(tmp_path / "b")]) == 1
     assert "0 ok, 1 failed" in capsys.readouterr().out
     assert main(["report", "--out", str(tmp_path / "c")]) == 2      # neither notebooks nor --grid
+
+
+def test_kernel_channels_are_encrypted_so_the_kernel_does_not_warn(tmp_path, tiny, capfd):
+    """ipykernel >= 7.3 prints a plain-text warning on every start over unencrypted TCP;
+    where CurveZMQ is there, a batch asks for encryption and the output stays clean."""
+    zmq = pytest.importorskip("zmq")
+    if not zmq.has("curve"):
+        pytest.skip("pyzmq without CurveZMQ")
+    out = report.execute(Item(tiny[0], {}, "plots"), tmp_path / "out")
+    assert out.status == "ok"
+    err = capfd.readouterr().err
+    assert "without encryption" not in err
+    assert report._kernel_config()["KernelManager"]["transport_encryption"] == "auto"
