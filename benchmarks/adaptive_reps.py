@@ -18,14 +18,16 @@ emulated 7200 rpm disk, ext4 and no journal, 64 and 256 threads: its points diff
 noise as a real sweep's do. `paper` is the one configuration seed 000 quotes for its
 11-55% RSD (ext4, 256 threads, 128 KB files, 32 KB records, the 7200 rpm disk) at six
 frequencies from 1.6 to 3.3 GHz. `uniform` is four bare-device points of about equal
-noise, where adaptive repetition can save little.
+noise, where adaptive repetition can save little. `metarates` is the other configuration
+seed 000 quotes (13-32% RSD): Metarates, 4 workers, 4 files each, file create rate, at
+the same six frequencies on the bare loop device and on the emulated 7200 rpm disk.
 
 Frequency: `--freq auto` (default) pins real P-states through cpufreq where the machine
 has it, else emulates them; the paper grid then takes six P-states from the lowest to the
 highest the CPU lists. How noise varies with frequency is a property of real DVFS that
 emulation (spinning) cannot reproduce, and it is what decides the saving on that grid.
 
-    python -m benchmarks.adaptive_reps [--on mean|slowdown] [--grid sweep|paper|uniform]
+    python -m benchmarks.adaptive_reps [--on mean|slowdown] [--grid sweep|paper|uniform|metarates]
                                        [--freq auto|emulated|real] [--fixed 50] [--min 5]
                                        [--sim] [--save DIR]
 """
@@ -50,9 +52,12 @@ GRIDS = {
                   device="hdd7200"),
     "uniform": dict(threads="16,64", file_size="128k", record_size="32k", policy="ext4,nojc",
                     device="none"),
+    "metarates": dict(threads="4", files="4", policy="ext4", device="none,hdd7200"),
 }
+BACKENDS = {"metarates": ("metarates", "fcr")}      # grid -> (backend, variable); else iozone
+
 # frequencies (GHz) per grid: (on mean, on slowdown); the paper grid sweeps all of them
-FREQS = {"paper": ("1.6,2.0,2.3,2.6,3.0,3.3",) * 2}
+FREQS = {"paper": ("1.6,2.0,2.3,2.6,3.0,3.3",) * 2, "metarates": ("1.6,2.0,2.3,2.6,3.0,3.3",) * 2}
 DEFAULT_FREQS = ("3.3", "1.6,3.3")
 SIM = dict(threads="16,64,256", policy="ext4,nojc", device="loop,hdd7200")
 
@@ -132,11 +137,13 @@ def main(argv=None):
     ap.add_argument("--freq", choices=("auto", "emulated", "real"), default="auto",
                     help="real P-states (cpufreq) or emulated frequency; auto: real where pinnable")
     ap.add_argument("--sim", action="store_true")
-    ap.add_argument("--var", default="throughput")
+    ap.add_argument("--var", help="the variable (default: throughput; fcr for metarates)")
     ap.add_argument("--save", help="directory to keep the datasets in")
     a = ap.parse_args(argv)
-    real = not a.sim and get("iozone").available().ok
-    backend, params = ("iozone", dict(GRIDS[a.grid])) if real else ("sim", dict(SIM))
+    real = not a.sim and get(BACKENDS.get(a.grid, ("iozone",))[0]).available().ok
+    backend, params = ((BACKENDS.get(a.grid, ("iozone",))[0], dict(GRIDS[a.grid])) if real
+                       else ("sim", dict(SIM)))
+    a.var = a.var or (BACKENDS.get(a.grid, (None, "throughput"))[1] if real else "throughput")
     if real:
         mode, freqs = freq_levels(a.grid, a.on, a.freq)
         params["freq"] = f"{mode}:{freqs}"

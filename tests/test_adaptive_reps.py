@@ -191,3 +191,4 @@ def test_benchmark_pins_real_p_states_where_cpufreq_exists(tmp_path):
     none.mkdir()
     assert freq_levels("paper", "mean", "auto", none) == ("emulated", "1.6,2.0,2.3,2.6,3.0,3.3")
     assert freq_levels("sweep", "slowdown", "auto", none) == ("emulated", "1.6,3.3")
+    assert freq_levels("metarates", "mean", "real", acpi) == ("real", "0.8,1.6,2,2.6,3.3")
