@@ -29,8 +29,10 @@ def execute(task: Task):
     from .assemble import result_to_part
     from .backends import get
     from .backends.base import RunContext
+    from .system import leftovers
     be = get(task.backend) if isinstance(task.backend, str) else task.backend
     with tempfile.TemporaryDirectory(prefix="abtlab-run-") as work:
+        leftovers.mark(work)          # after a kill -9, the next run undoes what is in here
         ctx = RunContext(Path(work), rep=task.rep, seed=task.seed, quiet=task.quiet,
                          f_ref_ghz=task.f_ref, freq_mode=task.freq_mode, options=dict(task.options))
         result = be.run_point(task.point, ctx)

@@ -124,6 +124,7 @@ def _sweep(backend, params, reps, seed, order, save, name):
     t0 = time.monotonic()
     ds = runner.run(backend, reps=reps, seed=seed, quiet=True, order=order, **params)
     if save:
+        Path(save).mkdir(parents=True, exist_ok=True)
         ds.to_netcdf(Path(save) / f"{name}.nc")
     return ds, time.monotonic() - t0
 

@@ -4,7 +4,7 @@ cpufreq, the undo stack that puts everything back, doctor checks and facts.
 Submodules are imported on use (`from abtlab.system.scratchfs import ScratchFS`), so
 `import abtlab` stays fast and never probes the machine.
 """
-__all__ = ["cleanup", "scratchfs", "device", "tracefs", "cpufreq", "doctor", "facts"]
+__all__ = ["cleanup", "scratchfs", "device", "tracefs", "cpufreq", "doctor", "facts", "leftovers"]
 
 
 def __getattr__(name):

@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import ConfigError, RunError
-from . import cleanup
+from . import cleanup, leftovers
 from ._shell import read, sh
 
 __all__ = ["ScratchFS", "jbd2_commits", "parse_mount_options", "MOUNT_KEYS", "MOUNT_FLAGS"]
@@ -110,6 +110,7 @@ class ScratchFS(cleanup.Undoable):
 
     # -- set-up, one undo per step --------------------------------------------------
     def _setup(self):
+        leftovers.reclaim(roots=(self._workdir or "/var/tmp", *leftovers.default_roots()))
         self._make_dir()
         self._make_image()
         self._attach()
@@ -119,7 +120,8 @@ class ScratchFS(cleanup.Undoable):
     def _make_dir(self):
         parent = self._workdir or "/var/tmp"
         self.dir = Path(tempfile.mkdtemp(prefix="abtlab-", dir=parent))
-        self._undo(lambda d=self.dir: d.rmdir(), f"remove {self.dir}")
+        self._undo(lambda d=self.dir: leftovers.remove_dir(d), f"remove {self.dir}")
+        leftovers.mark(self.dir)     # so a later run can undo this one after a kill -9
 
     def _make_image(self):
         self.image = (Path(self._image_dir) / f"{self.dir.name}.img" if self._image_dir

@@ -34,7 +34,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import ConfigError, RunError, UnavailableError
-from . import cleanup
+from . import cleanup, leftovers
 from ._shell import sh
 from .device import Profile, parse_profile
 
@@ -94,6 +94,7 @@ class SlowDisk(cleanup.Undoable):
 
     def _setup(self):
         prog = program()
+        leftovers.reclaim(roots=(self._workdir or "/var/tmp", *leftovers.default_roots()))
         self._make_dirs()
         self._start(prog)
         self._wait_mounted()
@@ -101,7 +102,8 @@ class SlowDisk(cleanup.Undoable):
     def _make_dirs(self):
         parent = self._workdir or "/var/tmp"
         self.dir = Path(tempfile.mkdtemp(prefix="abtlab-slowdisk-", dir=parent))
-        self._undo(lambda d=self.dir: _rmdir_quiet(d), f"remove {self.dir}")
+        self._undo(lambda d=self.dir: leftovers.remove_dir(d), f"remove {self.dir}")
+        leftovers.mark(self.dir)     # so a later run can undo this one after a kill -9
         self.backing, self.mountpoint = self.dir / "back", self.dir / "mnt"
         self.backing.mkdir()
         # back/ was made empty here: every file in it came through our own mount (the
