@@ -4,6 +4,7 @@ A finished repetition is written as its own small NetCDF file in `<out>.parts/`
 (temporary name, fsync, rename), so a killed sweep resumes from what is on disk.
 A part that does not open cleanly (torn write, foreign file) is moved aside to
 `<out>.parts/rejected/` and its run is repeated: never loaded, never silently lost.
+Once the dataset is written, the parts go and the rejected ones move to `<out>.rejected/`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from .errors import ConfigError, TraceError
 
-__all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name"]
+__all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name", "keep_rejected"]
 
 
 def _clean_attrs(attrs: dict) -> dict:
@@ -93,6 +94,19 @@ def write_part(out, name: str, ds) -> Path:
     d = parts_dir(out)
     d.mkdir(parents=True, exist_ok=True)
     return save(ds, d / name)
+
+
+def keep_rejected(out) -> Path | None:
+    """Move `<out>.parts/rejected/` (if any) to `<out>.rejected/`, so removing the parts
+    after the merge does not delete what was set aside for inspection."""
+    rej = parts_dir(out) / "rejected"
+    if not rej.is_dir() or not any(rej.iterdir()):
+        return None
+    dest = Path(str(out) + ".rejected")
+    dest.mkdir(exist_ok=True)
+    for p in rej.iterdir():
+        os.replace(p, dest / p.name)
+    return dest
 
 
 def read_parts(out) -> dict:

@@ -163,6 +163,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     ds = assemble(list(done.values()), levels, meta)
     if tmp_out is None:
         store.save(ds, out)
+        store.keep_rejected(out)
         shutil.rmtree(store.parts_dir(out), ignore_errors=True)
     else:
         shutil.rmtree(tmp_out.parent, ignore_errors=True)

@@ -67,6 +67,8 @@ def test_torn_part_is_discarded_and_rerun(tmp_path):
     with pytest.warns(UserWarning, match="discarded unreadable part"):
         ds = sweep.run("fake", LEVELS, reps=1, out=out, resume=True, quiet=True)
     assert not d.exists()  # parts are removed once the dataset is written
+    kept = out.parent / "r.nc.rejected" / store.part_name(0, 0)
+    assert kept.read_bytes() == b"\x89HDF\r\n torn"   # the torn part is kept for inspection
     assert np.isfinite(ds["throughput"].values).all()
 
 
