@@ -19,7 +19,10 @@
  * pid (one file per process); without %p a process with no decision writes nothing.
  * Exit restores each touched CPU's setspeed as found: atexit, and SIGTERM/SIGINT/SIGHUP/
  * SIGQUIT/SIGABRT/SIGSEGV/SIGBUS with async-signal-safe writes before the signal is
- * re-raised. SIGKILL cannot be caught: the last setting stays (abtlab.system.cpufreq's
+ * re-raised; a frequency write holds SIGTERM/INT/HUP/QUIT on its thread, and the holder
+ * thread never takes them, so a restore cannot miss a write in flight (a program thread
+ * taking the signal while another thread writes is the one race left). SIGKILL cannot
+ * be caught: the last setting stays (abtlab.system.cpufreq's
  * FrequencyPin in the parent puts back governor and limits). A handler the program
  * installs later replaces ours for that signal. A bad table: message, _exit(2).
  */
@@ -175,19 +178,42 @@ static void touch(int c)
     s->cur = s->orig;
 }
 
+/* The signals whose handler restores the CPUs (SEGV/BUS/ABRT come from the thread
+ * itself and cannot wait). */
+static sigset_t deferred_sigs(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    return set;
+}
+
 static void set_freq(int c, uint32_t khz)   /* with mu held */
 {
     cpu_state *s = &cpus[c];
+    /* A terminating signal must not run restore_all between the write and `cur`
+     * catching up (it would skip this CPU and leave it low): hold those signals on this
+     * thread for the write, and update `cur` first. */
+    sigset_t block = deferred_sigs(), old;
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     uint64_t t0 = abt_now_ns();
+    s->cur = khz;
     int ok = s->applied && put_khz(s->path, khz) == 0;
     record(khz, ok ? 0 : ABT_F_ERROR, t0, abt_now_ns());
-    s->cur = khz;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Hysteresis: one thread puts CPUs back up once their hold has run out. */
 static void *holder(void *arg)
 {
     (void)arg;
+    /* process-directed signals go to the program's threads, never to this one while
+     * they might be mid-write */
+    sigset_t block = deferred_sigs();
+    pthread_sigmask(SIG_BLOCK, &block, NULL);
     pthread_mutex_lock(&mu);
     for (;;) {
         uint64_t now = abt_now_ns(), next = 0;
