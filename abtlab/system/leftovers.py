@@ -5,9 +5,10 @@ the interpreter) gives it none: the scratch ext4 stays mounted on its loop devic
 emulated disk's daemon keeps serving, a tracefs instance keeps its buffer. So each of
 these carries its owner:
 
-* the temporary directories of a run, of `ScratchFS` and of `SlowDisk` hold an `owner` file with the
-  pid and the kernel's start time of that process (a pid the kernel has reused is not
-  taken for the owner); the image, the mounts and the daemon's argv all lie under them;
+* the temporary directories of a run, of `ScratchFS` and of `SlowDisk` hold an `owner`
+  file with the pid and the kernel's start time of that process (a pid the kernel has
+  reused is not taken for the owner); the image, the mounts and the daemon's argv all
+  lie under them;
 * tracefs instances and v2 cgroups are named `abtlab-<pid>-<n>`.
 
 `find()` lists what belongs to processes that are gone; `reclaim()` undoes it in the
@@ -30,23 +31,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._shell import read, sh, write
+from .device import _V1_FILES, V1_ROOT, V2_ROOT
+from .tracefs import TRACEFS
 
 __all__ = ["mark", "remove_dir", "find", "reclaim", "Leftovers", "OWNER", "default_roots"]
 
 OWNER = "owner"
+TRACEFS_INSTANCES = TRACEFS / "instances"
+_OWNED = re.compile(r"abtlab-(\d+)-\d+")      # tracefs instances and v2 cgroups
 
 
 def default_roots() -> tuple[str, ...]:
     """Where abtlab makes its directories: /var/tmp (images) and the temporary directory
     (each run's work directory, with everything of that run inside)."""
     return ("/var/tmp", tempfile.gettempdir())
-
-TRACEFS_INSTANCES = "/sys/kernel/tracing/instances"
-V1_BLKIO = "/sys/fs/cgroup/blkio"
-V2_ROOT = "/sys/fs/cgroup/unified"
-_OWNED = re.compile(r"abtlab-(\d+)-\d+")
-_THROTTLE_FILES = ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device",
-                   "blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device")
 
 
 def _start_time(pid: int) -> str | None:
@@ -191,14 +189,14 @@ def _umount(point: str, fstype: str) -> None:
     sh(*cmd[:-1], "-z" if fuse and cmd[0] == "fusermount3" else "-l", point, check=False)
 
 
-def _lift_throttle(dev: str, v1_root=V1_BLKIO) -> None:
+def _lift_throttle(dev: str, v1_root=V1_ROOT) -> None:
     """Remove v1 blkio throttle rules a killed run set on this loop device."""
     try:
         rdev = os.stat(dev).st_rdev
     except OSError:
         return
     mm = f"{os.major(rdev)}:{os.minor(rdev)}"
-    for name in _THROTTLE_FILES:
+    for name in _V1_FILES.values():
         path = Path(v1_root) / name
         try:
             if any(line.split()[0] == mm for line in read(path).splitlines() if line.strip()):
@@ -247,7 +245,7 @@ def _remove_tree(d: Path) -> bool:
 
 
 def reclaim(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT,
-            v1_root=V1_BLKIO, quiet=False) -> list[str]:
+            v1_root=V1_ROOT, quiet=False) -> list[str]:
     """Undo what abtlab processes that are gone left; return what was undone (and warn
     with it unless quiet)."""
     left = find(roots, instances, v2_root)
