@@ -115,3 +115,13 @@ def test_cleanup_command_lists_then_undoes(tmp_path, capsys):
     assert f"undone:\n  directory {dead}" in capsys.readouterr().out and not dead.exists()
     assert main(["cleanup", "--dir", str(tmp_path)]) == 0
     assert "nothing left" in capsys.readouterr().out
+
+
+def test_doctor_lists_leftovers(tmp_path, capsys, monkeypatch):
+    from abtlab.cli import main
+    monkeypatch.setattr(leftovers, "default_roots", lambda: (str(tmp_path),))
+    dead = _owned_dir(tmp_path, "abtlab-dead", _dead_pid(), start="12345")
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "left by killed abtlab processes" in out and f"directory {dead}" in out
+    assert dead.exists()                   # doctor only looks

@@ -10,7 +10,12 @@ def register(sub):
 def main(args):
     from ..backends import get, names
     from ..system.doctor import render, report
+    from ..system import leftovers
     print(render(report()))
+    left = leftovers.find().describe()
+    if left:
+        print("\nleft by killed abtlab processes (`abtlab cleanup` undoes it):")
+        print("\n".join(f"  {line}" for line in left))
     print("\nbackends:")
     for n in names():
         try:
