@@ -192,3 +192,20 @@ def test_benchmark_pins_real_p_states_where_cpufreq_exists(tmp_path):
     assert freq_levels("paper", "mean", "auto", none) == ("emulated", "1.6,2.0,2.3,2.6,3.0,3.3")
     assert freq_levels("sweep", "slowdown", "auto", none) == ("emulated", "1.6,3.3")
     assert freq_levels("metarates", "mean", "real", acpi) == ("real", "0.8,1.6,2,2.6,3.3")
+
+
+def test_benchmark_replays_the_rule_on_the_fixed_runs():
+    """benchmarks.adaptive_reps replays the rule on the fixed arm's own runs: a quiet
+    point keeps its first `min` runs, a noisy one grows until its CI meets the target,
+    and the runs kept are the first ones of each point, unchanged."""
+    from benchmarks.adaptive_reps import replay
+    rng = np.random.default_rng(3)
+    x = np.stack([_sample(rng, 50, 0.02), _sample(rng, 50, 0.20)])
+    ds = xr.Dataset({"throughput": (("threads", "rep"), x)},
+                    coords={"threads": [1, 64], "rep": np.arange(50)})
+    rule = sweep.Reps(min=5, max=50, target=0.08, metric="throughput")
+    out = replay(ds, rule)["throughput"].values
+    n = np.isfinite(out).sum(axis=1)
+    assert n[0] == 5 and 5 < n[1] < 50
+    np.testing.assert_array_equal(out[1, :n[1]], x[1, :n[1]])
+    assert stats.ci_halfwidth(x[1, :n[1]]) <= 0.08 < stats.ci_halfwidth(x[1, :n[1] // 2])
