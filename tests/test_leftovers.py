@@ -125,3 +125,33 @@ def test_doctor_lists_leftovers(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "left by killed abtlab processes" in out and f"directory {dead}" in out
     assert dead.exists()                   # doctor only looks
+
+
+_PIN_CHILD = """
+    import os, signal
+    from abtlab.system.cpufreq import FrequencyPin
+    with FrequencyPin({freq}, root={root!r}, state_dir={state!r}):
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("kind", ["acpi", "pstate"])
+def test_cpufreq_pin_of_a_killed_process_is_put_back(tmp_path, kind):
+    """kill -9 inside a FrequencyPin leaves the CPUs pinned; the record it kept lets the
+    next pin (or `abtlab cleanup`) put back governor and limits before it saves them."""
+    import subprocess, sys, textwrap
+    from abtlab.system.cpufreq import FrequencyPin
+    from test_cpufreq import SAVED, make_tree, state
+    root = make_tree(tmp_path / "cpu", kind)
+    before = state(root)
+    states = tmp_path / "states"
+    states.mkdir()
+    freq = 2600000 if kind == "acpi" else 2500000
+    code = textwrap.dedent(_PIN_CHILD.format(freq=freq, root=str(root), state=str(states)))
+    assert subprocess.run([sys.executable, "-c", code]).returncode == -signal.SIGKILL
+    assert state(root) != before                              # left pinned
+    assert len(leftovers.find(roots=(states,)).pins) == 1
+    with pytest.warns(RuntimeWarning, match="CPU frequency pin"):
+        with FrequencyPin(1600000 if kind == "acpi" else 1500000, root=root, state_dir=states):
+            pass
+    assert state(root) == before and list(states.iterdir()) == []

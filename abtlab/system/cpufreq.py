@@ -8,22 +8,26 @@ Pinning uses, per CPU, the first method the driver allows:
   `powersave`; the governor is set to `performance` so the CPU sits at the limit.
 
 Each CPU's governor and limits are saved first and put back on every exit path through
-`abtlab.system.cleanup`. `root` (default /sys/devices/system/cpu) lets tests use a fake
+`abtlab.system.cleanup`; they are also written to a state file in an owned directory, so
+that after a kill -9 the next pin or `abtlab cleanup` puts them back (`leftovers`). `root` (default /sys/devices/system/cpu) lets tests use a fake
 tree. Frequencies are in kHz, as sysfs writes them.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError, UnavailableError
-from . import cleanup
+from . import cleanup, leftovers
 from ._shell import read, write
 
 __all__ = ["available", "frequencies", "cpus", "FrequencyPin", "CPU_ROOT"]
 
 CPU_ROOT = "/sys/devices/system/cpu"
+STATE_FILE = "cpufreq.json"   # what a pin changed, for leftovers after a kill -9
 STEP_KHZ = 100_000  # listed step for drivers without a frequency table (intel_pstate)
 
 
@@ -88,11 +92,15 @@ def _in_range(root, freq):
 class FrequencyPin(cleanup.Undoable):
     """Pin CPUs to one frequency for the `with` block; restore governor and limits."""
 
-    def __init__(self, freq_khz, root=CPU_ROOT, cpus=None):
+    def __init__(self, freq_khz, root=CPU_ROOT, cpus=None, state_dir=None):
         ok, why = available(root)
         if not ok:
             raise UnavailableError(why)
-        self.root = root
+        if state_dir is not None and not os.path.isdir(state_dir):
+            raise ConfigError("state_dir", state_dir, "an existing directory")
+        self.root, self._state_parent = root, state_dir or "/var/tmp"
+        self._state: dict = {}
+        self.state_file = None
         self.cpus = list(_cpus(root) if cpus is None else cpus)
         self.freq_khz = self._check(freq_khz)
         self.methods: dict[int, str] = {}
@@ -117,13 +125,30 @@ class FrequencyPin(cleanup.Undoable):
         return freq
 
     def _setup(self):
+        # a pin left by a process killed with -9 goes back first, or it would be saved
+        # here as the CPUs' own setting
+        leftovers.reclaim(roots=(self._state_parent,))
+        self._keep_state()
         for cpu in self.cpus:
             self._pin(cpu)
+
+    def _keep_state(self):
+        """What the CPUs had, on disk before any change, so that `leftovers` can put it
+        back if this process dies without unwinding (kill -9)."""
+        d = Path(tempfile.mkdtemp(prefix="abtlab-cpufreq-", dir=self._state_parent))
+        self.state_file = d / STATE_FILE
+        self._undo(lambda: (self.state_file.unlink(missing_ok=True), leftovers.remove_dir(d)),
+                   f"remove {d}")
+        leftovers.mark(d)
 
     def _pin(self, cpu):
         cf = _cf(self.root, cpu)
         saved = {k: read(cf / k) for k in ("scaling_governor", "scaling_min_freq",
                                             "scaling_max_freq")}
+        self._state[str(cf)] = saved
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self._state))
+        os.replace(tmp, self.state_file)     # atomic: a kill leaves the old or the new
         self._undo(lambda: _put_back(cf, saved), f"restore {cf}")
         if "userspace" in _governors(cf) and (cf / "scaling_setspeed").exists():
             write(cf / "scaling_governor", "userspace")
@@ -152,6 +177,15 @@ def _set_limits(cf: Path, lo: int, hi: int):
     else:
         write(cf / "scaling_min_freq", lo)
         write(cf / "scaling_max_freq", hi)
+
+
+def restore_saved(state_file) -> list[str]:
+    """Put back every CPU a dead FrequencyPin recorded (see `leftovers`); the cpufreq
+    directories restored."""
+    state = json.loads(Path(state_file).read_text())
+    for cf, saved in state.items():
+        _put_back(Path(cf), saved)
+    return list(state)
 
 
 def _put_back(cf: Path, saved: dict):

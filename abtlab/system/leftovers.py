@@ -9,13 +9,15 @@ these carries its owner:
   file with the pid and the kernel's start time of that process (a pid the kernel has
   reused is not taken for the owner); the image, the mounts and the daemon's argv all
   lie under them;
+* a `FrequencyPin` keeps what it changed (governor and limits per CPU) in its own such
+  directory, written before each change;
 * tracefs instances and v2 cgroups are named `abtlab-<pid>-<n>`.
 
 `find()` lists what belongs to processes that are gone; `reclaim()` undoes it in the
 order the pieces depend on each other: unmount the scratch filesystems, lift throttle
 rules and detach the loop devices whose images lie in those directories, unmount the
-emulated disks and stop their daemons, then remove the directories (never across a
-mount), the tracefs instances and the cgroups. Live processes' resources are never
+emulated disks and stop their daemons, put back CPU frequency settings, then remove the
+directories (never across a mount), the tracefs instances and the cgroups. Live processes' resources are never
 touched. Real backends reclaim before each run; `abtlab cleanup` does it on demand.
 """
 from __future__ import annotations
@@ -135,10 +137,11 @@ class Leftovers:
     daemons: list[int] = field(default_factory=list)            # workloads, emulated disks
     instances: list[Path] = field(default_factory=list)
     cgroups: list[Path] = field(default_factory=list)
+    pins: list[Path] = field(default_factory=list)               # cpufreq state files
 
     def __bool__(self):
         return any((self.dirs, self.mounts, self.loops, self.daemons, self.instances,
-                    self.cgroups))
+                    self.cgroups, self.pins))
 
     def describe(self) -> list[str]:
         lines = [f"directory {d} (pid {pid})" for d, pid in self.dirs.items()]
@@ -147,6 +150,7 @@ class Leftovers:
         lines += [f"process {pid} ({_comm(pid) or 'gone'})" for pid in self.daemons]
         lines += [f"tracefs instance {p.name}" for p in self.instances]
         lines += [f"cgroup {p}" for p in self.cgroups]
+        lines += [f"CPU frequency pin (saved settings in {p})" for p in self.pins]
         return lines
 
 
@@ -174,6 +178,7 @@ def find(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT) -> Leftovers:
         left.loops = sorted((dev, back) for dev, back in _loops().items()
                             if any(_under(back, d) for d in left.dirs))
         left.daemons = sorted({pid for d in left.dirs for pid in _daemons(d)})
+    left.pins = sorted(d / "cpufreq.json" for d in left.dirs if (d / "cpufreq.json").is_file())
     left.instances = _owned_dead(Path(instances))
     left.cgroups = _owned_dead(Path(v2_root))
     return left
@@ -267,8 +272,18 @@ def reclaim(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT,
             _umount(point, fstype)
     for pid in disks:
         _stop(pid)
+    kept = set()
+    for state in left.pins:                 # governor and limits as they were
+        from .cpufreq import restore_saved
+        try:
+            restore_saved(state)
+        except (OSError, ValueError) as exc:  # keep the record for another try
+            warnings.warn(f"abtlab: CPU frequency settings in {state} not restored: {exc}",
+                          RuntimeWarning)
+            kept.add(state.parent)
     for d in left.dirs:
-        _remove_tree(d)
+        if d not in kept:
+            _remove_tree(d)
     for inst in left.instances:
         try:
             write(inst / "tracing_on", "0")
