@@ -58,10 +58,12 @@ GRIDS = {
                     device="none"),
     "metarates": dict(threads="4", files="4", policy="ext4", device="none,hdd7200"),
 }
-BACKENDS = {"metarates": ("metarates", "fcr")}      # grid -> (backend, variable); else iozone
+BACKENDS = {"metarates": ("metarates", "fcr")}      # grid -> (backend, variable)
+IOZONE = ("iozone", "throughput")
 
 # frequencies (GHz) per grid: (on mean, on slowdown); the paper grid sweeps all of them
-FREQS = {"paper": ("1.6,2.0,2.3,2.6,3.0,3.3",) * 2, "metarates": ("1.6,2.0,2.3,2.6,3.0,3.3",) * 2}
+PAPER_FREQS = "1.6,2.0,2.3,2.6,3.0,3.3"
+FREQS = {"paper": (PAPER_FREQS,) * 2, "metarates": (PAPER_FREQS,) * 2}
 DEFAULT_FREQS = ("3.3", "1.6,3.3")
 SIM = dict(threads="16,64,256", policy="ext4,nojc", device="loop,hdd7200")
 
@@ -172,10 +174,12 @@ def main(argv=None):
     ap.add_argument("--var", help="the variable (default: throughput; fcr for metarates)")
     ap.add_argument("--save", help="directory to keep the datasets in")
     a = ap.parse_args(argv)
-    real = not a.sim and get(BACKENDS.get(a.grid, ("iozone",))[0]).available().ok
-    backend, params = ((BACKENDS.get(a.grid, ("iozone",))[0], dict(GRIDS[a.grid])) if real
-                       else ("sim", dict(SIM)))
-    a.var = a.var or (BACKENDS.get(a.grid, (None, "throughput"))[1] if real else "throughput")
+    backend, var = BACKENDS.get(a.grid, IOZONE)
+    real = not a.sim and get(backend).available().ok
+    if not real:
+        backend, var = "sim", "throughput"
+    a.var = a.var or var
+    params = dict(GRIDS[a.grid] if real else SIM)
     if real:
         mode, freqs = freq_levels(a.grid, a.on, a.freq)
         params["freq"] = f"{mode}:{freqs}"

@@ -9,8 +9,9 @@ Pinning uses, per CPU, the first method the driver allows:
 
 Each CPU's governor and limits are saved first and put back on every exit path through
 `abtlab.system.cleanup`; they are also written to a state file in an owned directory, so
-that after a kill -9 the next pin or `abtlab cleanup` puts them back (`leftovers`). `root` (default /sys/devices/system/cpu) lets tests use a fake
-tree. Frequencies are in kHz, as sysfs writes them.
+that after a kill -9 the next pin or `abtlab cleanup` puts them back (`leftovers`).
+`root` (default /sys/devices/system/cpu) lets tests use a fake tree. Frequencies are in
+kHz, as sysfs writes them.
 """
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ from ._shell import read, write
 __all__ = ["available", "frequencies", "cpus", "FrequencyPin", "CPU_ROOT"]
 
 CPU_ROOT = "/sys/devices/system/cpu"
-STATE_FILE = "cpufreq.json"   # what a pin changed, for leftovers after a kill -9
 STEP_KHZ = 100_000  # listed step for drivers without a frequency table (intel_pstate)
 
 
@@ -136,7 +136,7 @@ class FrequencyPin(cleanup.Undoable):
         """What the CPUs had, on disk before any change, so that `leftovers` can put it
         back if this process dies without unwinding (kill -9)."""
         d = Path(tempfile.mkdtemp(prefix="abtlab-cpufreq-", dir=self._state_parent))
-        self.state_file = d / STATE_FILE
+        self.state_file = d / leftovers.PIN_STATE
         self._undo(lambda: (self.state_file.unlink(missing_ok=True), leftovers.remove_dir(d)),
                    f"remove {d}")
         leftovers.mark(d)
