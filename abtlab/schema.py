@@ -32,7 +32,10 @@ class Var:
 
 VARIABLES = {v.name: v for v in [
     Var("throughput", "bytes/s", "IOzone initial-write throughput, eq. (3)"),
-    Var("fcr", "files/s", "Metarates file creation rate, eq. (9)"),
+    Var("fcr", "files/s", "Metarates file creation rate, eq. (9): files per second of one "
+        "worker's create path (open, any write, fsync, close), not an aggregate"),
+    Var("fcr_aggregate", "files/s", "aggregate file creation rate: all files / wall time from "
+        "the first open to the last close (as mdtest's rate; not eq. 9)"),
     Var("fcr_approx", "files/s", "file creation rate from fsync time only, eq. (10)"),
     Var("elapsed", "s", "wall time from first op start to last op end"),
     Var("commits", "1", "journal commits in the run (tracefs jbd2_end_commit)"),

@@ -105,7 +105,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     if order not in ORDERS:
         raise ConfigError("order", order, " | ".join(ORDERS))
     points = [be.validate_point(p) for p in expand(levels)]
-    options = dict(options or {})
+    options = be.validate_options(dict(options or {}))
     freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
     tmp_out = None
     if out is None:

@@ -131,6 +131,18 @@ def test_metarates_counts(built_backends, tmp_path, processes):
     assert not list(tmp_path.glob("abt-metarates.*"))
 
 
+def test_metarates_write_bytes_writes_each_file_before_its_fsync(built_backends, tmp_path):
+    out = tmp_path / "m.trace"
+    p = run(built_backends, METARATES, "--dir", tmp_path, "--workers", 2, "--files", 3,
+            "--write-bytes", 5000, "--trace", out, "--keep")
+    assert p.returncode == 0, p.stderr
+    for r in per_tid(trace.read(out)).values():
+        assert r["op"].tolist() == [Op.BARRIER] + [Op.OPEN, Op.WRITE, Op.FSYNC, Op.CLOSE] * 3
+        assert r[r["op"] == Op.WRITE]["bytes"].tolist() == [5000] * 3
+    files = sorted(tmp_path.glob("abt-metarates.*"))
+    assert len(files) == 6 and {f.stat().st_size for f in files} == {5000}
+
+
 def test_open_failure_mid_run_is_recorded(built_backends, tmp_path):
     (tmp_path / "abt-iozone.1").mkdir()  # open(O_WRONLY) of a directory fails: EISDIR
     out = tmp_path / "t"
@@ -214,6 +226,8 @@ MR_BAD = [
     (["--dilate", "abc"], "--dilate"),
     (["--dir", "/proc"], "--dir"),
     (["--dir", "{tmp}/missing"], "--dir"),
+    (["--write-bytes", "-1"], "--write-bytes"),
+    (["--write-bytes", "1g"], "--write-bytes"),
 ]
 
 

@@ -46,6 +46,12 @@ def test_dataset_shape_and_labels(small_sweep):
     abtlab.schema.validate(ds)
 
 
+def test_default_filesystem_has_4k_blocks(small_sweep):
+    """Read back from the image by dumpe2fs: mke2fs's small profile (1 KiB) is not used."""
+    assert small_sweep.attrs["fs_block_size"] == 4096
+    assert "32.0" in str(small_sweep.attrs["fs_journal_mb"])   # ext4; nojc has 0
+
+
 def test_commit_counts_equal_proc_jbd2(small_sweep):
     ds = small_sweep
     np.testing.assert_array_equal(ds["commits"].values, ds["jbd2_info_commits"].values)
@@ -88,13 +94,24 @@ def test_bad_arguments_name_the_field(tmp_path):
     assert not (tmp_path / "x.nc").exists()
 
 
+@pytest.mark.parametrize("kw,field", [({"block_size": "3000"}, "block_size"),
+                                      ({"journal_mb": "1"}, "journal_mb"),
+                                      ({"image_mb": "64", "journal_mb": "32"}, "journal_mb"),
+                                      ({"image_mb": "lots"}, "image_mb")])
+def test_bad_geometry_is_refused_before_any_run(tmp_path, kw, field):
+    with pytest.raises(ConfigError) as e:
+        abtlab.run("iozone", out=tmp_path / "x.nc", threads="4", reps=1, quiet=True, **kw)
+    assert e.value.field == field
+    assert not (tmp_path / "x.nc").exists() and not (tmp_path / "x.nc.parts").exists()
+
+
 def test_failure_mid_run_leaves_nothing(tmp_path, built_backends, monkeypatch):
     """A full filesystem makes the workload fail mid-run; everything is undone."""
     import tempfile
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(RunError, match="abt-iozone"):
         abtlab.run("iozone", out=tmp_path / "f.nc", threads="8", file_size="8m",
-                   record_size="1m", image_mb=24, reps=1, quiet=True)
+                   record_size="1m", image_mb=24, journal_mb=4, reps=1, quiet=True)
     loops, mounts, insts = _leftovers(str(tmp_path))
     assert (loops, mounts, insts) == ([], [], [])
 

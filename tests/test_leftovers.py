@@ -95,7 +95,7 @@ def test_next_scratch_fs_undoes_what_a_sigkilled_run_left(built_backends, tmp_pa
         assert left == ["ext4 mount", "loop device", "fuse mount", "abt-slowdisk process",
                         f"directory {d}"]
         with pytest.warns(RuntimeWarning, match=f"killed abtlab process left: .*{loopdev}"):
-            with ScratchFS(size_mb=32, workdir=tmp_path) as fs:
+            with ScratchFS(size_mb=128, workdir=tmp_path) as fs:
                 assert os.path.ismount(fs.mountpoint)
                 assert _leftovers(d, mnt, int(pid), image, ext4) in ([], ["abt-slowdisk process"])
                 assert sorted(p.name for p in tmp_path.iterdir()) == [fs.dir.name]

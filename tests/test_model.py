@@ -130,6 +130,17 @@ def test_fig6_blocked_fsyncs_and_fcr():
     assert m["commits"] == 2
 
 
+def test_fcr_counts_written_data_and_aggregate_rate_is_files_per_wall_time():
+    # mdtest -w: open, write, fsync, close; two workers, one file each
+    rows = [(0, Op.OPEN, 0, 10, 0), (0, Op.WRITE, 10, 30, 4096), (0, Op.FSYNC, 30, 100, 0),
+            (0, Op.CLOSE, 100, 110, 0),
+            (1, Op.OPEN, 50, 60, 0), (1, Op.WRITE, 60, 70, 4096), (1, Op.FSYNC, 70, 190, 0),
+            (1, Op.CLOSE, 190, 200, 0)]
+    m = model.measures(trace(rows), None, "metarates")
+    assert m["fcr"] == pytest.approx(2 / ((110 + 150) * 1e-9))   # write time included
+    assert m["fcr_aggregate"] == pytest.approx(2 / (200 * 1e-9))  # first open to last close
+
+
 def test_fcr_many_files_per_worker():
     # F=2 files per worker, N=1: eq. (9) -> 2 / (sum of both creates)
     rows = [(0, Op.OPEN, 0, 10, 0), (0, Op.FSYNC, 10, 40, 0), (0, Op.CLOSE, 40, 50, 0),

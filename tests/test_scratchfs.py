@@ -99,7 +99,7 @@ def _mount_line(mnt) -> str:
 
 @pytest.mark.root
 def test_mount_options_reach_the_kernel(tmp_path):
-    with ScratchFS(size_mb=32, mount_options="commit=17,noatime", workdir=tmp_path) as fs:
+    with ScratchFS(size_mb=128, mount_options="commit=17,noatime", workdir=tmp_path) as fs:
         line = _mount_line(fs.mountpoint)
         assert "commit=17" in line and "noatime" in line
 
@@ -107,7 +107,7 @@ def test_mount_options_reach_the_kernel(tmp_path):
 @pytest.mark.root
 def test_exit_removes_everything_it_made(tmp_path):
     before = set(os.listdir(tmp_path))
-    with ScratchFS(size_mb=32, workdir=tmp_path) as fs:
+    with ScratchFS(size_mb=128, workdir=tmp_path) as fs:
         image, mnt = fs.image, fs.mountpoint
         _write_fsync(mnt / "a")
     assert _attached(image) == ""
@@ -118,7 +118,7 @@ def test_exit_removes_everything_it_made(tmp_path):
 @pytest.mark.root
 def test_exception_inside_unwinds(tmp_path):
     with pytest.raises(RuntimeError):
-        with ScratchFS(size_mb=32, workdir=tmp_path) as fs:
+        with ScratchFS(size_mb=128, workdir=tmp_path) as fs:
             image, mnt = fs.image, fs.mountpoint
             raise RuntimeError("boom")
     assert _attached(image) == "" and not os.path.ismount(mnt)
@@ -127,7 +127,7 @@ def test_exception_inside_unwinds(tmp_path):
 
 @pytest.mark.root
 def test_default_workdir_is_a_fresh_var_tmp_dir():
-    with ScratchFS(size_mb=32) as fs:
+    with ScratchFS(size_mb=128) as fs:
         assert fs.dir.parent == Path("/var/tmp") and fs.dir.name.startswith("abtlab-")
         made = fs.dir
     assert not made.exists()
@@ -138,7 +138,7 @@ def test_default_workdir_is_a_fresh_var_tmp_dir():
                                                ("mount", ("-b", "12345"))])
 def test_a_failed_step_leaves_nothing(tmp_path, step, mkfs_options):
     with pytest.raises(RunError, match=step):
-        with ScratchFS(size_mb=32, workdir=tmp_path, mkfs_options=mkfs_options):
+        with ScratchFS(size_mb=128, workdir=tmp_path, mkfs_options=mkfs_options):
             pass
     assert os.listdir(tmp_path) == []
     assert not any(str(tmp_path) in line for line in Path("/proc/mounts").read_text().splitlines())
@@ -148,7 +148,7 @@ def test_a_failed_step_leaves_nothing(tmp_path, step, mkfs_options):
 
 @pytest.mark.root
 def test_never_detaches_a_device_backed_by_another_file(tmp_path, monkeypatch):
-    fs = ScratchFS(size_mb=32, workdir=tmp_path)
+    fs = ScratchFS(size_mb=128, workdir=tmp_path)
     fs.__enter__()
     try:
         monkeypatch.setattr(scratchfs, "loop_backing_file", lambda dev: "/somebody/else.img")

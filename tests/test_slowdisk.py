@@ -15,6 +15,7 @@ import pytest
 from abtlab.errors import ConfigError, RunError
 from abtlab.system import slowdisk
 from abtlab.system.device import PROFILES, parse_profile
+from abtlab.system.geometry import Geometry
 from abtlab.system.scratchfs import ScratchFS
 from abtlab.system.slowdisk import SlowDisk, fuse_mounts, model_args
 from childproc import spawn
@@ -117,7 +118,7 @@ def _measure(tmp_path, profile, n=6):
     from abtlab.system.tracefs import JournalTrace
     with ExitStack() as stack:
         disk = stack.enter_context(SlowDisk(profile, tmp_path)) if profile != "none" else None
-        fs = stack.enter_context(ScratchFS(size_mb=32, workdir=tmp_path,
+        fs = stack.enter_context(ScratchFS(size_mb=32, workdir=tmp_path, geometry=Geometry(journal_mb=8),
                                            image_dir=disk.mountpoint if disk else None))
         with JournalTrace(fs.dev_t) as jt:
             fsyncs = _fsyncs(fs.mountpoint, n)
@@ -213,6 +214,7 @@ def test_formatting_in_the_backing_directory_costs_the_disk_nothing(built, tmp_p
         with SlowDisk("hdd7200", tmp_path) as disk:
             a = disk.snapshot()
             with ScratchFS(size_mb=64, workdir=tmp_path, image_dir=disk.mountpoint, direct_io=True,
+                           geometry=Geometry(journal_mb=8),
                            format_dir=disk.backing if beside else None) as fs:
                 sent[beside] = disk.snapshot()["requests"] - a["requests"]
                 (Path(fs.mountpoint) / "f").write_bytes(b"abt" * 4096)
@@ -247,7 +249,8 @@ def test_a_file_still_open_can_be_removed(built, tmp_path):
 def test_nothing_left_after_an_exception(built, tmp_path):
     with pytest.raises(RuntimeError, match="mid-run"):
         with SlowDisk("ssd-sata", tmp_path) as disk, \
-                ScratchFS(size_mb=32, workdir=tmp_path, image_dir=disk.mountpoint) as fs:
+                ScratchFS(size_mb=32, workdir=tmp_path, image_dir=disk.mountpoint,
+                          geometry=Geometry(journal_mb=8)) as fs:
             facts = (disk.dir, disk.mountpoint, disk.proc.pid, fs.image, fs.mountpoint)
             raise RuntimeError("mid-run failure")
     assert _leftovers(*facts) == []
@@ -266,11 +269,13 @@ def test_a_daemon_that_never_mounts_is_reported_and_cleaned(built, tmp_path, mon
 _CHILD = """
     import time
     from abtlab.system import cleanup
+    from abtlab.system.geometry import Geometry
     from abtlab.system.scratchfs import ScratchFS
     from abtlab.system.slowdisk import SlowDisk
     cleanup.installed()
     with SlowDisk("hdd7200", {workdir!r}) as disk, \\
-            ScratchFS(size_mb=32, workdir={workdir!r}, image_dir=disk.mountpoint) as fs:
+            ScratchFS(size_mb=32, workdir={workdir!r}, image_dir=disk.mountpoint,
+                      geometry=Geometry(journal_mb=8)) as fs:
         print("READY", disk.dir, disk.mountpoint, disk.proc.pid, fs.image, fs.mountpoint,
               fs.loopdev, flush=True)
         time.sleep(60)

@@ -124,7 +124,7 @@ _SETUP = """
     from abtlab.system.device import DeviceThrottle
     from abtlab.system.tracefs import JournalTrace
     cleanup.installed()
-    with ScratchFS(size_mb=32, workdir={workdir!r}) as fs, \\
+    with ScratchFS(size_mb=128, workdir={workdir!r}) as fs, \\
          DeviceThrottle("hdd7200-throttle", fs.major_minor), JournalTrace(fs.dev_t) as tr:
         print("READY", fs.image, fs.loopdev, fs.mountpoint, tr.path, fs.major_minor, flush=True)
         {body}

@@ -96,7 +96,7 @@ def _fsync_files(mnt: Path, n: int):
 def test_commit_count_matches_proc_and_only_our_device(scratch_ext4, tmp_path):
     from abtlab.system.scratchfs import ScratchFS
     fs = scratch_ext4
-    with ScratchFS(size_mb=32, workdir=tmp_path) as other, JournalTrace(fs.dev_t) as tr:
+    with ScratchFS(size_mb=128, workdir=tmp_path) as other, JournalTrace(fs.dev_t) as tr:
         path = tr.path
         assert path.name.startswith(f"abtlab-{os.getpid()}-")
         assert (path / "trace_clock").read_text().find("[mono]") >= 0

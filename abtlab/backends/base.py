@@ -72,6 +72,10 @@ class Backend:
         """Return the point with types checked; raise ConfigError naming the field."""
         return point
 
+    def validate_options(self, options: dict) -> dict:
+        """Return the run options checked; raise ConfigError naming the option."""
+        return options
+
     def parse_factor(self, name: str, value) -> list:
         """Levels of a backend-specific factor from a string like '4k,1m' or a list."""
         if isinstance(value, (list, tuple)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from .base import Backend
-from .realfs import SCRATCH_OPTIONS, program, real_available, run_and_measure
+from .realfs import SCRATCH_OPTIONS, check_scratch_options, program, real_available, run_and_measure
 
 __all__ = ["IozoneBackend"]
 
@@ -20,6 +20,9 @@ class IozoneBackend(Backend):
 
     def available(self):
         return real_available("iozone", "abt-iozone")
+
+    def validate_options(self, options):
+        return check_scratch_options(options)
 
     def validate_point(self, point):
         policies.parse(point["policy"])

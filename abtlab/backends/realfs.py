@@ -18,13 +18,15 @@ from ..errors import RunError, UnavailableError
 from .base import Availability, RunResult
 
 __all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "program", "real_available", "run_workload",
-           "run_and_measure", "scratch_on_device"]
+           "run_and_measure", "scratch_on_device", "check_scratch_options"]
 
 BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
 
 # run options every real workload driver accepts (not swept)
 SCRATCH_OPTIONS = {
-    "image_mb": "scratch image size",
+    "image_mb": "scratch image size in MiB (default: 3 x the data + the journal + 128)",
+    "block_size": "ext4 block size in bytes: 1024, 2048 or 4096 (default 4096)",
+    "journal_mb": "ext4 journal size in MiB, 4 to 1024 (default 32, mke2fs's for a 1-2 GiB disk)",
     "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
     "guest": "run in the qemu guest kernel (kdelayjc policies always do)",
     "guest_iops": "qemu disk throttling for the guest", "guest_smp": "guest vCPUs",
@@ -66,8 +68,29 @@ def _mount_options(policy, ctx) -> str:
     return ",".join(o for o in (policy.mount_options(), extra) if o)
 
 
-def _image_mb(ctx, data_bytes: int) -> int:
-    return int(ctx.options.get("image_mb") or max(256, 3 * data_bytes // 2 ** 20 + 128))
+def _geometry(options):
+    from ..system.geometry import parse_geometry
+    return parse_geometry(options.get("block_size"), options.get("journal_mb"))
+
+
+def _image_mb(options, data_bytes: int) -> int:
+    if options.get("image_mb") is not None:
+        return int(options["image_mb"])
+    journal = _geometry(options).journal_mb
+    return max(256, 4 * journal, 3 * data_bytes // 2 ** 20 + 128 + journal)
+
+
+def check_scratch_options(options: dict) -> dict:
+    """Check the scratch filesystem's run options before anything runs; ConfigError
+    naming the option. Returns options unchanged."""
+    from ..errors import ConfigError
+    geometry = _geometry(options)
+    image = options.get("image_mb")
+    if image is not None:
+        if isinstance(image, bool) or not str(image).strip().isdigit() or not 16 <= int(image) <= 65536:
+            raise ConfigError("image_mb", image, "an integer from 16 to 65536 (MiB)")
+    geometry.check_fits(_image_mb(options, 0))  # the default image always fits
+    return options
 
 
 def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 900) -> RunResult:
@@ -82,7 +105,8 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
     _drop_caches()
     with contextlib.ExitStack() as stack:
         fs, thr = stack.enter_context(scratch_on_device(
-            profile, _image_mb(ctx, data_bytes), policy.journal, _mount_options(policy, ctx), ctx.workdir))
+            profile, _image_mb(ctx.options, data_bytes), policy.journal, _mount_options(policy, ctx),
+            ctx.workdir, _geometry(ctx.options)))
         data_dir = Path(fs.mountpoint) / "data"
         data_dir.mkdir()
         os.sync()
@@ -123,7 +147,7 @@ def _disk_delta(before: dict, after: dict) -> dict:
 
 
 @contextlib.contextmanager
-def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=None):
+def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=None, geometry=None):
     """A fresh scratch ext4 on the device profile; yields (ScratchFS, device with describe()).
 
     A latency profile puts the image on the emulated slow disk (FUSE); a throttle
@@ -137,7 +161,7 @@ def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=
         fs = stack.enter_context(ScratchFS(size_mb=size_mb, journal=journal, mount_options=mount_options,
                                            workdir=workdir, image_dir=disk.mountpoint if disk else None,
                                            format_dir=disk.backing if disk else None,
-                                           direct_io=disk is not None))
+                                           direct_io=disk is not None, geometry=geometry))
         dev = disk or stack.enter_context(DeviceThrottle(profile, fs.major_minor))
         yield fs, dev
 

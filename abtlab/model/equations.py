@@ -62,13 +62,16 @@ def throughput_by_class(size, t_write, classes):
     return out
 
 
-def fcr(files, t_open, t_fsync, t_close):
+def fcr(files, t_open, t_fsync, t_close, t_write=()):
     """Eq. (9) for F files per worker: (N x F) / sum over every create of
     (T_open + T_fsync + T_close). With F = 1 it is the paper's N / sum_m(...). The
     arrays hold one entry per file creation (N x F entries); files = N x F.
+    t_write: the time of data written into each file before its fsync (mdtest -w; the
+    paper's test writes none), part of the create path when present.
     Note: like the paper's metric this is the mean rate of one worker's create path
     (files per second of create time), not the aggregate rate of all workers."""
-    total = np.sum(t_open, dtype=float) + np.sum(t_fsync, dtype=float) + np.sum(t_close, dtype=float)
+    total = (np.sum(t_open, dtype=float) + np.sum(t_fsync, dtype=float)
+             + np.sum(t_close, dtype=float) + np.sum(t_write, dtype=float))
     return float(files) / total if total > 0 else float("nan")
 
 

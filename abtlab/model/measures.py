@@ -79,11 +79,14 @@ def _metarates(ops, s, e, spans) -> dict:
     _, oq, orr = op_durations(ops, Op.OPEN)
     ftid, fq, fr = op_durations(ops, Op.FSYNC)
     _, cq, cr = op_durations(ops, Op.CLOSE)
+    _, wq, wr = op_durations(ops, Op.WRITE)
     files = oq.size
     blocked = blocked_fsyncs(fq, s, e)
     blocked_workers = np.unique(ftid[blocked])
+    window = (cr.max() - oq.min()) * _NS if files and cr.size else 0.0
     return {
-        "fcr": eq.fcr(files, (orr - oq) * _NS, (fr - fq) * _NS, (cr - cq) * _NS),
+        "fcr": eq.fcr(files, (orr - oq) * _NS, (fr - fq) * _NS, (cr - cq) * _NS, (wr - wq) * _NS),
+        "fcr_aggregate": files / window if window > 0 else float("nan"),
         "fcr_approx": eq.fcr_approx(files, (fr - fq) * _NS),
         "nonblocked_threads": float(spans.tids.size - blocked_workers.size),
         "blocked_full": float(blocked_workers.size),

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import ConfigError, RunError
 from . import cleanup, leftovers
 from ._shell import read, sh
+from .geometry import Geometry, read_geometry
 
 __all__ = ["ScratchFS", "jbd2_commits", "parse_mount_options", "MOUNT_KEYS", "MOUNT_FLAGS"]
 
@@ -85,7 +86,8 @@ class ScratchFS(cleanup.Undoable):
     """A fresh ext4 image on a loop device, mounted; see the module docstring."""
 
     def __init__(self, size_mb=256, journal=True, mount_options="", workdir=None,
-                 mkfs_options=(), image_dir=None, direct_io=False, format_dir=None):
+                 mkfs_options=(), image_dir=None, direct_io=False, format_dir=None,
+                 geometry: Geometry | None = None):
         if not isinstance(size_mb, int) or isinstance(size_mb, bool) or not 16 <= size_mb <= 65536:
             raise ConfigError("size_mb", size_mb, "an integer from 16 to 65536 (MiB)")
         if workdir is not None and not os.path.isdir(workdir):
@@ -103,6 +105,9 @@ class ScratchFS(cleanup.Undoable):
             raise ConfigError("mount_options", mount_options, "no data= without a journal")
         self.mount_options = ",".join(self._opts)
         self.mkfs_options = tuple(str(o) for o in mkfs_options)
+        self.geometry = geometry or Geometry()
+        self.geometry.check_fits(size_mb)
+        self.layout: dict = {}
         self._workdir = workdir
         self._tokens: list[int] = []
         self.dir = self.image = self.loopdev = self.mountpoint = None
@@ -130,13 +135,11 @@ class ScratchFS(cleanup.Undoable):
         with open(made, "xb") as f:  # "x": never reuse a file we did not create
             self._undo(lambda p=made: p.unlink(missing_ok=True), f"remove {made}")
             f.truncate(self.size_mb << 20)
-        # Initialise inode tables and journal now, so no background ext4lazyinit I/O
-        # competes with the measured run.
-        args = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0",
-                *self.mkfs_options]
-        if not self.journal:
-            args += ["-O", "^has_journal"]
-        sh(*args, made)
+        sh("mkfs.ext4", *self.geometry.mkfs_args(self.journal), *self.mkfs_options, made)
+        self.layout = read_geometry(made)
+        if not self.mkfs_options and self.layout["fs_block_size"] != self.geometry.block_size:
+            raise RunError(f"mkfs made {self.layout['fs_block_size']}-byte blocks, "
+                           f"not the {self.geometry.block_size} asked for")
 
     def _attach(self):
         # direct I/O: the loop device sends its requests to the image concurrently, so an
@@ -211,6 +214,7 @@ class ScratchFS(cleanup.Undoable):
             "mkfs_options": " ".join(self.mkfs_options),
             "image_size_mb": self.size_mb,
             "block_device": f"loop ({self.loopdev})",
+            **self.layout,
         }
 
     def __repr__(self):

@@ -1,10 +1,12 @@
 /*
  * abt-metarates - Metarates' file-creation-rate (FCR) test, seed 000 Fig. 6:
  * N workers wait at a start barrier, then each creates F files
- * DIR/abt-metarates.<w>.<j> with open(O_CREAT|O_WRONLY), fsync and close.
+ * DIR/abt-metarates.<w>.<j> with open(O_CREAT|O_WRONLY), fsync and close;
+ * --write-bytes N writes N bytes into each file before its fsync (mdtest -w N;
+ * 0, the default, is the paper's test).
  * Workers are threads, or processes with --processes (fork; records and the
  * barrier live in a MAP_SHARED anonymous mapping so the parent writes one
- * trace). One abt_record per barrier wait, open, fsync and close; tid is the
+ * trace). One abt_record per barrier wait, open, write, fsync and close; tid is the
  * worker index 0..N-1, pid the process that ran it. FCR (eq. 9) is Python's.
  */
 #define _GNU_SOURCE
@@ -28,9 +30,10 @@
 #define MAX_WORKERS 4096
 #define MAX_FILES 1000000
 #define MAX_TOTAL_FILES (1L << 22)
+#define MAX_WRITE_BYTES (64L << 20)
 
 typedef struct {
-    long workers, files;
+    long workers, files, write_bytes;
     const char *dir, *trace;
     int processes, no_record, keep, describe;
     double dilate;
@@ -51,6 +54,7 @@ typedef struct {
     uint64_t per; /* record slots per worker */
     wstate *ws;
     abt_record *recs; /* NULL with --no-record */
+    const char *data; /* write_bytes of file content */
 } shared;
 
 static shared *g_sh;
@@ -58,14 +62,15 @@ static shared *g_sh;
 static void usage(FILE *f)
 {
     fprintf(f, "usage: %s --dir DIR (--trace PATH | --no-record) [--workers N]\n"
-               "  [--files F] [--processes] [--dilate F] [--keep] [--describe]\n", PROG);
+               "  [--files F] [--write-bytes N] [--processes] [--dilate F] [--keep] [--describe]\n",
+            PROG);
 }
 
 static void describe(const opts *o)
 {
     printf("name: %s\n", PROG);
     printf("summary: Metarates file-creation rate: barrier, then per file open(O_CREAT), "
-           "fsync, close, per worker\n");
+           "write (with --write-bytes), fsync, close, per worker\n");
     printf("record_size: %zu\n", sizeof(abt_record));
     printf("trace_kind: %d\n", ABT_KIND_OPS);
     printf("pid: the process that ran the worker (one per worker with --processes)\n");
@@ -73,9 +78,10 @@ static void describe(const opts *o)
     printf("clock: CLOCK_MONOTONIC ns; t_end_ns after the dilation spin\n");
     printf("dilate: each op's thread CPU time is stretched by F (spin after the call); "
            "blocked time is not; records flagged DILATED when F > 1\n");
-    printf("ops_per_worker: barrier (open fsync close)*files\n");
+    printf("ops_per_worker: barrier (open [write] fsync close)*files\n");
     printf("param.workers: %ld\n", o->workers);
     printf("param.files: %ld\n", o->files);
+    printf("param.write_bytes: %ld\n", o->write_bytes);
     printf("param.dir: %s\n", o->dir ? o->dir : "");
     printf("param.processes: %d\n", o->processes);
     printf("param.dilate: %g\n", o->dilate);
@@ -86,19 +92,23 @@ static void describe(const opts *o)
 
 static void parse_opts(opts *o, int argc, char **argv)
 {
-    enum { O_WORKERS = 256, O_FILES, O_DIR, O_DILATE, O_TRACE };
+    enum { O_WORKERS = 256, O_FILES, O_DIR, O_DILATE, O_TRACE, O_WRITE };
     static const struct option lo[] = {
         {"workers", 1, 0, O_WORKERS}, {"files", 1, 0, O_FILES}, {"dir", 1, 0, O_DIR},
-        {"dilate", 1, 0, O_DILATE}, {"trace", 1, 0, O_TRACE}, {"processes", 0, 0, 'p'},
+        {"dilate", 1, 0, O_DILATE}, {"trace", 1, 0, O_TRACE}, {"write-bytes", 1, 0, O_WRITE},
+        {"processes", 0, 0, 'p'},
         {"no-record", 0, 0, 'n'}, {"keep", 0, 0, 'k'}, {"describe", 0, 0, 'd'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    *o = (opts){1, 4, NULL, NULL, 0, 0, 0, 0, 1.0};
+    *o = (opts){1, 4, 0, NULL, NULL, 0, 0, 0, 0, 1.0};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
         switch (c) {
         case O_WORKERS: o->workers = abt_parse_long(PROG, "--workers", optarg, 1, MAX_WORKERS); break;
         case O_FILES: o->files = abt_parse_long(PROG, "--files", optarg, 1, MAX_FILES); break;
+        case O_WRITE:
+            o->write_bytes = abt_parse_long(PROG, "--write-bytes", optarg, 0, MAX_WRITE_BYTES);
+            break;
         case O_DIR: o->dir = optarg; break;
         case O_DILATE: o->dilate = abt_parse_dilate(PROG, "--dilate", optarg, 1000.0); break;
         case O_TRACE: o->trace = optarg; break;
@@ -151,13 +161,25 @@ static int op_done(uint32_t idx, abt_span *s, uint16_t op, long ret, int err)
     wstate *w = &g_sh->ws[idx];
     if (g_sh->recs)
         g_sh->recs[idx * g_sh->per + w->n] = (abt_record){w->pid, idx, op, flags,
-            ret < 0 ? (uint32_t)err : 0, s->t_start_ns, t1};
+            ret < 0 ? (uint32_t)err : (op == ABT_OP_WRITE ? (uint32_t)ret : 0), s->t_start_ns, t1};
     w->n++;
     if (ret >= 0) return 1;
-    static const char *names[] = {"", "open", "", "fsync", "close"};
+    static const char *names[] = {"", "open", "write", "fsync", "close"};
     fprintf(stderr, "%s: worker %u: %s failed: %s\n", PROG, idx, names[op], strerror(err));
     w->failed = 1;
     return 0;
+}
+
+/* write(2) until n bytes are written; n, or -1 with errno. */
+static long write_all(int fd, const char *buf, long n)
+{
+    long done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, buf + done, (size_t)(n - done));
+        if (w < 0) { if (errno == EINTR) continue; return -1; }
+        done += w;
+    }
+    return done;
 }
 
 /* One worker: barrier, then open/fsync/close per file; stops at the first failure. */
@@ -176,9 +198,15 @@ static int run_worker(uint32_t idx)
         abt_span_begin(&s, o->dilate);
         int fd = open(path, O_CREAT | O_WRONLY, 0644);
         if (!op_done(idx, &s, ABT_OP_OPEN, fd, errno)) break;
+        int ok = 1;
+        if (o->write_bytes) {
+            abt_span_begin(&s, o->dilate);
+            long w = write_all(fd, g_sh->data, o->write_bytes);
+            ok = op_done(idx, &s, ABT_OP_WRITE, w, errno);
+        }
         abt_span_begin(&s, o->dilate);
         int r = fsync(fd);
-        int ok = op_done(idx, &s, ABT_OP_FSYNC, r, errno);
+        ok = op_done(idx, &s, ABT_OP_FSYNC, r, errno) && ok;
         abt_span_begin(&s, o->dilate);
         r = close(fd);
         if (!op_done(idx, &s, ABT_OP_CLOSE, r, errno) || !ok) break;
@@ -195,9 +223,10 @@ static void *thread_main(void *arg)
 /* One anonymous MAP_SHARED mapping: shared state, worker states, records. */
 static shared *make_shared(const opts *o)
 {
-    uint64_t per = (1 + 3 * (uint64_t)o->files + 1) & ~(uint64_t)1; /* 64-byte slots */
+    uint64_t ops = o->write_bytes ? 4 : 3;
+    uint64_t per = (1 + ops * (uint64_t)o->files + 1) & ~(uint64_t)1; /* 64-byte slots */
     size_t recs = o->no_record ? 0 : (size_t)(per * o->workers * sizeof(abt_record));
-    size_t len = sizeof(shared) + o->workers * sizeof(wstate) + recs;
+    size_t len = sizeof(shared) + o->workers * sizeof(wstate) + recs + (size_t)o->write_bytes;
     char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
     shared *sh = (shared *)m;
@@ -205,6 +234,9 @@ static shared *make_shared(const opts *o)
     sh->per = per;
     sh->ws = (wstate *)(m + sizeof(shared));
     sh->recs = recs ? (abt_record *)(sh->ws + o->workers) : NULL;
+    char *data = (char *)(sh->ws + o->workers) + recs;
+    memset(data, 'a', (size_t)o->write_bytes); /* not zeros: nothing may skip writing it */
+    sh->data = data;
     int pshared = o->processes ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
     pthread_barrierattr_t ba;
     pthread_barrierattr_init(&ba);
