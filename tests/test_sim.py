@@ -220,7 +220,8 @@ def test_backend_params_file_under_options(tmp_path):
     (dict(nonscaling=2.0), "nonscaling"), (dict(workload="fio"), "workload"),
     (dict(warp=9), "warp"), (dict(device_overrides={"x": 1}), "device_overrides.x"),
     (dict(quantum_us=0), "quantum_us"), (dict(commit_lock_us=-1.0), "commit_lock_us"),
-    (dict(data_flush="later"), "data_flush"), (dict(fsync_allocates="yes"), "fsync_allocates")])
+    (dict(data_flush="later"), "data_flush"), (dict(fsync_allocates="yes"), "fsync_allocates"),
+    (dict(queue_depth=0), "queue_depth"), (dict(queue_depth=257), "queue_depth")])
 def test_bad_parameters_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         sim.make(**kw)
@@ -228,3 +229,17 @@ def test_bad_parameters_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         sim.simulate(reps=0)
     assert e.value.field == "reps"
+
+
+def test_queue_depth_serves_requests_at_once():
+    """Depth 1: one FIFO queue, so the device is never busy with two requests; a deep queue
+    serves data flushes side by side, so no-journal fsyncs wait less."""
+    kw = dict(threads=32, cores=2, device="hdd7200", policy="nojc", cpu_dist="fixed",
+              dev_dist="fixed")
+    fifo = sim.simulate_point(reps=1, seed=1, queue_depth=1, **kw)[0]
+    deep = sim.simulate_point(reps=1, seed=1, queue_depth=32, **kw)[0]
+    assert deep.scalars["mean_fsync"] < 0.5 * fifo.scalars["mean_fsync"]
+    assert fifo.attrs["sim_queue_depth"] == 1 and deep.attrs["sim_queue_depth"] == 32
+    for r in (fifo, sim.simulate_point(reps=1, seed=1, **{**kw, "policy": "ext4"})[0]):
+        f = r.ops[r.ops["op"] == Op.FSYNC]
+        assert f.size == 32

@@ -19,23 +19,29 @@ jbd2 semantics kept here (fs/jbd2/transaction.c, commit.c):
   join transactions);
 - a commit logs 2 + blocks_per_handle * handles blocks: files share inode-table, bitmap
   and directory blocks, so calibration from real commits gives well under one.
-The device is one FIFO server.
+The device serves `queue_depth` requests at once, each on the server free first: 1 is
+one FIFO queue shared by data flushes and commits; a depth as large as the thread count
+makes every request an independent delay.
 """
 from __future__ import annotations
 
-from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVFREE, DIRTY, EV_COMMIT,
+from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVQ, DIRTY, EV_COMMIT,
                     EV_TIMER, EV_UNLOCK, EWMA_D, FIRST, GAP, GEN, HANDLES, I_ALPHA,
                     I_BLOCKS_PER_HANDLE, I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_COMMIT_PER_FILE, I_DATA,
                     I_FLUSH_PER_BYTE, I_KPARAM, I_LOCK, I_MAX_AGE,
                     I_MAX_RESETS, I_POLICY, I_WINDOW, LAST, LOCKED, NCOMMIT, PENDING,
-                    POL_ADAPT, POL_BATCH, POL_FIXED, RESETS, RUN, TXN, jit, push)
+                    POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH, RESETS, RUN, TXN, jit, push)
 
 
 @jit
 def device(t, dur, jf):
-    """FIFO device: a request of dur issued at t; returns (start, end)."""
-    start = max(t, jf[DEVFREE])
-    jf[DEVFREE] = start + dur
+    """A request of dur issued at t, served by the server free first; (start, end)."""
+    best = DEVQ
+    for s in range(DEVQ + 1, DEVQ + int(jf[QDEPTH])):
+        if jf[s] < jf[best]:
+            best = s
+    start = max(t, jf[best])
+    jf[best] = start + dur
     return start, start + dur
 
 

@@ -71,6 +71,7 @@ def _cost(op, pr):
 
 @jit
 def _device_wait(i, t, dur, hf, hn, ji, jf, ti, core):
+    # the thread sleeps until its request is served (on a server of the queue, J.device)
     _, end = J.device(t, dur, jf)
     _block(i, W_DEV, ti, core)
     push(hf, hn, ji, end, EV_DEV, i)

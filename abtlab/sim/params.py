@@ -66,6 +66,8 @@ class SimParams:
     spawn_us: float = 25.0                 # creating one thread (serial, in the main thread)
     device: str = "loop"
     device_overrides: dict = field(default_factory=dict, hash=False)
+    queue_depth: int = 1                   # requests the device serves at once: 1 = one FIFO
+                                           # queue for data flushes and commits
     blocks_per_handle: float = 1.0
     cpu_dist: str = "lognormal"
     cpu_cv: float = 0.1
@@ -106,6 +108,8 @@ def _need(cond, name, given, accepted):
 
 def _validate(p: SimParams) -> None:
     _need(p.workload in WORKLOADS, "workload", p.workload, " | ".join(WORKLOADS))
+    _need(isinstance(p.queue_depth, (int, np.integer)) and 1 <= p.queue_depth <= K.MAX_QDEPTH,
+          "queue_depth", p.queue_depth, f"an integer from 1 (one FIFO queue) to {K.MAX_QDEPTH}")
     for name in ("threads", "cores", "files"):
         v = getattr(p, name)
         _need(isinstance(v, (int, np.integer)) and v >= 1, name, v, "an integer >= 1")
@@ -195,6 +199,7 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_LOCK] = -1.0 if p.commit_lock_us is None else p.commit_lock_us
     v[K.I_DATA] = DATA_MODES.index(p.data_flush)
     v[K.I_FSYNC_ALLOC] = 1.0 if p.fsync_allocates else 0.0
+    v[K.I_QDEPTH] = p.queue_depth
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k
     return v

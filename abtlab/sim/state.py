@@ -34,8 +34,8 @@ DATA_FSYNC, DATA_COMMIT = 0, 1
 I_QUANTUM, I_C_OPEN, I_C_WRITE, I_C_FSYNC, I_C_CLOSE, I_FLUSH_FIXED, I_FLUSH_PER_BYTE, \
     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_BLOCKS_PER_HANDLE, I_INODE_WRITE, I_POLICY, \
     I_WINDOW, I_KPARAM, I_MAX_RESETS, I_MAX_AGE, I_WAKE_FRONT, I_ALPHA, I_D0, \
-    I_RECORD_BYTES, I_CORES, I_LOCK, I_DATA, I_COMMIT_PER_FILE, I_FSYNC_ALLOC = range(25)
-NPARAM = 25
+    I_RECORD_BYTES, I_CORES, I_LOCK, I_DATA, I_COMMIT_PER_FILE, I_FSYNC_ALLOC, I_QDEPTH = range(26)
+NPARAM = 26
 # thread int state / float state columns
 PC, PHASE, CORE, TXN, WAIT, WTXN = range(6)
 REM, SLICE, DIRTY = range(3)
@@ -44,8 +44,10 @@ W_NONE, W_LOCK, W_COMMIT, W_BARRIER, W_DEV, W_CPU = range(6)
 RUN, COMMITTING, COMMITTED, NCOMMIT, PENDING, GEN, RESETS, LOCKED, NBAR, HANDLES, SEQ, \
     QH, QT, QN, HSIZE, FH, FT, SP = range(18)
 NJI = 18
-DEVFREE, FIRST, DEADLINE, GAP, LAST, EWMA_D = range(6)
-NJF = 6
+# then one free-at time per device server (queue depth, at most MAX_QDEPTH)
+QDEPTH, FIRST, DEADLINE, GAP, LAST, EWMA_D, DEVQ = range(7)
+MAX_QDEPTH = 256
+NJF = DEVQ + MAX_QDEPTH
 # events
 EV_CPU, EV_DEV, EV_COMMIT, EV_TIMER, EV_START, EV_UNLOCK = range(6)
 COMMIT_COLS = ("tid", "start", "flushing", "end", "handles", "blocks")
@@ -134,4 +136,5 @@ def reset(pr, ti, tf, ji, jf, core):
     jf[GAP] = -1.0
     jf[LAST] = -1.0
     jf[EWMA_D] = pr[I_D0]
+    jf[QDEPTH] = pr[I_QDEPTH]
     core[:] = -1
