@@ -26,7 +26,7 @@ RUN_DIR = Path("/run/abtlab")
 
 def lock_dir() -> Path:
     """/run/abtlab where this user may write there (root), else a per-user temp dir."""
-    for d in (RUN_DIR, Path(tempfile.gettempdir()) / f"abtlab-locks-{os.getuid()}"):
+    for d in (RUN_DIR, Path(tempfile.gettempdir()) / f"abtlab.locks-{os.getuid()}"):
         try:
             d.mkdir(mode=0o755, exist_ok=True)
             if os.access(d, os.W_OK):
