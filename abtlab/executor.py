@@ -7,9 +7,6 @@ writes each one to the store at once.
 """
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 __all__ = ["Task", "execute", "SerialExecutor", "DaskExecutor", "make_executor"]
 
 IO_RESOURCE = "abtlab_io"
@@ -31,9 +28,10 @@ def execute(task: Task):
     from .backends.base import RunContext
     from .system import leftovers
     be = get(task.backend) if isinstance(task.backend, str) else task.backend
-    with tempfile.TemporaryDirectory(prefix="abtlab-run-") as work:
-        leftovers.mark(work)          # after a kill -9, the next run undoes what is in here
-        ctx = RunContext(Path(work), rep=task.rep, seed=task.seed, quiet=task.quiet,
+    # owned (after a kill -9 the next run undoes what is in here) and removed by the
+    # undo stack, not by a weakref finalizer, where a signal would be swallowed
+    with leftovers.WorkDir(prefix="abtlab-run-") as work:
+        ctx = RunContext(work, rep=task.rep, seed=task.seed, quiet=task.quiet,
                          f_ref_ghz=task.f_ref, freq_mode=task.freq_mode, options=dict(task.options))
         result = be.run_point(task.point, ctx)
     return result_to_part(result, task.point, task.index, task.rep)

@@ -8,7 +8,11 @@ import re
 
 from .errors import ConfigError
 
-__all__ = ["parse_size", "parse_sizes", "parse_ints", "parse_freq", "parse_words", "FreqAxis"]
+__all__ = ["parse_size", "parse_sizes", "parse_ints", "parse_freq", "parse_words", "FreqAxis",
+           "MAX_THREADS", "MAX_IMAGE_MB", "check_real_freq"]
+
+MAX_THREADS = 4096        # abt-iozone --threads and abt-metarates --workers accept 1..4096
+MAX_IMAGE_MB = 65536      # the largest scratch image (abtlab.system.scratchfs)
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)[bB]?\s*$")
 _MULT = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
@@ -109,6 +113,23 @@ def parse_freq(text, default_mode=None) -> FreqAxis:
     if len(set(levels)) != len(levels):
         raise ConfigError("freq", text, "distinct frequencies")
     return FreqAxis(mode, levels)
+
+
+def check_real_freq(axis: FreqAxis, text) -> None:
+    """real: frequencies must be ones this machine's cpufreq can pin, checked before any
+    run; ConfigError('freq') saying what is possible here."""
+    if axis.mode != "real":
+        return
+    from .system import cpufreq
+    ok, why = cpufreq.available()
+    if not ok:
+        raise ConfigError("freq", text, f"emulated:F1,F2,... or native here (real: needs "
+                                        f"cpufreq, and {why})")
+    khz = cpufreq.frequencies()
+    for f in axis.levels:
+        if not khz[0] <= round(f * 1e6) <= khz[-1]:
+            raise ConfigError("freq", text, f"real: frequencies from {khz[0] / 1e6:g} to "
+                                            f"{khz[-1] / 1e6:g} GHz on this machine")
 
 
 def _native_ghz() -> float:

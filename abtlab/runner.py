@@ -4,14 +4,14 @@ from __future__ import annotations
 from . import policies
 from .backends import get as get_backend
 from .errors import ConfigError
-from .levels import parse_freq, parse_ints, parse_sizes, parse_words
+from .levels import MAX_THREADS, check_real_freq, parse_freq, parse_ints, parse_sizes, parse_words
 
 __all__ = ["build_levels", "run"]
 
 # factor -> parser(value) -> list of levels
 _PARSERS = {
     "policy": lambda v: [p.label for p in policies.parse_list(v)],
-    "threads": lambda v: parse_ints(v, "threads"),
+    "threads": lambda v: parse_ints(v, "threads", hi=MAX_THREADS),
     "files": lambda v: parse_ints(v, "files"),
     "file_size": lambda v: parse_sizes(v, "file_size"),
     "record_size": lambda v: parse_sizes(v, "record_size"),
@@ -37,6 +37,7 @@ def _freq_axis(be, freq):
     axis = parse_freq(freq if freq is not None else "native")
     if axis.mode == "simulated":
         raise ConfigError("freq", freq, "emulated:... | real:... | native for a real backend")
+    check_real_freq(axis, freq)
     return axis
 
 
@@ -68,12 +69,15 @@ def build_levels(backend, freq=None, **factors):
 
 
 def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
-        warmup=0, command=None, scheduler=None, workers=2, order="random", **factors):
+        warmup=0, command=None, scheduler=None, workers=2, order="random", force=False,
+        wait=True, **factors):
     """Run backend over every combination of the given factor lists.
 
     Example: abtlab.run("iozone", threads="16,64", policy="ext4,nojc",
                         freq="emulated:1.6,3.3", device="none", reps=5, out="r.nc")
     Non-factor keywords (fsync, direct, processes, workload, ...) are backend options.
+    force: replace what is at `out`; wait=False: fail at once if another real run holds
+    the machine (see abtlab.sweep.run).
     """
     from . import sweep
     be = get_backend(backend) if isinstance(backend, str) else backend
@@ -82,4 +86,4 @@ def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
     return sweep.run(be.name if isinstance(backend, str) else be, levels, reps=reps, out=out,
                      seed=seed, resume=resume, quiet=quiet, warmup=warmup, options=options,
                      command=command, freq_mode=freq_mode, scheduler=scheduler, workers=workers,
-                     order=order)
+                     order=order, force=force, wait=wait)

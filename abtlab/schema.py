@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .errors import ConfigError
 
 __all__ = ["Var", "VARIABLES", "FACTOR_DIMS", "REQUIRED_ATTRS", "FREQ_MODES", "validate",
-           "REP", "OP_DIM", "COMMIT_DIM", "BATCH_DIM", "RUN_ID"]
+           "REP", "OP_DIM", "COMMIT_DIM", "BATCH_DIM", "RUN_ID", "SWEEP_SPEC"]
 
 # dims of swept factors (a backend uses the subset it has) and of raw repetitions
 POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, REP = (
@@ -20,6 +20,7 @@ FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE,
 # ragged traces live on their own dims, tagged with the run they belong to
 OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"
 RUN_ID = "run_id"
+SWEEP_SPEC = "sweep_spec"    # attr: JSON of what `--resume` must match (factors, options, seed)
 FREQ_MODES = ("real", "emulated", "simulated")
 
 

@@ -71,9 +71,6 @@ def parse_spec(data: dict) -> Spec:
     if "backend" not in data:
         raise ConfigError("backend", None, ", ".join(names()))
     get(data["backend"])  # unknown names raise naming the field
-    factors = data.get("factors", {})
-    if not isinstance(factors, dict):
-        raise ConfigError("factors", factors, "a table of factor = list or string")
     reps = data.get("repetitions", 3)
     if isinstance(reps, dict):
         bad = set(reps) - {"min", "max", "target", "level", "metric", "on"}
@@ -89,13 +86,27 @@ def parse_spec(data: dict) -> Spec:
     from .sweep import ORDERS
     if ex.get("order", "random") not in ORDERS:
         raise ConfigError("execution.order", ex["order"], " | ".join(ORDERS))
-    return Spec(backend=data["backend"], factors=dict(factors), options=dict(data.get("options", {})),
-                reps=reps, seed=_int(data, "seed", 0, 0), warmup=_int(data, "warmup", 0, 0),
+    seed, warmup = _int(data, "seed", 0, 0), _int(data, "warmup", 0, 0)
+    factors = data.get("factors")
+    if not isinstance(factors, dict) or not factors:
+        raise ConfigError("factors", factors, "a [factors] table with at least one factor "
+                                              "= list or string (e.g. threads = [64, 256])")
+    options = data.get("options", {})
+    if not isinstance(options, dict):
+        raise ConfigError("options", options, "a table of backend option = value")
+    from .sweep import BOOL_OPTIONS
+    for key in BOOL_OPTIONS:
+        if key in options and not isinstance(options[key], bool):
+            raise ConfigError(f"options.{key}", options[key], "true or false (a TOML boolean, "
+                                                              "without quotes)")
+    return Spec(backend=data["backend"], factors=dict(factors), options=dict(options),
+                reps=reps, seed=seed, warmup=warmup,
                 out=data.get("out"), scheduler=ex.get("scheduler"), workers=_int(ex, "workers", 1, 2),
                 order=ex.get("order", "random"))
 
 
-def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None):
+def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None,
+             force=False, wait=True):
     """Run a sweep spec; `out` overrides the spec's own."""
     from .runner import run
     if isinstance(spec, (str, Path)):
@@ -111,4 +122,5 @@ def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False
         freq = ",".join(str(f) for f in freq)
     return run(spec.backend, out=out, reps=spec.reps, seed=spec.seed, resume=resume, quiet=quiet,
                freq=freq, warmup=spec.warmup, command=command, scheduler=spec.scheduler,
-               workers=spec.workers, order=spec.order, **factors, **spec.options)
+               workers=spec.workers, order=spec.order, force=force, wait=wait,
+               **factors, **spec.options)

@@ -17,7 +17,8 @@ import numpy as np
 
 from .errors import ConfigError, TraceError
 
-__all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name", "keep_rejected"]
+__all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name", "keep_rejected",
+           "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume"]
 
 
 def _clean_attrs(attrs: dict) -> dict:
@@ -78,8 +79,9 @@ def load(path):
         if path.suffix == ".zarr" or path.is_dir():
             return xr.open_zarr(path).load()
         return xr.load_dataset(path, engine="h5netcdf")
-    except (OSError, ValueError) as exc:
-        raise TraceError(f"{path} is not a readable run dataset: {exc}") from None
+    except Exception as exc:  # h5py/h5netcdf raise KeyError, TypeError... on corrupt metadata
+        raise TraceError(f"{path} is not a readable run dataset: "
+                         f"{type(exc).__name__}: {exc}") from None
 
 
 def parts_dir(out) -> Path:
@@ -132,3 +134,102 @@ def read_parts(out) -> dict:
     for stale in d.glob(".*.tmp-*"):  # a write interrupted before its rename
         stale.unlink(missing_ok=True)
     return found
+
+
+# -- outputs checked before anything runs, and what --resume must match ----------------
+SPEC_FILE = "spec.json"
+_FLAGS = {"threads": "--threads", "file_size": "--file-size", "record_size": "--record",
+          "files": "--files", "policy": "--policy", "device": "--device", "freq_ghz": "--freq",
+          "freq_mode": "--freq", "fsync": "--no-fsync", "direct": "--direct",
+          "processes": "--processes", "seed": "--seed", "reps": "--reps"}
+
+
+def is_dataset(path) -> bool:
+    """True when path holds a dataset abtlab wrote (NetCDF or Zarr with its attrs)."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return (path / ".zattrs").is_file() or (path / "zarr.json").is_file()
+        import h5netcdf
+        with h5netcdf.File(path, "r") as f:
+            return "abtlab_version" in f.attrs and "backend" in f.attrs
+    except Exception:       # not HDF5, truncated, unreadable: not a dataset of ours
+        return False
+
+
+def check_out(out, resume=False, force=False) -> None:
+    """Refuse an output that cannot be written, or whose writing would destroy something,
+    before any run: ConfigError('out') saying what is accepted."""
+    out = Path(out)
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError("out", str(out), "a path in an existing, writable directory")
+    if out.is_dir() and out.suffix != ".zarr":
+        raise ConfigError("out", str(out), "a file path (.nc), not a directory")
+    if out.exists() and not force:
+        if not is_dataset(out):
+            raise ConfigError("out", str(out), "a new path or an abtlab dataset "
+                              "(it is another file: --force replaces it)")
+        if not resume:
+            raise ConfigError("out", str(out), "a new path (it is a finished abtlab dataset: "
+                              "--resume checks it against this command, --force replaces it)")
+    if parts_dir(out).exists() and not (resume or force):
+        raise ConfigError("out", str(out), "a path without unfinished parts "
+                          "(pass resume=True / --resume to continue it, --force to start over)")
+
+
+def start_fresh(out) -> None:
+    """--force: drop the unfinished parts and spec of an earlier sweep to this output."""
+    shutil.rmtree(parts_dir(out), ignore_errors=True)
+
+
+def _normal(spec: dict) -> dict:
+    return json.loads(json.dumps(spec, default=str, sort_keys=True))
+
+
+def write_spec(out, spec: dict) -> None:
+    """Keep what a later --resume must match beside the parts (once, when they start)."""
+    d = parts_dir(out)
+    d.mkdir(parents=True, exist_ok=True)
+    if not (d / SPEC_FILE).exists():
+        tmp = d / f".{SPEC_FILE}.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(_normal(spec), sort_keys=True))
+        os.replace(tmp, d / SPEC_FILE)
+
+
+def stored_spec(out) -> tuple[dict | None, str]:
+    """(the spec an earlier sweep to out ran with, where it was read) or (None, "")."""
+    from .schema import SWEEP_SPEC
+    f = parts_dir(out) / SPEC_FILE
+    try:
+        if f.is_file():
+            return json.loads(f.read_text()), str(f)
+        if Path(out).exists():
+            return json.loads(load(out).attrs.get(SWEEP_SPEC) or "null"), str(out)
+    except (ValueError, TraceError) as exc:
+        raise TraceError(f"{f if f.is_file() else out}: unreadable sweep spec ({exc})") from None
+    return None, ""
+
+
+def check_resume(out, spec: dict) -> None:
+    """Refuse to resume out with another command: ConfigError naming the first field
+    (factor, option, seed, repetitions, order) that differs from what is stored."""
+    stored, where = stored_spec(out)
+    if stored is None:
+        return
+    new = _normal(spec)
+    for section in ("backend", "factors", "options", "seed", "reps", "order"):
+        old_v, new_v = stored.get(section), new.get(section)
+        if isinstance(new_v, dict) or isinstance(old_v, dict):
+            old_v, new_v = old_v or {}, new_v or {}
+            for key in sorted(set(old_v) | set(new_v)):
+                if old_v.get(key) != new_v.get(key):
+                    _mismatch(key, new_v.get(key), old_v.get(key), where)
+        elif old_v != new_v:
+            _mismatch(section, new_v, old_v, where)
+
+
+def _mismatch(key, given, stored, where):
+    name = f"{key} ({_FLAGS[key]})" if key in _FLAGS else key
+    raise ConfigError(name, given, f"{stored!r}, as in {where} that --resume continues "
+                                   f"(a new --out, or --force to start over)")

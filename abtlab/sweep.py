@@ -8,8 +8,10 @@ ratio against the lowest frequency) is wider than the target.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
+import json
 import itertools
 import shutil
 import sys
@@ -72,94 +74,128 @@ def _now():
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _check(be, reps, levels):
+# run options that are on/off: a string such as "false" or "maybe" is refused, not taken as true
+BOOL_OPTIONS = ("fsync", "direct", "processes", "guest")
+
+
+def _check(be, reps, levels, options):
     avail = be.available()
     if not avail:
         raise ConfigError("backend", be.name, f"a backend that can run here ({avail.reason})")
-    if not isinstance(reps, Reps) and not (isinstance(reps, int) and reps >= 1):
+    if not isinstance(reps, Reps) and not (isinstance(reps, int) and not isinstance(reps, bool)
+                                           and reps >= 1):
         raise ConfigError("reps", reps, "an integer >= 1 or a Reps rule")
+    if not levels:
+        raise ConfigError("factors", levels, "at least one factor with its levels")
     for k, v in levels.items():
         if not v:
             raise ConfigError(k, v, "at least one level")
+    for k in BOOL_OPTIONS:
+        if k in options and not isinstance(options[k], (bool, np.bool_)):
+            raise ConfigError(k, options[k], "true or false (a boolean, not a string)")
 
 
 def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
         quiet: bool = False, order: str = "random", warmup: int = 0, options: dict | None = None,
         attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
-        scheduler=None, workers: int = 2):
+        scheduler=None, workers: int = 2, force: bool = False, wait: bool = True):
     """Run every point of levels x reps; return the assembled xarray.Dataset.
 
     backend: a registry name or Backend instance. levels: factor -> list of levels.
     reps: an int (fixed) or a Reps rule (adaptive). out: NetCDF path; without it, parts
-    go to a temporary directory that is removed. order: "random" (points and repetitions
-    interleaved at random), "blocked" (repetition r of one configuration runs at every
-    frequency back to back, in random order, blocks in random order: slowdown ratios
-    are then paired and drift between blocks cancels) or "sequential". scheduler:
-    None/"serial", "local" (a dask LocalCluster of `workers`), a scheduler address or a
-    dask Client.
+    go to a temporary directory that is removed. An existing dataset at out is never
+    replaced without resume (which first checks the stored spec against this call) or
+    force. order: "random" (points and repetitions interleaved at random), "blocked"
+    (repetition r of one configuration runs at every frequency back to back, in random
+    order, blocks in random order: slowdown ratios are then paired and drift between
+    blocks cancels) or "sequential". scheduler: None/"serial", "local" (a dask
+    LocalCluster of `workers`), a scheduler address or a dask Client. A run on real
+    devices holds the machine (`system.runlock`): it waits for another, or with
+    wait=False fails at once.
     """
     from . import accessor  # noqa: F401  (registers ds.abt)
+    from .system.runlock import MachineLock, OutputLock
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels = {k: list(v) for k, v in levels.items()}
-    _check(be, reps, levels)
+    options = be.validate_options(dict(options or {}))
+    freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
+    _check(be, reps, levels, options)
     if order not in ORDERS:
         raise ConfigError("order", order, " | ".join(ORDERS))
     points = [be.validate_point(p) for p in expand(levels)]
-    options = be.validate_options(dict(options or {}))
-    freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
+    spec = {"backend": be.name, "factors": levels, "options": {**options, "freq_mode": freq_mode},
+            "seed": seed, "reps": str(reps), "order": order}
+    with contextlib.ExitStack() as held:
+        if out is not None:
+            held.enter_context(OutputLock(out))
+            if (finished := _prepare_out(Path(out), spec, resume, force)) is not None:
+                return finished
+        if _on_host_devices(be, levels, options):
+            held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
+        return _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
+                      warmup, options, attrs, command, freq_mode, scheduler, workers, spec)
+
+
+def _prepare_out(out: Path, spec, resume, force):
+    """Check out before anything runs; return the finished dataset a resume finds there
+    (nothing left to run), else None."""
+    store.check_out(out, resume=resume, force=force)
+    if force:
+        store.start_fresh(out)
+        return None
+    if resume:
+        store.check_resume(out, spec)
+        if out.exists() and not store.parts_dir(out).exists():
+            return store.load(out)
+    return None
+
+
+def _on_host_devices(be, levels, options) -> bool:
+    """Whether a sweep touches this machine's devices (loop devices, mounts, tracefs):
+    every real backend, except runs that all go to a qemu guest."""
+    if be.simulated or options.get("guest"):
+        return False
+    if all(str(m).startswith("guest") for m in levels.get("machine", ["host"])):
+        return False
+    from .backends.kdelayjc import KIND, knobs_present
+    kinds = [str(getattr(p, "kind", p)).strip().lower() for p in levels.get("policy", ["ext4"])]
+    return knobs_present() or not all(k.startswith(KIND) for k in kinds)
+
+
+def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, warmup,
+           options, attrs, command, freq_mode, scheduler, workers, spec):
     tmp_out = None
     if out is None:
         tmp_out = Path(tempfile.mkdtemp(prefix="abtlab-sweep-")) / "run.nc"
         out = tmp_out
     out = Path(out)
-    if not resume and store.parts_dir(out).exists():
-        raise ConfigError("out", str(out), "a path without unfinished parts "
-                          "(pass resume=True / --resume to continue it)")
     started = _now()
     done = store.read_parts(out) if resume else {}
+    if tmp_out is None:
+        store.write_spec(out, spec)
     f_ref = max(levels["freq_ghz"]) if "freq_ghz" in levels else None
 
     def task(i, r, q=quiet):
         return Task(backend if isinstance(backend, str) else be, points[i], i, r,
                     run_seed(seed, i, r), options, f_ref, freq_mode, q)
 
-    real_io = not be.simulated
-    ex = make_executor(scheduler, workers=workers, real_io=real_io)
-    rng = np.random.default_rng(seed)
+    ex = make_executor(scheduler, workers=workers, real_io=not be.simulated)
     try:
         if warmup and not resume:
             # discarded: the first runs pay cold caches, page-ins and lazy init
             for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
                 pass
-        rule = reps if isinstance(reps, Reps) else None
-        wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
-        prog = Progress(sum(wanted.values()) - len(done), label=be.name, quiet=quiet)
-        while True:
-            todo = [(i, r) for i, n in wanted.items() for r in range(n)
-                    if store.part_name(i, r) not in done]
-            if not todo:
-                if rule is None:
-                    break
-                more = _more_reps(rule, points, levels, done, wanted, paired=order == "blocked")
-                if not more:
-                    break
-                prog.total += sum(n - wanted[i] for i, n in more.items())
-                wanted.update(more)
-                continue
-            todo = _ordered(todo, points, order, rng)
-            for t, part in ex.map([task(i, r) for i, r in todo]):
-                name = store.part_name(t.index, t.rep)
-                store.write_part(out, name, part)
-                done[name] = part
-                prog.step(_short(t.point))
+        _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, seed)
     except RunError as exc:
         raise RunError(f"{be.name}: {exc}") from exc
     finally:
         ex.close()
+    from .schema import SWEEP_SPEC
     from .system.facts import collect
     meta = {**collect(), "backend": be.name, "abtlab_version": __version__, "start_time": started,
             "end_time": _now(), "command": command or " ".join(sys.argv), "seed": seed,
-            "reps": str(reps), "order": order, **(attrs or {})}
+            "reps": str(reps), "order": order, SWEEP_SPEC: json.dumps(spec, default=str),
+            **(attrs or {})}
     ds = assemble(list(done.values()), levels, meta)
     if tmp_out is None:
         store.save(ds, out)
@@ -168,6 +204,32 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     else:
         shutil.rmtree(tmp_out.parent, ignore_errors=True)
     return ds
+
+
+def _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, seed):
+    """Run until every point has its repetitions (more for an adaptive rule)."""
+    rng = np.random.default_rng(seed)
+    rule = reps if isinstance(reps, Reps) else None
+    wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
+    prog = Progress(sum(wanted.values()) - len(done), label=be.name, quiet=quiet)
+    while True:
+        todo = [(i, r) for i, n in wanted.items() for r in range(n)
+                if store.part_name(i, r) not in done]
+        if not todo:
+            if rule is None:
+                return
+            more = _more_reps(rule, points, levels, done, wanted, paired=order == "blocked")
+            if not more:
+                return
+            prog.total += sum(n - wanted[i] for i, n in more.items())
+            wanted.update(more)
+            continue
+        todo = _ordered(todo, points, order, rng)
+        for t, part in ex.map([task(i, r) for i, r in todo]):
+            name = store.part_name(t.index, t.rep)
+            store.write_part(out, name, part)
+            done[name] = part
+            prog.step(_short(t.point))
 
 
 def _ordered(todo, points, order, rng):

@@ -46,6 +46,8 @@ def read(path: str | os.PathLike, kind: int | None = None) -> np.ndarray:
         raw = np.fromfile(path, dtype=np.uint8)
     except FileNotFoundError:
         raise TraceError(f"trace file {path!r} does not exist") from None
+    except OSError as exc:         # a directory, no permission, an I/O error
+        raise TraceError(f"trace file {path!r} cannot be read: {exc.strerror or exc}") from None
     if raw.size < HEADER_DTYPE.itemsize:
         raise TraceError(f"trace file {path!r} is {raw.size} bytes, shorter than the 32-byte header")
     hdr = raw[:32].view(HEADER_DTYPE)[0]

@@ -98,7 +98,8 @@ def test_next_scratch_fs_undoes_what_a_sigkilled_run_left(built_backends, tmp_pa
             with ScratchFS(size_mb=128, workdir=tmp_path) as fs:
                 assert os.path.ismount(fs.mountpoint)
                 assert _leftovers(d, mnt, int(pid), image, ext4) in ([], ["abt-slowdisk process"])
-                assert sorted(p.name for p in tmp_path.iterdir()) == [fs.dir.name]
+                assert sorted(p.name for p in tmp_path.iterdir()) == [fs.dir.name,
+                                                                      fs.dir.name + ".owner"]
         assert list(tmp_path.iterdir()) == []
     finally:
         proc.kill()
@@ -155,3 +156,88 @@ def test_cpufreq_pin_of_a_killed_process_is_put_back(tmp_path, kind):
         with FrequencyPin(1600000 if kind == "acpi" else 1500000, root=root, state_dir=states):
             pass
     assert state(root) == before and list(states.iterdir()) == []
+
+
+# -- cleanup that finishes -------------------------------------------------------------
+def test_a_busy_mount_is_detached_lazily(monkeypatch):
+    calls = []
+    monkeypatch.setattr(leftovers, "sh", lambda *a, check=True: calls.append(list(a)) or "")
+    monkeypatch.setattr(leftovers.os.path, "ismount", lambda p: True)   # stays busy
+    monkeypatch.setattr(leftovers.time, "sleep", lambda s: None)
+    leftovers._umount("/x/mnt", "ext4")
+    assert calls[-1] == ["umount", "-l", "/x/mnt"] and calls[0] == ["umount", "/x/mnt"]
+    calls.clear()
+    monkeypatch.setattr(leftovers.shutil, "which", lambda name: "/usr/bin/" + name)
+    leftovers._umount("/x/disk", "fuse.abt-slowdisk")
+    assert calls[-1] == ["fusermount3", "-u", "-z", "/x/disk"]
+
+
+def test_one_failed_step_is_reported_and_the_others_still_run(tmp_path, monkeypatch, capsys):
+    from abtlab.cli import main
+    first = _owned_dir(tmp_path, "abtlab-a", _dead_pid(), start="12345")
+    second = _owned_dir(tmp_path, "abtlab-b", _dead_pid(), start="12345")
+    real = leftovers.remove_dir
+
+    def remove(d, tree=False):
+        if Path(d) == first:
+            raise OSError("device or resource busy")
+        real(d, tree)
+    monkeypatch.setattr(leftovers, "remove_dir", remove)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(leftovers, "_detached_throttles", lambda v1_root=None: [])
+    assert main(["cleanup", "--dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"failed:\n  remove {first}: device or resource busy" in out
+    assert first.exists() and not second.exists()
+
+
+def test_the_owner_record_lies_beside_the_directory_and_goes_last(tmp_path):
+    d = leftovers.make_dir(tmp_path, "abtlab-x-")
+    assert leftovers.record_of(d).is_file() and list(d.iterdir()) == []
+    (d / "sub").mkdir()
+    leftovers.remove_dir(d, tree=True)
+    assert list(tmp_path.iterdir()) == []
+    # a run killed after its directory went but before its record: still found, then gone
+    gone = tmp_path / "abtlab-gone"
+    leftovers.record_of(gone).write_text(f"{_dead_pid()} 12345\n")
+    none = tmp_path / "none"
+    found = leftovers.find(roots=(tmp_path,), instances=none, v2_root=none, v1_root=none)
+    assert list(found.dirs) == [gone]
+    leftovers.reclaim(roots=(tmp_path,), instances=none, v2_root=none, v1_root=none, quiet=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_throttle_on_a_detached_loop_device_is_lifted(tmp_path):
+    v1 = tmp_path / "blkio"
+    v1.mkdir()
+    rules = v1 / "blkio.throttle.write_iops_device"
+    rules.write_text("7:250 120\n8:0 50\n")             # loop250: not attached here
+    none = tmp_path / "none"
+    found = leftovers.find(roots=(), instances=none, v2_root=none, v1_root=v1)
+    assert found.throttles == ["7:250"]
+    assert found.describe() == ["throttle 7:250 on a detached loop device"]
+    leftovers.reclaim(roots=(), instances=none, v2_root=none, v1_root=v1, quiet=True)
+    assert rules.read_text() == "7:250 0"              # the kernel would drop the rule
+
+
+@pytest.mark.root
+def test_instances_are_found_with_tracefs_unmounted(monkeypatch, tmp_path):
+    """tracefs is mounted to look, and unmounted again: only what was mounted here."""
+    where = tmp_path / "tracing"
+    where.mkdir()
+    monkeypatch.setattr(leftovers, "TRACEFS_INSTANCES", where / "instances")
+    assert not os.path.ismount(where)
+    subprocess.run(["mount", "-t", "tracefs", "nodev", where], check=True)
+    dead = where / "instances" / f"abtlab-{_dead_pid()}-0"
+    dead.mkdir()
+    subprocess.run(["umount", where], check=True)      # the instance stays in the kernel
+    try:
+        found = leftovers.find(roots=(), instances=where / "instances", v2_root=tmp_path / "n")
+        assert [p.name for p in found.instances] == [dead.name] and not os.path.ismount(where)
+        done = leftovers.reclaim(roots=(), instances=where / "instances",
+                                 v2_root=tmp_path / "n", quiet=True)
+        assert done == [f"tracefs instance {dead.name}"] and not os.path.ismount(where)
+        subprocess.run(["mount", "-t", "tracefs", "nodev", where], check=True)
+        assert not dead.exists()
+    finally:
+        subprocess.run(["umount", where], check=False)

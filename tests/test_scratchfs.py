@@ -147,20 +147,19 @@ def test_a_failed_step_leaves_nothing(tmp_path, step, mkfs_options):
 
 
 @pytest.mark.root
-def test_never_detaches_a_device_backed_by_another_file(tmp_path, monkeypatch):
-    fs = ScratchFS(size_mb=128, workdir=tmp_path)
-    fs.__enter__()
+def test_detaches_its_own_device_by_inode_and_no_other(tmp_path):
+    """The image renamed under the loop device (as when the directory above it goes) is
+    still found by its inode; a device backed by another file is never detached."""
+    other = tmp_path / "other.img"
+    other.write_bytes(b"\0" * (1 << 20))
+    other_dev = subprocess.run(["losetup", "--find", "--show", other], capture_output=True,
+                               text=True, check=True).stdout.strip()
     try:
-        monkeypatch.setattr(scratchfs, "loop_backing_file", lambda dev: "/somebody/else.img")
-        with pytest.warns(RuntimeWarning, match="left alone"):
-            fs.__exit__(None, None, None)
-        monkeypatch.undo()
-        assert scratchfs.loop_backing_file(fs.loopdev).startswith(str(fs.image))
+        with ScratchFS(size_mb=128, workdir=tmp_path) as fs:
+            moved = tmp_path / "moved.img"
+            os.rename(fs.image, moved)
+            assert scratchfs.loop_backing_file(fs.loopdev).startswith(str(moved))
+        assert scratchfs.loop_backing_file(fs.loopdev) is None
+        assert scratchfs.loop_backing_file(other_dev).startswith(str(other))
     finally:
-        monkeypatch.undo()
-        back = scratchfs.loop_backing_file(fs.loopdev) or ""
-        if back.startswith(str(fs.image)):
-            subprocess.run(["losetup", "-d", fs.loopdev], check=True)
-        fs.image.unlink(missing_ok=True)
-        if fs.dir.exists():
-            fs.dir.rmdir()
+        subprocess.run(["losetup", "-d", other_dev], check=False)

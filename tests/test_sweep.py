@@ -99,7 +99,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     proc.wait()
     n_before = len(list(parts.glob("p*.nc")))
     assert 4 <= n_before < 16
-    assert _spawn(out, True, 0.0).wait(timeout=120) == 0
+    assert _spawn(out, True, 0.15).wait(timeout=120) == 0
     got = abtlab.load(out)
     np.testing.assert_array_equal(got["throughput"].values, ref["throughput"].values)
     assert int((got[schema.RUN_ID] >= 0).sum()) == 16

@@ -162,3 +162,47 @@ def _force_cleanup(image, loopdev, mnt, instance, mm):
     for f in Path("/sys/fs/cgroup/blkio").glob("blkio.throttle.*_device"):
         if mm in f.read_text():
             f.write_text(f"{mm} 0")
+
+
+# -- signals held across a change and its undo, and across a teardown -------------------
+class _Steps(cleanup.Undoable):
+    """Each setup step signals this process before registering its undo; each undo
+    signals it again."""
+
+    def __init__(self, log, n=3):
+        self._tokens, self.log, self.n = [], log, n
+
+    def _setup(self):
+        for i in range(self.n):
+            os.kill(os.getpid(), signal.SIGTERM)   # arrives between the change and its undo
+            self.log.append(f"do {i}")
+            self._undo(lambda i=i: self._undo_step(i), f"undo {i}")
+
+    def _undo_step(self, i):
+        os.kill(os.getpid(), signal.SIGINT)        # arrives in the middle of the teardown
+        self.log.append(f"undo {i}")
+
+
+def test_a_signal_in_setup_or_teardown_never_skips_an_undo():
+    log = []
+    with pytest.raises(cleanup.Terminated) as exc:
+        with cleanup.installed():
+            with _Steps(log):
+                log.append("body")               # never reached: the signal ends the setup
+    assert exc.value.signum == signal.SIGTERM
+    assert log == ["do 0", "do 1", "do 2", "undo 2", "undo 1", "undo 0"]
+    assert cleanup.pending() == []
+
+
+def test_a_second_signal_shortens_waits_and_a_held_one_is_raised_after():
+    seen = []
+    with pytest.raises(cleanup.Terminated):
+        with cleanup.installed():
+            with cleanup.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                seen.append(cleanup.hurry())
+                os.kill(os.getpid(), signal.SIGTERM)
+                seen.append(cleanup.hurry())
+            seen.append("not reached")
+    assert seen == [False, True]
+    assert cleanup.hurry() is False               # reset once the handlers are gone

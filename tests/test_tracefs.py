@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from abtlab.errors import ConfigError
+from abtlab.system import cleanup
 from abtlab.system.tracefs import (JournalTrace, clock_check, commits_table, fsyncs_table,
                                    parse_line)
 
@@ -132,10 +133,15 @@ def test_mounts_tracefs_when_missing_and_unmounts_only_its_own(tmp_path):
     where = tmp_path / "tracing"
     where.mkdir()
     try:
-        check = clock_check(samples=1, root=where)  # mounts a tracefs at `where`
-        assert check.ok and not os.path.ismount(where)
+        check = clock_check(samples=1, root=where)  # mounts a tracefs at `where`, once
+        assert check.ok and os.path.ismount(where)
+        assert clock_check(samples=1, root=where).ok
+        assert f"unmount {where}" in cleanup.pending()
+        cleanup.run_all()                           # what the end of the process does
+        assert not os.path.ismount(where)
         os.system(f"mount -t tracefs nodev {where}")
         assert clock_check(samples=1, root=where).ok
+        assert cleanup.pending() == []
         assert os.path.ismount(where)  # it was mounted before: left mounted
     finally:
         if os.path.ismount(where):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from .base import Backend
-from .realfs import SCRATCH_OPTIONS, check_scratch_options, program, real_available, run_and_measure
+from .realfs import SCRATCH_OPTIONS, check_data_fits, check_scratch_options, program, real_available, run_and_measure
 
 __all__ = ["IozoneBackend"]
 
@@ -32,6 +32,8 @@ class IozoneBackend(Backend):
         if point["file_size"] % point["record_size"]:
             raise ConfigError("file_size", point["file_size"],
                               f"a multiple of the record size ({point['record_size']})")
+        check_data_fits(point["threads"] * point["file_size"], "file_size", point["file_size"],
+                        f"in all for {point['threads']} threads")
         return point
 
     def run_point(self, point, ctx):

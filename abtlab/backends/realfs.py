@@ -17,7 +17,7 @@ from .. import policies, trace
 from ..errors import RunError, UnavailableError
 from .base import Availability, RunResult
 
-__all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "program", "real_available", "run_workload",
+__all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "real_available", "run_workload",
            "run_and_measure", "scratch_on_device", "check_scratch_options"]
 
 BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
@@ -78,6 +78,16 @@ def _image_mb(options, data_bytes: int) -> int:
         return int(options["image_mb"])
     journal = _geometry(options).journal_mb
     return max(256, 4 * journal, 3 * data_bytes // 2 ** 20 + 128 + journal)
+
+
+def check_data_fits(data_bytes: int, field: str, given, per: str) -> None:
+    """Refuse, before any run, a point whose data cannot fit the largest scratch image."""
+    from ..errors import ConfigError
+    from ..levels import MAX_IMAGE_MB
+    if _image_mb({}, data_bytes) > MAX_IMAGE_MB:
+        most = (MAX_IMAGE_MB - 128 - 4 * _geometry({}).journal_mb) // 3
+        raise ConfigError(field, given, f"a size whose data fits the largest scratch image "
+                                        f"({MAX_IMAGE_MB} MiB): at most {most} MiB {per}")
 
 
 def check_scratch_options(options: dict) -> dict:

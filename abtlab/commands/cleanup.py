@@ -24,8 +24,11 @@ def main(args):
         print("left by killed abtlab processes" + ("" if args.dry_run else " (root can undo it)") + ":")
         print("\n".join(f"  {line}" for line in found))
         return 0 if args.dry_run else 1
+    failed: list[str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        done = leftovers.reclaim(roots=roots, quiet=True)
+        done = leftovers.reclaim(roots=roots, quiet=True, failed=failed)
     print("undone:\n" + "\n".join(f"  {line}" for line in done))
-    return 0
+    if failed:              # every other step still ran
+        print("failed:\n" + "\n".join(f"  {line}" for line in failed))
+    return 1 if failed else 0

@@ -30,6 +30,10 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="output NetCDF path")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    p.add_argument("--force", action="store_true",
+                   help="replace what is at --out (a finished dataset, unfinished parts, a file)")
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help="fail at once if another real run holds this machine (default: wait)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=main)
 
@@ -60,7 +64,24 @@ def _coerce(v):
     return v
 
 
+# field names of abtlab.run -> the options of this command, for error messages
+FLAGS = {"threads": "--threads", "file_size": "--file-size", "record_size": "--record",
+         "files": "--files", "policy": "--policy", "freq": "--freq", "device": "--device",
+         "reps": "--reps", "seed": "--seed", "out": "--out"}
+
+
 def main(args):
+    from ..errors import ConfigError
+    try:
+        return _main(args)
+    except ConfigError as exc:    # name the option the user typed, not the keyword
+        flag = FLAGS.get(exc.field.split(" ")[0])
+        if flag is None or exc.field.startswith("-"):
+            raise
+        raise ConfigError(flag, exc.given, exc.accepted) from None
+
+
+def _main(args):
     from ..runner import run
     factors = {k: getattr(args, k) for k in ("threads", "file_size", "record_size", "files",
                                              "policy", "device") if getattr(args, k) is not None}
@@ -74,6 +95,7 @@ def main(args):
         opts["processes"] = True
     ds = run(args.backend, out=args.out, reps=args.reps, seed=args.seed, resume=args.resume,
              quiet=args.quiet, freq=args.freq, warmup=args.warmup,
-             command="abtlab " + " ".join(sys.argv[1:]), **factors, **opts)
+             command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait,
+             **factors, **opts)
     print(f"wrote {args.out}: {dict(ds.sizes)}")
     return 0

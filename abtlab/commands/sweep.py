@@ -11,6 +11,10 @@ def register(sub):
     p.add_argument("spec")
     p.add_argument("--out", help="output NetCDF (overrides the spec's out)")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--force", action="store_true",
+                   help="replace what is at --out (a finished dataset, unfinished parts, a file)")
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help="fail at once if another real run holds this machine (default: wait)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=main)
 
@@ -18,6 +22,6 @@ def register(sub):
 def main(args):
     from ..spec import run_spec
     ds = run_spec(args.spec, out=args.out, resume=args.resume, quiet=args.quiet,
-                  command="abtlab " + " ".join(sys.argv[1:]))
+                  command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait)
     print(f"wrote {args.out or 'spec out'}: {dict(ds.sizes)}")
     return 0

@@ -1,13 +1,17 @@
 """A process-wide undo stack: everything abtlab changes on the machine is undone here.
 
 Each change (an image file, a loop device, a mount, a throttle rule, a tracefs instance,
-a cpufreq limit) pushes one undo right after it is made. Context managers pop their own
-undo on exit; `installed()` makes sure whatever is left runs on SIGINT, SIGTERM and at
+a cpufreq limit) pushes one undo as it is made. Context managers pop their own undo on
+exit; `installed()` makes sure whatever is left runs on SIGINT, SIGTERM and at
 interpreter exit: in reverse order, once each, and a failing undo only warns.
 
 SIGTERM and SIGINT raise `Terminated` (a KeyboardInterrupt, so `except Exception` does
-not swallow it) and `with` blocks unwind normally. While an undo runs, signals are
-deferred, so a second Ctrl-C cannot cut a `umount` in half.
+not swallow it) and `with` blocks unwind normally. Signals are deferred (`deferred()`)
+while a step changes the machine *and* its undo is registered, so every change is either
+undone or recorded; and while a teardown runs, so it runs to its end in reverse order:
+the signal is raised once the teardown is done. A further signal while terminating
+never skips an undo: it only shortens waits (`hurry()`). Nothing is done from weakref
+or `__del__` callbacks, where a raised signal would be swallowed.
 """
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ import signal
 import threading
 import warnings
 
-__all__ = ["Terminated", "Undoable", "push", "pop", "discard", "pending", "run_all", "installed"]
+__all__ = ["Terminated", "Undoable", "push", "pop", "discard", "pending", "run_all", "installed",
+           "deferred", "raise_pending", "hurry"]
 
 _lock = threading.RLock()
 _stack: list[tuple[int, int, object, str]] = []  # (token, owner pid, fn, label)
@@ -26,6 +31,7 @@ _tokens = itertools.count(1)
 _deferring = 0
 _pending_signal: int | None = None
 _terminating = False
+_hurry = False
 _atexit_done = False
 
 
@@ -74,48 +80,84 @@ def pending() -> list[str]:
 
 
 def _run(entry):
-    global _deferring
+    """Run one undo; a failure warns. A signal arriving meanwhile is kept for later."""
     _, pid, fn, label = entry
     if pid != os.getpid():  # inherited through fork: the parent owns it
         return
-    _deferring += 1
-    try:
-        fn()
-    except Exception as exc:  # one failed undo must not stop the others
-        warnings.warn(f"abtlab cleanup: {label} failed: {exc}", RuntimeWarning, stacklevel=2)
-    finally:
-        _deferring -= 1
-    _raise_deferred()
+    with deferred(raise_after=False):
+        try:
+            fn()
+        except Exception as exc:  # one failed undo must not stop the others
+            warnings.warn(f"abtlab cleanup: {label} failed: {exc}", RuntimeWarning, stacklevel=3)
 
 
 def run_all() -> None:
-    """Run every undo this process still owes, newest first."""
-    while True:
-        with _lock:
-            mine = [e for e in _stack if e[1] == os.getpid()]
-            if not mine:
-                return
-            entry = mine[-1]
-            _stack.remove(entry)
-        _run(entry)
+    """Run every undo this process still owes, newest first, to the end."""
+    with deferred(raise_after=False):
+        while True:
+            with _lock:
+                mine = [e for e in _stack if e[1] == os.getpid()]
+                if not mine:
+                    break
+                entry = mine[-1]
+                _stack.remove(entry)
+            _run(entry)
 
 
-def _raise_deferred():
+class deferred:
+    """Hold SIGINT/SIGTERM while the block runs; raise `Terminated` for a held signal at
+    the end of the outermost block (unless raise_after is False: a teardown, which the
+    caller ends with `raise_pending()`)."""
+
+    def __init__(self, raise_after=True):
+        self.raise_after = raise_after
+
+    def __enter__(self):
+        global _deferring
+        _deferring += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _deferring
+        _deferring -= 1
+        if self.raise_after and exc[0] is None:
+            raise_pending()
+        return False
+
+
+def raise_pending():
+    """Raise `Terminated` for a signal held back, once no block defers any more."""
     global _pending_signal
     if _deferring == 0 and _pending_signal is not None:
         signum, _pending_signal = _pending_signal, None
         raise Terminated(signum)
 
 
+def _drop_pending():
+    global _pending_signal
+    if _deferring == 0:
+        _pending_signal = None
+
+
+def hurry() -> bool:
+    """True once a second signal asked to finish quickly: waits and retries shorten."""
+    return _hurry
+
+
 def _handler(signum, frame):
-    global _pending_signal, _terminating
-    if _terminating:  # already unwinding: let the cleanup finish
-        return
-    if _deferring:
-        _pending_signal = signum
-        return
+    global _pending_signal, _terminating, _hurry
+    _hurry = _terminating          # a second signal: finish the teardown, only faster
     _terminating = True
+    if _deferring:                 # a change and its undo, or a teardown, is under way
+        _pending_signal = _pending_signal or signum
+        return
     raise Terminated(signum)
+
+
+def _reset():
+    global _terminating, _hurry, _pending_signal
+    _terminating = _hurry = False
+    _pending_signal = None
 
 
 def _at_exit():
@@ -146,13 +188,12 @@ class installed:
         return self
 
     def __exit__(self, *exc):
-        global _terminating
         try:
             run_all()
         finally:
             for signum, previous in self._previous.items():
                 signal.signal(signum, previous)
-            _terminating = False
+            _reset()
         return False
 
 
@@ -160,8 +201,10 @@ class Undoable:
     """Base of every context manager that changes the machine.
 
     A subclass does its steps in `_setup()`, registering one undo per step with
-    `_undo(fn, label)` right after the step; a failure inside `_setup()` and every exit
-    pop them all, newest first (and `installed()` runs them on signals)."""
+    `_undo(fn, label)` (before the step when the undo can tell whether there is anything
+    to undo, else right after it); a failure inside `_setup()` and every exit pop them
+    all, newest first (and `installed()` runs them on signals). Signals are held during
+    `_setup()` and during the teardown."""
 
     _tokens: list
 
@@ -171,18 +214,23 @@ class Undoable:
     def _undo(self, fn, label: str) -> None:
         self._tokens.append(push(fn, label))
 
-    def _teardown(self) -> None:
-        while self._tokens:
-            pop(self._tokens.pop())
+    def _teardown(self, exc_type=None) -> None:
+        with deferred(raise_after=False):   # to the end, whatever arrives meanwhile
+            while self._tokens:
+                pop(self._tokens.pop())
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            _drop_pending()                 # already terminating: keep the first signal
+        raise_pending()
 
     def __enter__(self):
         try:
-            self._setup()
-        except BaseException:
-            self._teardown()
+            with deferred():                # no signal between a step and its undo
+                self._setup()
+        except BaseException as exc:
+            self._teardown(type(exc))
             raise
         return self
 
     def __exit__(self, *exc):
-        self._teardown()
+        self._teardown(exc[0])
         return False

@@ -5,26 +5,32 @@ the interpreter) gives it none: the scratch ext4 stays mounted on its loop devic
 emulated disk's daemon keeps serving, a tracefs instance keeps its buffer. So each of
 these carries its owner:
 
-* the temporary directories of a run, of `ScratchFS` and of `SlowDisk` hold an `owner`
-  file with the pid and the kernel's start time of that process (a pid the kernel has
-  reused is not taken for the owner); the image, the mounts and the daemon's argv all
-  lie under them;
+* the temporary directories of a run, of `ScratchFS` and of `SlowDisk` have an owner
+  record beside them, `<dir>.owner`, with the pid and the kernel's start time of that
+  process (a pid the kernel has reused is not taken for the owner); the image, the
+  mounts and the daemon's argv all lie under them. The record lives outside the
+  directory so that deleting the directory cannot delete it; it goes last, so a run
+  killed half-way through its teardown is still found (older runs kept an `owner` file
+  inside, which is still read);
 * a `FrequencyPin` keeps what it changed (governor and limits per CPU) in its own such
   directory, written before each change;
-* tracefs instances and v2 cgroups are named `abtlab-<pid>-<n>`.
+* tracefs instances and v2 cgroups are named `abtlab-<pid>-<n>...`.
 
 `find()` lists what belongs to processes that are gone; `reclaim()` undoes it in the
 order the pieces depend on each other: unmount the scratch filesystems, lift throttle
 rules and detach the loop devices whose images lie in those directories, unmount the
 emulated disks and stop their daemons, put back CPU frequency settings, then remove the
-directories (never across a mount), the tracefs instances and the cgroups. Live
-processes' resources are never touched. Real backends reclaim before each run (a scan of
+directories (never across a mount) and their records, the tracefs instances and the
+cgroups. Every step is independent: one that fails is reported and the others still
+run. Live processes' resources are never touched. Real backends reclaim before each run (a scan of
 two directories, ~2 ms); `abtlab cleanup` does it on demand.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import tempfile
@@ -33,17 +39,19 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import cleanup
 from ._shell import read, sh, write
 from .device import _V1_FILES, V1_ROOT, V2_ROOT
 from .tracefs import TRACEFS
 
-__all__ = ["mark", "remove_dir", "find", "reclaim", "Leftovers", "OWNER", "PIN_STATE",
+__all__ = ["mark", "make_dir", "WorkDir", "record_of", "remove_dir", "find", "reclaim", "Leftovers", "OWNER", "PIN_STATE",
            "default_roots"]
 
 OWNER = "owner"
 PIN_STATE = "cpufreq.json"      # a FrequencyPin's saved settings, in its owned directory
 TRACEFS_INSTANCES = TRACEFS / "instances"
-_OWNED = re.compile(r"abtlab-(\d+)-\d+")      # tracefs instances and v2 cgroups
+RECORD = ".owner"               # suffix of the owner record beside an owned directory
+_OWNED = re.compile(r"abtlab-(\d+)-\w+")      # tracefs instances and v2 cgroups
 
 
 def default_roots() -> tuple[str, ...]:
@@ -67,23 +75,73 @@ def _start_time(pid: int) -> str | None:
     return f[19] if f else None
 
 
+def record_of(directory) -> Path:
+    """The owner record of an owned directory: beside it, not inside."""
+    d = Path(directory)
+    return d.with_name(d.name + RECORD)
+
+
 def mark(directory) -> None:
-    """Record this process as the owner of a directory it just made."""
+    """Record this process as the owner of a directory it is about to fill."""
     pid = os.getpid()
-    (Path(directory) / OWNER).write_text(f"{pid} {_start_time(pid)}\n")
+    rec = record_of(directory)
+    tmp = rec.with_name(f".{rec.name}.{pid}")
+    tmp.write_text(f"{pid} {_start_time(pid)}\n")
+    os.replace(tmp, rec)                   # a record is whole or absent
 
 
-def remove_dir(directory) -> None:
-    """The undo of a marked directory: its owner file, then the (now empty) directory."""
+def make_dir(parent, prefix: str) -> Path:
+    """A new owned directory under parent; its record is written before the directory
+    exists, so no kill leaves a directory nobody can tell the owner of."""
+    for _ in range(100):
+        d = Path(parent) / f"{prefix}{secrets.token_hex(4)}"
+        if d.exists() or record_of(d).exists():
+            continue
+        mark(d)
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            record_of(d).unlink(missing_ok=True)
+            continue
+        return d
+    raise FileExistsError(f"no free directory name {prefix}* in {parent}")
+
+
+class WorkDir(cleanup.Undoable):
+    """`with WorkDir() as path:` a run's owned work directory, removed on exit with its
+    contents (never across a mount), then its record."""
+
+    def __init__(self, prefix="abtlab-run-", parent=None):
+        self._prefix, self._parent = prefix, parent or tempfile.gettempdir()
+        self._tokens: list[int] = []
+        self.path: Path | None = None
+
+    def _setup(self):
+        self.path = make_dir(self._parent, self._prefix)
+        self._undo(lambda: remove_dir(self.path, tree=True), f"remove {self.path}")
+
+    def __enter__(self) -> Path:
+        return super().__enter__().path
+
+
+def remove_dir(directory, tree=False) -> None:
+    """The undo of an owned directory: the directory (with its contents if tree, never
+    across a mount), then its record; a directory still holding a mount keeps its record,
+    so `cleanup` can finish the job."""
     d = Path(directory)
     (d / OWNER).unlink(missing_ok=True)
-    if d.is_dir() and not os.path.ismount(d):
-        d.rmdir()
+    if d.is_dir():
+        if any(_under(m, d) for m, _ in _mounts()):
+            raise OSError(f"{d} still has a mount inside; left with its record")
+        shutil.rmtree(d) if tree else d.rmdir()
+    record_of(d).unlink(missing_ok=True)
 
 
 def _owner_alive(directory: Path) -> tuple[bool, int | None]:
     try:
-        pid_text, start = (directory / OWNER).read_text().split()
+        rec = record_of(directory)
+        text = (rec if rec.is_file() else directory / OWNER).read_text()
+        pid_text, start = text.split()
     except (OSError, ValueError):
         return True, None                  # not marked, or unreadable: not ours to judge
     pid = int(pid_text)
@@ -96,13 +154,18 @@ def _pid_alive(pid: int) -> bool:
     return f is not None and f[0] != "Z"      # a zombie has run its last instruction
 
 
-def _mounts() -> list[tuple[str, str]]:
-    """(mount point, fstype) of every mount, from /proc/self/mountinfo."""
+def _mountinfo() -> list[tuple[str, str, str]]:
+    """(mount point, fstype, source) of every mount, from /proc/self/mountinfo."""
     out = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, _, right = line.partition(" - ")
-        out.append((left.split()[4].replace("\\040", " "), (right.split() or [""])[0]))
+        fs = right.split() + ["", ""]
+        out.append((left.split()[4].replace("\\040", " "), fs[0], fs[1]))
     return out
+
+
+def _mounts() -> list[tuple[str, str]]:
+    return [(m, fs) for m, fs, _ in _mountinfo()]
 
 
 def _under(path: str, d: Path) -> bool:
@@ -143,19 +206,21 @@ class Leftovers:
     dirs: dict[Path, int] = field(default_factory=dict)        # directory -> dead owner pid
     mounts: list[tuple[str, str]] = field(default_factory=list)  # (point, fstype), deepest first
     loops: list[tuple[str, str]] = field(default_factory=list)   # (device, backing file)
+    throttles: list[str] = field(default_factory=list)          # major:minor of detached loops
     daemons: list[int] = field(default_factory=list)            # workloads, emulated disks
     instances: list[Path] = field(default_factory=list)
     cgroups: list[Path] = field(default_factory=list)
     pins: list[Path] = field(default_factory=list)               # cpufreq state files
 
     def __bool__(self):
-        return any((self.dirs, self.mounts, self.loops, self.daemons, self.instances,
-                    self.cgroups, self.pins))
+        return any((self.dirs, self.mounts, self.loops, self.throttles, self.daemons,
+                    self.instances, self.cgroups, self.pins))
 
     def describe(self) -> list[str]:
         lines = [f"directory {d} (pid {pid})" for d, pid in self.dirs.items()]
         lines += [f"{fs} mount {m}" for m, fs in self.mounts]
         lines += [f"loop device {dev} on {back}" for dev, back in self.loops]
+        lines += [f"throttle {mm} on a detached loop device" for mm in self.throttles]
         lines += [f"process {pid} ({_comm(pid) or 'gone'})" for pid in self.daemons]
         lines += [f"tracefs instance {p.name}" for p in self.instances]
         lines += [f"cgroup {p}" for p in self.cgroups]
@@ -171,52 +236,117 @@ def _owned_dead(parent: Path) -> list[Path]:
                   if (m := _OWNED.fullmatch(p.name)) and not _pid_alive(int(m.group(1))))
 
 
-def find(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT) -> Leftovers:
-    """Everything abtlab processes that are gone left under `roots` and in tracefs."""
-    left = Leftovers()
-    for root in dict.fromkeys(Path(r) for r in (default_roots() if roots is None else roots)):
+def _dead_dirs(roots) -> dict[Path, int]:
+    """Owned directories (or, once deleted, their records) whose owner is gone."""
+    out = {}
+    for root in roots:
         if not root.is_dir():
             continue
-        for d in sorted(root.glob("abtlab-*")):
-            alive, pid = _owner_alive(d) if d.is_dir() else (True, None)
+        names = {p.name.removesuffix(RECORD) for p in root.glob("abtlab-*")
+                 if p.is_dir() or p.name.endswith(RECORD)}
+        for d in sorted(root / n for n in names):
+            alive, pid = _owner_alive(d)
             if not alive:
-                left.dirs[d] = pid
-    if left.dirs:
-        mounts = [(m, fs) for m, fs in _mounts() if any(_under(m, d) for d in left.dirs)]
-        left.mounts = sorted(mounts, key=lambda m: -m[0].count("/"))
-        left.loops = sorted((dev, back) for dev, back in _loops().items()
-                            if any(_under(back, d) for d in left.dirs))
-        left.daemons = sorted({pid for d in left.dirs for pid in _daemons(d)})
+                out[d] = pid
+    return out
+
+
+def _orphan_mounts(roots, dirs) -> list[tuple[str, str]]:
+    """Mounts under an abtlab directory no live process owns: under a dead one, on a loop
+    device backed by an image under one, or on a detached loop device (its image gone)."""
+    loops, out = _loops(), []
+    for point, fstype, source in _mountinfo():
+        back = loops.get(source)
+        if any(_under(point, d) or (back and _under(back, d)) for d in dirs):
+            out.append((point, fstype))
+        elif source.startswith("/dev/loop") and back is None and _in_unowned(point, roots):
+            out.append((point, fstype))
+    return sorted(out, key=lambda m: -m[0].count("/"))
+
+
+def _in_unowned(point: str, roots) -> bool:
+    """point lies in an abtlab-* directory of a root that has no live owner record."""
+    for root in roots:
+        if _under(point, root) and os.path.realpath(point) != os.path.realpath(root):
+            top = Path(root) / os.path.relpath(os.path.realpath(point), os.path.realpath(root)).split(os.sep)[0]
+            return top.name.startswith("abtlab-") and not _owner_alive(top)[1]
+    return False
+
+
+def _detached_throttles(v1_root=V1_ROOT) -> list[str]:
+    """v1 throttle rules on loop devices that are no longer attached (they would slow
+    the next run that gets that device)."""
+    attached, out = {Path(d).name for d in _loops()}, set()
+    for name in _V1_FILES.values():
+        try:
+            lines = read(Path(v1_root) / name).splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            mm = (line.split() or [""])[0]
+            if mm.startswith("7:") and f"loop{mm[2:]}" not in attached:
+                out.add(mm)
+    return sorted(out)
+
+
+@contextlib.contextmanager
+def _tracefs_visible(instances: Path):
+    """Mount tracefs to look at its instances if it is not mounted (root only), and
+    unmount it afterwards: only what was mounted here."""
+    root = Path(instances).parent
+    if Path(instances) != TRACEFS_INSTANCES or root.joinpath("instances").is_dir() \
+            or os.geteuid() != 0 or not root.is_dir():
+        yield
+        return
+    mounted = not sh("mount", "-t", "tracefs", "nodev", root, check=False) and \
+        root.joinpath("instances").is_dir()
+    try:
+        yield
+    finally:
+        if mounted:
+            sh("umount", root, check=False)
+
+
+def find(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT, v1_root=V1_ROOT) -> Leftovers:
+    """Everything abtlab processes that are gone left under `roots` and in tracefs."""
+    roots = list(dict.fromkeys(Path(r) for r in (default_roots() if roots is None else roots)))
+    left = Leftovers(dirs=_dead_dirs(roots))
+    left.mounts = _orphan_mounts(roots, left.dirs)
+    left.loops = sorted((dev, back) for dev, back in _loops().items()
+                        if any(_under(back, d) for d in left.dirs))
+    left.throttles = _detached_throttles(v1_root)
+    left.daemons = sorted({pid for d in left.dirs if d.is_dir() for pid in _daemons(d)})
     left.pins = sorted(d / PIN_STATE for d in left.dirs if (d / PIN_STATE).is_file())
-    left.instances = _owned_dead(Path(instances))
+    with _tracefs_visible(Path(instances)):
+        left.instances = _owned_dead(Path(instances))
     left.cgroups = _owned_dead(Path(v2_root))
     return left
 
 
 def _umount(point: str, fstype: str) -> None:
-    fuse = fstype.startswith("fuse")
-    cmd = ["fusermount3", "-u"] if fuse and shutil.which("fusermount3") else ["umount"]
+    """Unmount, retrying a busy mount; at last detach it lazily (umount -l, fusermount -z)."""
+    fuse = fstype.startswith("fuse") and shutil.which("fusermount3")
+    cmd = ["fusermount3", "-u"] if fuse else ["umount"]
     for delay in (0, 0.1, 0.5):
         time.sleep(delay)
-        if not sh(*cmd, point, check=False) and not os.path.ismount(point):
+        if not os.path.ismount(point):
             return
-    sh(*cmd[:-1], "-z" if fuse and cmd[0] == "fusermount3" else "-l", point, check=False)
+        sh(*cmd, point, check=False)
+    if os.path.ismount(point):
+        sh(*cmd, "-z" if fuse else "-l", point)
 
 
 def _lift_throttle(dev: str, v1_root=V1_ROOT) -> None:
-    """Remove v1 blkio throttle rules a killed run set on this loop device."""
-    try:
+    """Remove v1 blkio throttle rules on this loop device (a path or major:minor)."""
+    if dev.startswith("/"):
         rdev = os.stat(dev).st_rdev
-    except OSError:
-        return
-    mm = f"{os.major(rdev)}:{os.minor(rdev)}"
+        dev = f"{os.major(rdev)}:{os.minor(rdev)}"
     for name in _V1_FILES.values():
         path = Path(v1_root) / name
-        try:
-            if any(line.split()[0] == mm for line in read(path).splitlines() if line.strip()):
-                write(path, f"{mm} 0")
-        except OSError:
+        if not path.exists():
             continue
+        if any(line.split()[0] == dev for line in read(path).splitlines() if line.strip()):
+            write(path, f"{dev} 0")
 
 
 def _comm(pid: int) -> str:
@@ -241,61 +371,62 @@ def _stop(pid: int) -> None:
             time.sleep(0.02)
 
 
-def _remove_tree(d: Path) -> None:
-    """Remove d unless a mount is still inside it (never delete across a mount)."""
-    if any(_under(m, d) for m, _ in _mounts()):
-        warnings.warn(f"abtlab: {d} still has a mount inside; left in place", RuntimeWarning)
-        return
-    shutil.rmtree(d, ignore_errors=True)
+def _detach(dev: str, v1_root) -> None:
+    _lift_throttle(dev, v1_root)
+    sh("losetup", "-d", dev)
+
+
+def _remove_instance(inst: Path) -> None:
+    write(inst / "tracing_on", "0")
+    inst.rmdir()
+
+
+def _remove_owned(d: Path) -> None:
+    """A dead run's directory and record; a CPU frequency pin in it is put back first,
+    and if that fails the directory stays, so its saved settings get another try."""
+    if (d / PIN_STATE).is_file():
+        from .cpufreq import restore_saved     # cpufreq imports this module
+        restore_saved(d / PIN_STATE)
+    remove_dir(d, tree=True)
+
+
+def _steps(left: Leftovers, v1_root) -> list[tuple[str, object]]:
+    """(label, undo) in the order the pieces depend on each other."""
+    disks = [pid for pid in left.daemons if _comm(pid) == "abt-slowdisk"]
+    steps = [(f"stop process {p}", lambda p=p: _stop(p)) for p in left.daemons if p not in disks]
+    steps += [(f"unmount {m}", lambda m=m, f=f: _umount(m, f))   # deepest first
+              for m, f in left.mounts if not f.startswith("fuse")]
+    steps += [(f"detach {dev}", lambda d=dev: _detach(d, v1_root)) for dev, _ in left.loops]
+    steps += [(f"lift throttle {mm}", lambda mm=mm: _lift_throttle(mm, v1_root))
+              for mm in left.throttles]
+    steps += [(f"unmount {m}", lambda m=m, f=f: _umount(m, f))
+              for m, f in left.mounts if f.startswith("fuse")]
+    steps += [(f"stop process {p}", lambda p=p: _stop(p)) for p in disks]
+    steps += [(f"remove {d}", lambda d=d: _remove_owned(d)) for d in left.dirs]
+    steps += [(f"remove tracefs instance {i.name}", lambda i=i: _remove_instance(i))
+              for i in left.instances]
+    steps += [(f"remove cgroup {c}", lambda c=c: c.rmdir()) for c in left.cgroups]
+    return steps
 
 
 def reclaim(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT,
-            v1_root=V1_ROOT, quiet=False) -> list[str]:
-    """Undo what abtlab processes that are gone left; return what was undone (and warn
-    with it unless quiet)."""
-    left = find(roots, instances, v2_root)
-    if not left:
-        return []
-    done = left.describe()
-    disks = [pid for pid in left.daemons if _comm(pid) == "abt-slowdisk"]
-    for pid in left.daemons:                # a workload still writing keeps its mount busy
-        if pid not in disks:
-            _stop(pid)
-    for point, fstype in left.mounts:       # deepest first: the scratch fs, then the disk
-        if not fstype.startswith("fuse"):
-            _umount(point, fstype)
-    for dev, _ in left.loops:
-        _lift_throttle(dev, v1_root)
-        sh("losetup", "-d", dev, check=False)
-    for point, fstype in left.mounts:
-        if fstype.startswith("fuse") and os.path.ismount(point):
-            _umount(point, fstype)
-    for pid in disks:
-        _stop(pid)
-    from .cpufreq import restore_saved     # cpufreq imports this module
-    kept = set()
-    for state in left.pins:                 # governor and limits as they were
-        try:
-            restore_saved(state)
-        except (OSError, ValueError) as exc:  # keep the record for another try
-            warnings.warn(f"abtlab: CPU frequency settings in {state} not restored: {exc}",
-                          RuntimeWarning)
-            kept.add(state.parent)
-    for d in left.dirs:
-        if d not in kept:
-            _remove_tree(d)
-    for inst in left.instances:
-        try:
-            write(inst / "tracing_on", "0")
-            inst.rmdir()
-        except OSError as exc:
-            warnings.warn(f"abtlab: tracefs instance {inst.name} not removed: {exc}",
-                          RuntimeWarning)
-    for cg in left.cgroups:
-        try:
-            cg.rmdir()
-        except OSError as exc:
-            warnings.warn(f"abtlab: cgroup {cg} not removed: {exc}", RuntimeWarning)
+            v1_root=V1_ROOT, quiet=False, failed: list | None = None) -> list[str]:
+    """Undo what abtlab processes that are gone left; return what was found (and warn
+    with it unless quiet). Every step runs even if another failed: failures are warned
+    and appended to `failed`."""
+    failed = [] if failed is None else failed
+    with _tracefs_visible(Path(instances)):
+        left = find(roots, instances, v2_root, v1_root)
+        if not left:
+            return []
+        done = left.describe()
+        for label, undo in _steps(left, v1_root):
+            try:
+                undo()
+            except Exception as exc:       # one failed step must not stop the others
+                failed.append(f"{label}: {exc}")
+    for msg in failed:
+        warnings.warn(f"abtlab: {msg}", RuntimeWarning)
     if not quiet:
         warnings.warn("abtlab: undid what a killed abtlab process left: " + "; ".join(done),
                       RuntimeWarning, stacklevel=2)

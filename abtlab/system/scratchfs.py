@@ -16,7 +16,6 @@ created and formatted there, so mkfs does not pay seeks meant for the workload.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -82,6 +81,18 @@ def loop_backing_file(loopdev: str) -> str | None:
         return None
 
 
+def _loops_on(st_dev: int, st_ino: int) -> list[str]:
+    """Loop devices whose backing file is this inode (losetup's BACK-INO, BACK-MAJ:MIN)."""
+    want = f"{os.major(st_dev)}:{os.minor(st_dev)}"
+    out = sh("losetup", "--list", "--noheadings", "-O", "NAME,BACK-INO,BACK-MAJ:MIN")
+    return [f[0] for f in (line.split() for line in out.splitlines())
+            if len(f) == 3 and f[1] == str(st_ino) and f[2] == want]
+
+
+def _all_loops() -> list[str]:
+    return [f"/dev/{p.name}" for p in Path("/sys/block").glob("loop*")]
+
+
 class ScratchFS(cleanup.Undoable):
     """A fresh ext4 image on a loop device, mounted; see the module docstring."""
 
@@ -124,9 +135,8 @@ class ScratchFS(cleanup.Undoable):
 
     def _make_dir(self):
         parent = self._workdir or "/var/tmp"
-        self.dir = Path(tempfile.mkdtemp(prefix="abtlab-", dir=parent))
+        self.dir = leftovers.make_dir(parent, "abtlab-")  # owned: a kill -9 is undone later
         self._undo(lambda d=self.dir: leftovers.remove_dir(d), f"remove {self.dir}")
-        leftovers.mark(self.dir)     # so a later run can undo this one after a kill -9
 
     def _make_image(self):
         self.image = (Path(self._image_dir) / f"{self.dir.name}.img" if self._image_dir
@@ -145,11 +155,13 @@ class ScratchFS(cleanup.Undoable):
         # direct I/O: the loop device sends its requests to the image concurrently, so an
         # emulated disk underneath sees a queue it can reorder (buffered: one at a time)
         dio = ["--direct-io=on"] if self._direct_io else []
+        st = os.stat(self.image)
+        self._image_id = (st.st_dev, st.st_ino)
+        self._undo(self._detach, f"detach the loop device of {self.image}")  # before: idempotent
         dev = sh("losetup", "--find", "--show", *dio, self.image)
         if not dev.startswith("/dev/loop"):
             raise RunError(f"losetup returned {dev!r}, not a loop device")
         self.loopdev = dev
-        self._undo(self._detach, f"detach {dev}")
         self.dev_name = Path(dev).name
         rdev = os.stat(dev).st_rdev
         major, minor = os.major(rdev), os.minor(rdev)
@@ -164,9 +176,9 @@ class ScratchFS(cleanup.Undoable):
         if self.journal and not any(o.startswith("data=") for o in opts):
             opts.insert(0, "data=ordered")
         args = ["mount", "-t", "ext4"] + (["-o", ",".join(opts)] if opts else [])
-        sh(*args, self.loopdev, mnt)
         self.mountpoint = mnt
-        self._undo(self._umount, f"unmount {mnt}")
+        self._undo(self._umount, f"unmount {mnt}")  # before: a mount cut short is still undone
+        sh(*args, self.loopdev, mnt)
         self._effective = ",".join(opts)
 
     def _find_journal(self):
@@ -184,21 +196,23 @@ class ScratchFS(cleanup.Undoable):
             return
         sh("sync", "-f", mnt, check=False)
         for delay in (0, 0.1, 0.3, 1.0):
-            time.sleep(delay)
+            time.sleep(0 if cleanup.hurry() else delay)
             if not sh("umount", mnt, check=False) and not os.path.ismount(mnt):
                 return
         warnings.warn(f"{mnt} is busy; detached lazily (umount -l)", RuntimeWarning)
         sh("umount", "-l", mnt)
 
     def _detach(self):
-        back = loop_backing_file(self.loopdev)
-        if back is None:
-            return
-        if os.path.realpath(back.removesuffix(" (deleted)")) != os.path.realpath(self.image):
-            warnings.warn(f"{self.loopdev} is backed by {back}, not our image: left alone",
-                          RuntimeWarning)
-            return
-        sh("losetup", "-d", self.loopdev)
+        """Detach the loop devices backed by our image: found by its inode, since the
+        path the kernel shows changes when the directory above it goes away (on an
+        emulated disk whose daemon is gone there is no inode: then by its unique name)."""
+        devs = set(_loops_on(*self._image_id))
+        if self._image_dir:
+            devs |= {dev for dev in _all_loops()
+                     if Path((loop_backing_file(dev) or "").removesuffix(" (deleted)")).name
+                     == self.image.name}
+        for dev in sorted(devs):
+            sh("losetup", "-d", dev)
 
     # -- facts -------------------------------------------------------------------------
     def commits(self) -> int:

@@ -1,10 +1,13 @@
 """Journal tracing: jbd2 commit events of one device, on CLOCK_MONOTONIC.
 
-`JournalTrace(dev_t)` owns a tracefs instance (`instances/abtlab-<pid>-<n>`), so it never
-disturbs the global buffer or anyone else's instance. It sets `trace_clock` to `mono`
-(CLOCK_MONOTONIC, the clock of abtlab's op records), enables the jbd2 commit events,
-`jbd2_run_stats` and `ext4_sync_file_enter/exit`, each filtered to `dev == dev_t`, and
-on exit disables them and removes the instance (and unmounts tracefs if it mounted it).
+`JournalTrace(dev_t)` owns a tracefs instance (`instances/abtlab-<pid>-<n><random>`, a
+name no other run has), so it never disturbs the global buffer or anyone else's
+instance. It sets `trace_clock` to `mono` (CLOCK_MONOTONIC, the clock of abtlab's op
+records), enables the jbd2 commit events, `jbd2_run_stats` and
+`ext4_sync_file_enter/exit`, each filtered to `dev == dev_t`, and on exit disables them
+and removes the instance. tracefs itself is mounted once per process if it is not
+mounted yet, and unmounted when that process ends, unless another tracer's instances
+are then in it; a tracefs someone else mounted is never unmounted.
 
 Resolution: the text `trace` file prints clocks that count nanoseconds as
 seconds.microseconds, so event times here are CLOCK_MONOTONIC ns truncated to 1 us
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import re
 import time
 import warnings
@@ -157,6 +161,33 @@ class ClockCheck:
                 f"(worst excursion {worst} ns, resolution {self.resolution_ns} ns)")
 
 
+_mounted_here: set = set()
+
+
+def _mount_once(root: Path) -> None:
+    """Mount tracefs at root for the rest of this process: unmounted at its end (by the
+    undo stack) only if no instance is left in it, so a tracer that came meanwhile keeps
+    its mount."""
+    with cleanup.deferred():
+        if root in _mounted_here:
+            return
+        token = cleanup.push(lambda: _umount_if_idle(root), f"unmount {root}")
+        try:
+            sh("mount", "-t", "tracefs", "nodev", root)
+        except BaseException:
+            if not (root / "instances").is_dir():   # not ours: never unmount it later
+                cleanup.discard(token)
+                raise
+        _mounted_here.add(root)
+
+
+def _umount_if_idle(root: Path) -> None:
+    _mounted_here.discard(root)
+    inst = root / "instances"
+    if inst.is_dir() and not any(inst.iterdir()):
+        sh("umount", root)
+
+
 class JournalTrace(cleanup.Undoable):
     """A tracefs instance recording one device's journal commits; see the module doc."""
 
@@ -187,15 +218,13 @@ class JournalTrace(cleanup.Undoable):
             return
         if not self.root.is_dir():
             raise UnavailableError(f"no tracefs mount point at {self.root}")
-        sh("mount", "-t", "tracefs", "nodev", self.root)
-        self._undo(lambda: sh("umount", self.root), f"unmount {self.root}")
+        _mount_once(self.root)
 
     def _create(self):
-        name = f"{self.prefix}-{os.getpid()}-{next(_counter)}"
-        path = self.root / "instances" / name
-        path.mkdir()  # fails if it exists: never adopt an instance we did not create
-        self.path = path
-        self._undo(self._remove, f"remove tracefs instance {name}")
+        name = f"{self.prefix}-{os.getpid()}-{next(_counter)}{secrets.token_hex(3)}"
+        self.path = self.root / "instances" / name
+        self._undo(self._remove, f"remove tracefs instance {name}")  # before: idempotent
+        self.path.mkdir()  # fails if it exists: never adopt an instance we did not create
 
     def _enable(self, ev):
         d = self.path / "events" / ev

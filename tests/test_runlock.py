@@ -1,0 +1,86 @@
+"""abtlab.system.runlock: one real run at a time, one writer per output, no stale lock."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from abtlab import backends, sweep
+from abtlab.errors import ConfigError, UnavailableError
+from abtlab.system.runlock import MachineLock, OutputLock
+
+backends.register("fake", "fakebackend:FakeBackend")
+
+_HOLD = """
+import sys, time
+from abtlab.system.runlock import MachineLock
+with MachineLock("holder run", path=sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def _holder(path):
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(path)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_real_run_waits_with_a_message_or_fails_at_once(tmp_path):
+    path = tmp_path / "real.lock"
+    proc = _holder(path)
+    said = []
+    try:
+        with pytest.raises(UnavailableError, match=f"pid {proc.pid}: holder run"):
+            with MachineLock("second", wait=False, path=path):
+                pass
+        t0 = time.monotonic()
+        subprocess.Popen(["sh", "-c", f"sleep 0.5; kill {proc.pid}"])
+        with MachineLock("second", path=path, say=said.append):
+            waited = time.monotonic() - t0
+            assert path.read_text() == f"pid {os.getpid()}: second\n"
+        assert waited >= 0.4
+        assert said and f"pid {proc.pid}: holder run" in said[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
+    path = tmp_path / "real.lock"
+    proc = _holder(path)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with MachineLock("next", wait=False, path=path):
+        pass
+
+
+def test_an_output_being_written_is_refused(tmp_path):
+    out = tmp_path / "r.nc"
+    with OutputLock(out, directory=tmp_path):
+        with pytest.raises(ConfigError, match=f"out: .*is writing it"):
+            with OutputLock(tmp_path / "." / "r.nc", directory=tmp_path):
+                pass
+    with OutputLock(out, directory=tmp_path):       # released: free again
+        pass
+
+
+def test_a_sweep_to_an_output_another_sweep_writes_is_refused_before_running(tmp_path):
+    out = tmp_path / "r.nc"
+    with OutputLock(out):
+        with pytest.raises(ConfigError, match="is writing it"):
+            sweep.run("fake", {"policy": ["ext4"], "threads": [2]}, reps=1, out=out, quiet=True)
+    assert not out.exists() and not (tmp_path / "r.nc.parts").exists()
+
+
+def test_only_runs_on_host_devices_take_the_machine():
+    iozone, sim = backends.get("iozone"), backends.get("sim")
+    assert sweep._on_host_devices(iozone, {"policy": ["ext4"]}, {}) is True
+    assert sweep._on_host_devices(iozone, {"policy": ["ext4"]}, {"guest": True}) is False
+    assert sweep._on_host_devices(iozone, {"machine": ["guest:6.18"]}, {}) is False
+    assert sweep._on_host_devices(sim, {"policy": ["ext4"]}, {}) is False
