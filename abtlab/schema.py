@@ -20,6 +20,9 @@ FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE,
 # ragged traces live on their own dims, tagged with the run they belong to
 OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"
 RUN_ID = "run_id"
+# attrs of a guest run's kernel knobs (abtlab.system.kernel_knobs); "kernel" stays uname -r
+ATTR_GUEST_KERNEL, ATTR_LEGACY, ATTR_SCHED, ATTR_IOSCHED = (
+    "guest_kernel", "kernel_legacy", "kernel_sched", "kernel_iosched")
 FREQ_MODES = ("real", "emulated", "simulated")
 
 
