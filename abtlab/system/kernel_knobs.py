@@ -1,0 +1,109 @@
+"""Run-time knobs of the guest kernel that restore Linux 3.4 semantics in Linux 6.1.
+
+Each knob is off (stock 6.1) unless asked for, and is written in the guest after /proc,
+/sys and debugfs are mounted and before the workload (see docs/kernel-history.md):
+
+- legacy `shadow_wait`: jbd2 `legacy_shadow_wait`, 3.4's `do_get_write_access` sleeping on a
+  BJ_Shadow buffer until the commit refiles it (removed by b34090e5e22a, 3.11);
+- legacy `write_handle`: ext4 `legacy_write_handle`, 3.4's journal handle per page in the
+  delalloc write_begin/write_end (removed by cc883236b792, 5.15);
+- sched `cfs34`: 3.4's CFS settings on 4 CPUs (latency 18 ms, min granularity 2.25 ms,
+  wakeup granularity 3 ms) in debugfs /sys/kernel/debug/sched; `default` writes nothing;
+- iosched: the block device's elevator, `none`, `mq-deadline` or `bfq` (CFQ's successor).
+
+The preset `6.1-legacy` turns every knob on; explicit items override the preset.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from ..schema import ATTR_GUEST_KERNEL, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+
+__all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "SCHEDS", "IOSCHEDS", "KernelKnobs",
+           "parse_knobs"]
+
+KERNELS = ("6.1", "6.1-legacy")
+KNOB_KEYS = ("legacy", "sched", "iosched")
+# legacy item -> the module parameter that switches it (1 on, 0 off)
+LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
+                "write_handle": "/sys/module/ext4/parameters/legacy_write_handle"}
+SCHED_DIR = "/sys/kernel/debug/sched"
+# 3.4 on 4 CPUs: 6 ms / 0.75 ms / 1 ms, each times 1 + ilog2(4) (SCHED_TUNABLESCALING_LOG)
+SCHEDS = {"default": (),
+          "cfs34": (("latency_ns", "18000000"), ("min_granularity_ns", "2250000"),
+                    ("wakeup_granularity_ns", "3000000"))}
+IOSCHEDS = ("none", "mq-deadline", "bfq")
+_PRESETS = {"6.1": (frozenset(), "default", "none"),
+            "6.1-legacy": (frozenset(LEGACY_KNOBS), "cfs34", "bfq")}
+_FIELD = "--machine guest:{}"
+
+
+@dataclass(frozen=True)
+class KernelKnobs:
+    kernel: str
+    legacy: frozenset
+    sched: str
+    iosched: str
+
+    def writes(self, dev: str) -> list:
+        """(path in the guest, value) in order: every legacy switch (0 or 1, so a run
+        never inherits a value), the CFS settings, then dev's elevator."""
+        if not dev or "/" in dev:
+            raise ConfigError("guest block device", dev, "a name under /sys/block, e.g. vda")
+        out = [(path, "1" if name in self.legacy else "0")
+               for name, path in LEGACY_KNOBS.items()]
+        out += [(f"{SCHED_DIR}/{name}", value) for name, value in SCHEDS[self.sched]]
+        out.append((f"/sys/block/{dev}/queue/scheduler", self.iosched))
+        return out
+
+    def attrs(self) -> dict:
+        return {ATTR_GUEST_KERNEL: self.kernel, ATTR_LEGACY: self._legacy_text(),
+                ATTR_SCHED: self.sched, ATTR_IOSCHED: self.iosched}
+
+    @property
+    def label(self) -> str:
+        """'6.1' when every knob is stock, else the kernel and its knobs spelled out."""
+        if (self.legacy, self.sched, self.iosched) == _PRESETS["6.1"]:
+            return "6.1"
+        return f"{self.kernel}({self._legacy_text()},{self.sched},{self.iosched})"
+
+    def _legacy_text(self) -> str:
+        return "+".join(sorted(self.legacy)) or "none"
+
+
+def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
+    """KernelKnobs of the preset `kernel` with the machine spec's items laid over it;
+    ConfigError naming the spec field for an unknown kernel, key or value."""
+    if kernel not in _PRESETS:
+        raise ConfigError(_FIELD.format("kernel"), kernel, " | ".join(KERNELS))
+    unknown = sorted(set(items) - set(KNOB_KEYS))
+    if unknown:
+        raise ConfigError(_FIELD.format(unknown[0]), items[unknown[0]],
+                          f"a kernel knob key: {', '.join(KNOB_KEYS)}")
+    legacy, sched, iosched = _PRESETS[kernel]
+    if "legacy" in items:
+        legacy = _parse_legacy(items["legacy"])
+    sched = _choose("sched", items.get("sched", sched), tuple(SCHEDS))
+    iosched = _choose("iosched", items.get("iosched", iosched), IOSCHEDS)
+    return KernelKnobs(kernel, legacy, sched, iosched)
+
+
+def _parse_legacy(text: str) -> frozenset:
+    """'shadow_wait+write_handle', 'all' or 'none' -> the set of legacy items."""
+    accepted = f"none, all, or items joined by '+' from: {', '.join(LEGACY_KNOBS)}"
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(_FIELD.format("legacy"), text, accepted)
+    if text.strip() in ("none", "all"):
+        return frozenset(LEGACY_KNOBS) if text.strip() == "all" else frozenset()
+    names = [n.strip() for n in text.split("+")]
+    for name in names:
+        if name not in LEGACY_KNOBS:
+            raise ConfigError(_FIELD.format("legacy"), text, accepted)
+    return frozenset(names)
+
+
+def _choose(key: str, value, accepted: tuple) -> str:
+    if value not in accepted:
+        raise ConfigError(_FIELD.format(key), value, " | ".join(accepted))
+    return value
