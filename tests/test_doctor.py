@@ -7,7 +7,8 @@ import platform
 from abtlab.system import cpufreq, doctor, facts
 
 NAMES = {"root", "loop devices", "mkfs.ext4", "tracefs + jbd2 events", "block throttling",
-         "cpufreq", "RAPL energy", "perf", "fio", "MPI", "C backends"}
+         "cpufreq", "RAPL energy", "perf", "iozone (backend iozone-tool)",
+         "mdtest (backend mdtest)", "fio (backend fio)", "MPI", "C backends"}
 
 
 def test_report_has_every_check_and_the_facts():
@@ -44,3 +45,20 @@ def test_facts_collect():
     assert f["memory_bytes"] > 2**20 and f["cpu_model"]
     assert f["abtlab_version"]
     assert all(isinstance(v, (str, int)) for v in f.values())
+
+
+def test_tools_listed_with_where_found_or_how_to_get_them(tmp_path, monkeypatch):
+    tool = tmp_path / "iozone"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("ABTLAB_MDTEST", raising=False)
+    monkeypatch.setenv("ABTLAB_IOZONE", str(tool))
+    by = {c.name: c for c in doctor.report()}
+    assert by["iozone (backend iozone-tool)"].ok
+    assert by["iozone (backend iozone-tool)"].detail == str(tool)
+    md = by["mdtest (backend mdtest)"]
+    assert not md.ok and "ABTLAB_MDTEST" in md.detail and "hpc/ior" in md.detail
+    monkeypatch.setenv("ABTLAB_IOZONE", str(tmp_path / "missing"))
+    bad = {c.name: c for c in doctor.report()}["iozone (backend iozone-tool)"]
+    assert not bad.ok and "ABTLAB_IOZONE" in bad.detail

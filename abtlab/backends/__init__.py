@@ -20,6 +20,9 @@ _BUILTIN = {
     "sim": "abtlab.backends.sim:SimBackend",
     "dio": "abtlab.backends.dio:DioBackend",
     "locks": "abtlab.backends.locks:LocksBackend",
+    "iozone-tool": "abtlab.backends.iozone_tool:IozoneToolBackend",
+    "mdtest": "abtlab.backends.mdtest:MdtestBackend",
+    "fio": "abtlab.backends.fio:FioBackend",
 }
 _registry: dict[str, object] = {}
 _entry_points_loaded = False

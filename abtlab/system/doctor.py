@@ -47,6 +47,23 @@ def _which(name, *tools, why=""):
     return Check(name, ok, detail)
 
 
+# the real tools abtlab drives: (backend, executable, env var, how to get it)
+TOOLS = (("iozone-tool", "iozone", "ABTLAB_IOZONE", "build IOzone 3.4xx from iozone.org; see the README"),
+         ("mdtest", "mdtest", "ABTLAB_MDTEST", "build IOR from github.com/hpc/ior; see the README"),
+         ("fio", "fio", "ABTLAB_FIO", "Debian: fio"))
+
+
+def _tool(backend, exe, env, how):
+    """Where a real tool's backend finds it (-o exe=, $env, PATH), or why not."""
+    from ..backends.toolrun import find_tool
+    from ..errors import ConfigError, UnavailableError
+    try:
+        path = find_tool(exe, env)
+    except (ConfigError, UnavailableError) as exc:
+        return Check(f"{exe} (backend {backend})", False, f"{exc} ({how})")
+    return Check(f"{exe} (backend {backend})", True, str(path))
+
+
 def _throttle():
     kind, why = device.throttle_backend()
     return Check("block throttling", kind is not None, why)
@@ -100,8 +117,9 @@ def report() -> list[Check]:
         Check("cpufreq", ok_cf, why_cf + ("" if ok_cf else "; frequency is emulated")),
         _rapl(),
         _which("perf", "perf", why=" (Debian: linux-perf)"),
-        _which("fio", "fio", why=" (Debian: fio)"),
-        _which("MPI", "mpicc", "mpirun", why=" (Debian: openmpi-bin libopenmpi-dev)"),
+        *(_tool(*t) for t in TOOLS),
+        _which("MPI", "mpicc", "mpirun", why=" (Debian: openmpi-bin libopenmpi-dev; "
+               "mdtest runs one rank without it)"),
         _backends(),
     ]
     return checks + _facts()

@@ -1,0 +1,81 @@
+"""The real IOzone's throughput-mode initial write, as abt-iozone runs it.
+
+`iozone -i 0 -t N -s S -r R -e -+n -x -T -C -F <N files>` on the scratch ext4: threads
+(-T), fsync inside the timed write (-e), no retests (-+n), no stonewalling (-x), each
+child's rate printed (-C). `throughput` is IOzone's "Children see throughput", the sum
+of per-child S / T_write: eq. (3)'s definition, measured by IOzone's own clock.
+"""
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .base import Backend, RunResult
+from .realfs import SCRATCH_OPTIONS
+from .tool_output import parse_iozone
+from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options,
+                      run_tool, tool_available, trace_scalars)
+
+__all__ = ["IozoneToolBackend", "iozone_argv"]
+
+ENV = "ABTLAB_IOZONE"
+HOW = "IOzone 3.4xx from iozone.org, built with `make linux-AMD64`; see the README"
+
+
+def iozone_argv(exe, threads, file_size, record_size, data_dir, fsync=True) -> list:
+    """IOzone's command line for one point; sizes in bytes, given to IOzone in kB."""
+    files = [f"{data_dir}/iozone.{i}" for i in range(threads)]
+    return [exe, "-i", "0", "-t", threads, "-s", f"{file_size // 1024}k",
+            "-r", f"{record_size // 1024}k", *(["-e"] if fsync else []),
+            "-+n", "-x", "-T", "-C", "-F", *files]
+
+
+class IozoneToolBackend(Backend):
+    name = "iozone-tool"
+    description = ("the real IOzone (throughput mode, threads, -e -+n -x) on the scratch ext4; "
+                   "found on PATH, in $ABTLAB_IOZONE or -o exe=")
+    factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
+               "record_size": 32 * 1024, "device": "none"}
+    options = {"fsync": "fsync inside the timed write (IOzone -e), default True",
+               "exe": "path of the iozone executable", **SCRATCH_OPTIONS}
+
+    def available(self):
+        return tool_available("iozone", ENV, HOW)
+
+    def validate_options(self, options):
+        fsync = options.get("fsync", True)
+        if str(fsync).lower() not in ("true", "false", "1", "0"):
+            raise ConfigError("fsync", fsync, "true or false")
+        return check_tool_options(options, "iozone", ENV)
+
+    def validate_point(self, point):
+        check_policy(point, "iozone")
+        for key in ("file_size", "record_size"):
+            if point[key] % 1024 or point[key] < 4096:
+                raise ConfigError(key, point[key], "a multiple of 1024 bytes, at least 4k (IOzone takes kB)")
+        if point["file_size"] % point["record_size"]:
+            raise ConfigError("file_size", point["file_size"],
+                              f"a multiple of the record size ({point['record_size']})")
+        return point
+
+    def run_point(self, point, ctx):
+        from .toolrun import find_tool
+        exe = find_tool("iozone", ENV, ctx.options.get("exe"))
+        fsync = str(ctx.options.get("fsync", True)).lower() in ("true", "1")
+        run = run_tool(lambda d: iozone_argv(exe, point["threads"], point["file_size"],
+                                             point["record_size"], d, fsync),
+                       point, ctx, point["threads"] * point["file_size"],
+                       WRITE_BEGIN, FSYNC if fsync else WRITE_END)
+        out = parse_iozone(run.stdout)
+        if out["threads"] != point["threads"]:
+            raise ConfigError("threads", point["threads"], f"what iozone ran ({out['threads']})")
+        scalars = {**trace_scalars(run.commits, run.fsyncs, run.window),
+                   "throughput": out["children_bytes_per_s"],
+                   "jbd2_info_commits": run.jbd2_info_commits}
+        if run.batches is not None:
+            scalars["batches"] = float(len(run.batches["open"]))
+        attrs = {**run.attrs, "tool": "iozone", "tool_version": out["version"],
+                 "throughput_definition": "IOzone's 'Children see throughput' (sum of per-child "
+                 "kB/s x 1024): eq. (3), timed by IOzone (gettimeofday)",
+                 "elapsed_definition": "tracefs window (first write to last fsync on the device), "
+                 "not first-op-to-last-op of an abtlab trace",
+                 "jbd2_info_commits_definition": "whole iozone process, start-up and exit included"}
+        return RunResult(scalars=scalars, commits=run.commits, batches=run.batches, attrs=attrs)
