@@ -1,0 +1,146 @@
+"""abtlab's own workloads against the real IOzone and mdtest, interleaved on fresh filesystems.
+
+    python -m benchmarks.agreement [--part iozone|mdtest|all] [--reps 8] [--json out.json]
+
+Each repetition runs every configuration once with abtlab's program and once with the
+real tool, back to back (which goes first alternates by repetition), each on a fresh
+scratch ext4 of the same geometry (4 KiB blocks, 32 MiB journal, the default image size
+of the workload) after the same `mkdir data; sync` preparation, with the same parameters:
+  IOzone: abt-iozone vs `iozone -i 0 -t N -s 128k -r 32k -e -+n -x -T`, N = 64 and 256,
+          ext4 and nojc; throughput = eq. (3) vs IOzone's "Children see throughput".
+  mdtest: abt-metarates --processes --write-bytes 4096 vs `mdtest -F -C -n F -u -w 4096 -y`
+          under mpirun, 4 x 16 and 16 x 4; fcr_aggregate (files / first open to last close)
+          vs mdtest's File creation rate (files / phase time between barriers).
+Prints the medians, ranges, commits in the timed window (and over the tool's whole
+process) and the ratio abtlab / tool of the means with a 95% CI (abtlab.stats.ratio_ci,
+Fieller, paired by repetition); for mdtest also its files over its tracefs window, the
+definition of abtlab's rate. Needs root and both tools (`abtlab doctor`); run it under
+the machine's lock. `--from-json FILE` prints the tables of a saved run again.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+
+import numpy as np
+
+from abtlab import backends
+from abtlab.backends.base import RunContext
+from abtlab.stats import format_ratio, ratio_ci
+from abtlab.system import cleanup
+
+IOZONE = [dict(threads=t, policy=p, file_size=128 * 1024, record_size=32 * 1024)
+          for t in (64, 256) for p in ("ext4", "nojc")]
+MDTEST = [dict(threads=n, files=f, policy="ext4") for n, f in ((4, 16), (16, 4))]
+PARTS = {"iozone": ("iozone", "iozone-tool", "throughput", IOZONE, {}, {}),
+         "mdtest": ("metarates", "mdtest", "fcr_aggregate", MDTEST,
+                    {"processes": True, "write_bytes": 4096}, {"write_bytes": 4096})}
+
+
+def window_rate(cfg, scalars):
+    """mdtest's files over its tracefs window (first file create to last fsync): the
+    definition of abtlab's fcr_aggregate, without mdtest's barriers and MPI start-up."""
+    return cfg["threads"] * cfg["files"] / scalars["elapsed"]
+
+
+def _point(be, cfg):
+    point = {**be.factors, **cfg, "device": "none", "freq_ghz": None}
+    return be.validate_point({k: point[k] for k in be.factors})
+
+
+def run_once(name, cfg, options, rep):
+    """One run of one backend on a fresh scratch filesystem: (value dict, attrs)."""
+    be = backends.get(name)
+    opts = be.validate_options(dict(options))
+    with tempfile.TemporaryDirectory(prefix="abtlab-agree-") as tmp:
+        res = be.run_point(_point(be, cfg), RunContext(workdir=tmp, rep=rep, quiet=True,
+                                                       options=opts))
+    return res.scalars, res.attrs
+
+
+def measure(part, reps, log=print):
+    """{config label: {"abtlab": [...], "tool": [...], "commits_*": [...]}} for a part."""
+    own, tool, var, configs, own_opt, tool_opt = PARTS[part]
+    for name in (own, tool):
+        if not (av := backends.get(name).available()):
+            raise SystemExit(f"{name} is not available here: {av.reason}")
+    keys = ("abtlab", "tool", "commits_abtlab", "commits_tool", "process_commits_tool",
+            "tool_window")
+    rows = {_label(c): {k: [] for k in keys} for c in configs}
+    for rep in range(reps):
+        for cfg in configs:
+            sides = [("abtlab", own, own_opt), ("tool", tool, tool_opt)]
+            for side, name, opts in sides if rep % 2 == 0 else sides[::-1]:
+                scalars, _ = run_once(name, cfg, opts, rep)
+                row = rows[_label(cfg)]
+                row[side].append(scalars[var])
+                row[f"commits_{side}"].append(scalars.get("commits", np.nan))
+                if side == "tool":   # /proc/fs/jbd2 over the tool's whole process
+                    row["process_commits_tool"].append(scalars.get("jbd2_info_commits", np.nan))
+                    if part == "mdtest":
+                        row["tool_window"].append(window_rate(cfg, scalars))
+            log(f"  rep {rep + 1}/{reps} {_label(cfg)}: abtlab {row['abtlab'][-1]:.4g}, "
+                f"tool {row['tool'][-1]:.4g}", flush=True)
+    return {"var": var, "own": own, "tool": tool, "rows": rows}
+
+
+def _label(cfg):
+    if "files" in cfg:
+        return f"{cfg['threads']}x{cfg['files']} {cfg['policy']}"
+    return f"{cfg['threads']} threads {cfg['policy']}"
+
+
+def _range(x):
+    x = np.asarray(x, float)
+    return f"{np.median(x):10.4g} [{x.min():.4g}-{x.max():.4g}]"
+
+
+def table(result) -> str:
+    var, lines = result["var"], []
+    lines.append(f"{result['own']} vs {result['tool']}: {var}, median [min-max]; commits: median "
+                 f"in the timed window, abtlab/tool (tool's whole process); ratio abtlab/tool "
+                 f"of means, 95% CI (paired Fieller)")
+    lines.append(f"{'config':18s} {'abtlab':>30s} {'tool':>30s} {'commits':>11s}  ratio [95% CI]")
+    for label, row in result["rows"].items():
+        r, lo, hi = ratio_ci(row["abtlab"], row["tool"], paired=True)
+        inside = "" if lo <= 1 <= hi else "  (CI excludes 1)"
+        commits = (f"{np.nanmedian(row['commits_abtlab']):.0f}/{np.nanmedian(row['commits_tool']):.0f}"
+                   f" ({np.nanmedian(row['process_commits_tool']):.0f})")
+        lines.append(f"{label:18s} {_range(row['abtlab']):>30s} {_range(row['tool']):>30s} "
+                     f"{commits:>11s}  {format_ratio(r, lo, hi)}{inside}")
+        if row["tool_window"]:
+            r, lo, hi = ratio_ci(row["abtlab"], row["tool_window"], paired=True)
+            lines.append(f"{'  tool, files/window':18s} {'':>30s} {_range(row['tool_window']):>30s} "
+                         f"{'':>11s}  {format_ratio(r, lo, hi)}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("iozone", "mdtest", "all"), default="all")
+    ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--json", help="write every measured value here")
+    ap.add_argument("--from-json", help="print the tables of a --json file, measure nothing")
+    a = ap.parse_args(argv)
+    if a.from_json:
+        with open(a.from_json) as f:
+            print("\n\n".join(table(r) for r in json.load(f).values()))
+        return 0
+    if a.reps < 2:
+        ap.error("--reps: at least 2 (a CI needs two values per side)")
+    parts = ("iozone", "mdtest") if a.part == "all" else (a.part,)
+    results = {}
+    with cleanup.installed():
+        for part in parts:
+            results[part] = measure(part, a.reps)
+    for part in parts:
+        print(table(results[part]) + "\n")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
