@@ -102,3 +102,16 @@ def test_find_tool_option_env_path(tmp_path, monkeypatch):
 def test_is_regular_reads_the_octal_mode():
     assert toolrun.is_regular({"mode": 100644}) and not toolrun.is_regular({"mode": 40755})
     assert not toolrun.is_regular({"mode": "x"})
+
+
+def test_iozone_second_untimed_fsync_per_file_is_left_out():
+    again = """\
+   iozone-502  [000] ..... 100.700000: ext4_sync_file_enter: dev 7,3 ino 12 parent 11 datasync 0
+   iozone-502  [000] ..... 100.700050: ext4_sync_file_exit: dev 7,3 ino 12 ret 0
+"""
+    ev = toolrun.first_fsyncs(_events(TRACE + again))
+    win = window(ev, WRITE_BEGIN, FSYNC)
+    assert win.end == 100 * S + 501_500_000
+    assert fsyncs_in(fsyncs_table(ev), win)["ino"].tolist() == [12, 13]
+    # without the filter the window runs on to the second fsync
+    assert window(_events(TRACE + again), WRITE_BEGIN, FSYNC).end == 100 * S + 700_050_000

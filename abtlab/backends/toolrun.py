@@ -24,7 +24,7 @@ from ..errors import ConfigError, RunError, UnavailableError
 from .base import Availability
 
 __all__ = ["find_tool", "tool_available", "check_tool_options", "Window", "window",
-           "commits_in", "fsyncs_in", "trace_scalars", "run_tool", "WINDOW_EVENTS", "is_regular"]
+           "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "run_tool", "WINDOW_EVENTS", "is_regular"]
 
 S_IFMT, S_IFREG = 0o170000, 0o100000
 WRITE_BEGIN = ("ext4_da_write_begin", "ext4_write_begin")
@@ -117,6 +117,20 @@ def window(events: list[dict], start_kinds, end_kinds) -> Window:
     return Window(min(starts), max(ends))
 
 
+def first_fsyncs(events: list[dict]) -> list[dict]:
+    """Drop each file's fsyncs after its first: IOzone without -c fsyncs every file again,
+    untimed, before close ("clean up before read"); only the first is in its T_write."""
+    done, out = set(), []
+    for ev in events:
+        if ev["event"] in ("ext4_sync_file_enter", "ext4_sync_file_exit"):
+            if ev.get("ino") in done:
+                continue
+            if ev["event"] == "ext4_sync_file_exit":
+                done.add(ev.get("ino"))
+        out.append(ev)
+    return out
+
+
 def commits_in(commits: dict, win: Window) -> dict:
     """Commits that overlap the window: end at or after its start, start at or before its
     end (a commit running when the window opens is waited for inside it)."""
@@ -159,9 +173,11 @@ class ToolRun:
     batches: dict | None = None
 
 
-def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=900) -> ToolRun:
-    """argv_for(".") -> argv, run in the scratch data directory like realfs.run_workload runs abtlab's programs; the
-    window spans start_kinds..end_kinds events (see `window`)."""
+def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=900,
+             event_filter=None) -> ToolRun:
+    """argv_for(".") -> argv, run in the scratch data directory as realfs.run_workload
+    runs abtlab's programs; the window spans start_kinds..end_kinds events (`window`) of
+    the traced events, passed through event_filter(events) first when given."""
     from .realfs import _drop_caches, _geometry, _image_mb, _mount_options, scratch_on_device
     from ..system.device import parse_profile
     from ..system.scratchfs import jbd2_commits
@@ -191,17 +207,23 @@ def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=9
         if proc.returncode != 0:
             raise RunError(f"{Path(argv[0]).name} exited {proc.returncode}: "
                            f"{(proc.stderr or proc.stdout).strip()[-2000:]}")
-        events = jt.read()
-        win = window(events, start_kinds, end_kinds)
-        from ..system.tracefs import commits_table, fsyncs_table
-        commits = commits_in(commits_table(events), win)
-        fsyncs = fsyncs_in(fsyncs_table(events), win)
+        if (lost := jt.lost()):   # a window from a wrapped buffer would start late
+            raise RunError(f"{lost} trace events lost during {Path(argv[0]).name}: fewer threads")
+        events = event_filter(jt.read()) if event_filter else jt.read()
+        win, commits, fsyncs = _in_window(events, start_kinds, end_kinds)
         attrs = {"freq_mode": "real", **fs.describe(), **thr.describe(),
                  "tool_command": shlex.join(argv), "tool_path": argv[0],
                  "tool_window": "tracefs: first ext4 " + "/".join(start_kinds) + " to last "
                                 + "/".join((*start_kinds, *end_kinds)) + " on the scratch device"}
     return ToolRun(proc.stdout, argv, win, commits, fsyncs, float(after - before), attrs,
                    _batches(bpath))
+
+
+def _in_window(events, start_kinds, end_kinds):
+    """The window of the traced events, and the commits and fsyncs inside it."""
+    from ..system.tracefs import commits_table, fsyncs_table
+    win = window(events, start_kinds, end_kinds)
+    return win, commits_in(commits_table(events), win), fsyncs_in(fsyncs_table(events), win)
 
 
 def _frequency(point, ctx):
