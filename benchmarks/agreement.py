@@ -29,6 +29,7 @@ from abtlab import backends
 from abtlab.backends.base import RunContext
 from abtlab.stats import format_ratio, ratio_ci
 from abtlab.system import cleanup
+from abtlab.system.runlock import MachineLock
 
 IOZONE = [dict(threads=t, policy=p, file_size=128 * 1024, record_size=32 * 1024)
           for t in (64, 256) for p in ("ext4", "nojc")]
@@ -131,7 +132,7 @@ def main(argv=None):
         ap.error("--reps: at least 2 (a CI needs two values per side)")
     parts = ("iozone", "mdtest") if a.part == "all" else (a.part,)
     results = {}
-    with cleanup.installed():
+    with cleanup.installed(), MachineLock("python -m benchmarks.agreement"):
         for part in parts:
             results[part] = measure(part, a.reps)
     for part in parts:

@@ -40,6 +40,7 @@ def test_bad_option_names_the_option(name, option, value):
     ("iozone-tool", "file_size", {**POINT, "file_size": 96 * 1024, "record_size": 64 * 1024}),
     ("iozone-tool", "policy", {**POINT, "policy": "kdelayjc:window=2ms,max_resets=8"}),
     ("fio", "file_size", {**POINT, "record_size": 96 * 1024}),
+    ("fio", "file_size", {**POINT, "threads": 4096, "file_size": 64 << 20, "record_size": 1 << 20}),
     ("mdtest", "policy", {**POINT, "policy": "ext5"})])
 def test_bad_point_names_the_field(name, field, point):
     with pytest.raises(ConfigError) as err:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .base import Backend, RunResult
-from .realfs import SCRATCH_OPTIONS
+from .realfs import SCRATCH_OPTIONS, check_data_fits
 from .tool_output import parse_iozone
 from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options,
                       first_fsyncs, run_tool, tool_available, trace_scalars)
@@ -54,6 +54,8 @@ class IozoneToolBackend(Backend):
         if point["file_size"] % point["record_size"]:
             raise ConfigError("file_size", point["file_size"],
                               f"a multiple of the record size ({point['record_size']})")
+        check_data_fits(point["threads"] * point["file_size"], "file_size", point["file_size"],
+                        f"in all for {point['threads']} threads")
         return point
 
     def run_point(self, point, ctx):
