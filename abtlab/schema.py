@@ -15,7 +15,8 @@ __all__ = ["Var", "VARIABLES", "FACTOR_DIMS", "REQUIRED_ATTRS", "FREQ_MODES", "v
 # dims of swept factors (a backend uses the subset it has) and of raw repetitions
 POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, REP = (
     "policy", "freq_ghz", "threads", "file_size", "record_size", "files", "device", "rep")
-FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE,
+MACHINE = "machine"
+FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, MACHINE,
                "workload", "mode", "block_size", "lock", "work")
 # ragged traces live on their own dims, tagged with the run they belong to
 OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"

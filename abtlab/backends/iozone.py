@@ -14,7 +14,7 @@ class IozoneBackend(Backend):
     description = ("N threads each create a file, meet at a barrier, write S bytes in "
                    "R-byte records, fsync and close (backends/iozone/abt-iozone)")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
-               "record_size": 32 * 1024, "device": "none"}
+               "record_size": 32 * 1024, "device": "none", "machine": "host"}
     options = {"fsync": "fsync each file before close (IOzone -e), default True",
                "direct": "O_DIRECT writes", **SCRATCH_OPTIONS}
 

@@ -32,7 +32,7 @@ class MetaratesBackend(Backend):
     name = "metarates"
     description = ("N workers each create F files with open(O_CREAT)/fsync/close "
                    "(backends/metarates/abt-metarates)")
-    factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none"}
+    factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none", "machine": "host"}
     options = {"processes": "workers as processes instead of threads",
                "write_bytes": "bytes written into each file before its fsync (mdtest -w), "
                               f"0 to {MAX_WRITE_BYTES}; default 0, the paper's test",

@@ -28,9 +28,7 @@ SCRATCH_OPTIONS = {
     "block_size": "ext4 block size in bytes: 1024, 2048 or 4096 (default 4096)",
     "journal_mb": "ext4 journal size in MiB, 4 to 1024 (default 32, mke2fs's for a 1-2 GiB disk)",
     "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
-    "guest": "run in the qemu guest kernel (kdelayjc policies always do)",
-    "guest_iops": "qemu disk throttling for the guest", "guest_smp": "guest vCPUs",
-    "guest_timeout": "seconds before the guest is killed"}
+    "guest_timeout": "seconds before a --machine guest boot is killed (default 600)"}
 
 
 def program(folder: str, name: str) -> Path:
@@ -177,13 +175,12 @@ def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=
 
 
 def run_and_measure(argv_for, point, ctx, data_bytes, workload, **measure_kw) -> RunResult:
-    """Run the workload where its policy says (host or guest kernel), then add the
+    """Run the workload on its machine (host, or the guest: --machine), then add the
     model's measures and the delayJC batch count."""
     from .. import model
-    from .kdelayjc import mask_commit_measures, run_any
+    from .kdelayjc import run_any
     res = run_any(argv_for, point, ctx, data_bytes)
     res.scalars.update(model.measures(res.ops, res.commits, workload, **measure_kw))
-    mask_commit_measures(res)  # guest runs count commits without per-commit records
     if res.batches is not None:
         res.scalars["batches"] = float(len(res.batches["open"]))
     return res
