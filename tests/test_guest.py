@@ -59,11 +59,11 @@ def test_batch_env_lists_points_and_events():
 
 def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
     from abtlab.machine import parse_machine
-    argv = guest.qemu_argv(parse_machine("guest:shift=3,cpus=4,mem=2048"), "bz", "rd", "o.img")
+    argv = guest.qemu_argv(parse_machine("guest:shift=3,mem=2048"), "bz", "rd", "o.img")
     assert argv[:2] == [guest.QEMU, "-accel"] and argv[2] == "tcg,thread=single"
     assert argv[argv.index("-icount") + 1] == "shift=3,sleep=off"
     assert "align=on" not in " ".join(argv)          # refused by qemu with sleep=off
-    assert argv[argv.index("-smp") + 1] == "4" and argv[argv.index("-m") + 1] == "2048"
+    assert argv[argv.index("-smp") + 1] == "1" and argv[argv.index("-m") + 1] == "2048"
     assert "clock=vm" in argv[argv.index("-rtc") + 1] and "-no-reboot" in argv
     assert "null_blk.nr_devices=0" in argv[argv.index("-append") + 1]
     host = guest.qemu_argv(parse_machine("guest:clock=host"), "bz", "rd", "o.img")

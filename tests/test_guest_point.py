@@ -40,7 +40,8 @@ def _files(tmp_path, marker_us=(100, 900)):
     ops["op"] = int(trace.Op.FSYNC)
     ops["t_start_ns"], ops["t_end_ns"] = [1_000_200_000, 1_000_300_000], [1_000_400_000, 1_000_500_000]
     trace.write(tmp_path / "ops.trace", ops)
-    marks = [f"  abt-clockmark-9 [000] ..... 1.{us:06d}: tracing_mark_write: abtlab-clock-9-{i}"
+    # as the guest prints them: no kallsyms, the marker's caller is an address
+    marks = [f"  abt-clockmark-9 [000] ..... 1.{us:06d}: 0xffffffff810a48ac: abtlab-clock-9-{i}"
              for i, us in enumerate(marker_us)]
     text = "\n".join(marks[:1] + _commit(2, 150) + _commit(3, 410) + marks[1:]) + "\n"
     return {"status": b"ok\n", "rc": b"0\n", "stdout": b"", "stderr": b"", "trace": text.encode(),
@@ -65,8 +66,8 @@ def test_guest_point_has_ops_commits_and_machine_attrs(tmp_path, monkeypatch):
     _fake_boot(monkeypatch, _files(tmp_path), seen)
     ctx = RunContext(workdir=tmp_path, seed=7, freq_mode="emulated", f_ref_ghz=3.3)
     point = {"policy": "kdelayjc:window=2ms,max_resets=8", "device": "hdd7200", "freq_ghz": 1.65,
-             "machine": "guest:cpus=1"}
-    res = guest_point.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest:cpus=1"))
+             "machine": "guest:shift=1"}
+    res = guest_point.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest:shift=1"))
     run = seen["runs"][0]
     assert run.argv[:3] == ["/abt/abt-iozone", "--threads", "2"] and "2.000000" in run.argv
     assert run.knobs == [(guest_point.DELAYJC_KNOBS[0], 8), (guest_point.DELAYJC_KNOBS[1], 2000)]
@@ -75,7 +76,7 @@ def test_guest_point_has_ops_commits_and_machine_attrs(tmp_path, monkeypatch):
     assert res.commits["tid"].tolist() == [3]        # tid 2 ended before the first op began
     assert res.commits["handles"].tolist() == [2] and res.commits["end"].tolist() == [1_000_419_000]
     assert res.scalars["jbd2_info_commits"] == 2.0 and res.ops.size == 2
-    assert res.attrs["clock"] == "virtual" and res.attrs["machine"] == "guest:cpus=1"
+    assert res.attrs["clock"] == "virtual" and res.attrs["machine"] == "guest:shift=1"
     assert res.attrs["fs_block_size"] == 4096 and res.attrs["freq_mode"] == "emulated"
     assert (res.attrs["delayjc_windows"], res.attrs["delayjc_resets"]) == (4, 11)
     assert "delayjc_window_us 2000" in res.attrs["guest_knobs_read_back"]

@@ -8,6 +8,7 @@ into a RunResult; `run_in_guest()` does one point per boot and `run_batch()` man
 """
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path, PurePosixPath
 
@@ -20,8 +21,7 @@ __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples
            "DELAYJC_KNOBS"]
 
 _DATA = PurePosixPath("/mnt/data")
-_OPS = PurePosixPath("/out/ops.trace")
-_BATCHES = PurePosixPath("/out/batches.trace")
+_OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
 _JBD2 = "/sys/module/jbd2/parameters/"
 DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")
 FREQ_MODES = ("native", "emulated")
@@ -77,7 +77,8 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     from ..system import guest, guest_disk
     from .realfs import _image_mb, _mount_options
     pol = _policy(point["policy"])
-    argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), _OPS)]
+    out = PurePosixPath(_OUT.format(index))
+    argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
     disk = guest_disk.for_profile(point.get("device", "none"), _image_mb(ctx.options, data_bytes),
                                   machine.depth, machine.mem)
     writes, resets = _knobs(pol, machine, index)
@@ -87,16 +88,26 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     if pol.kind == "delayjc":  # the preload needs the dynamically linked build
         from ..delayjc import preload_env
         run.argv[0] += "-dyn"
-        run.env = {**preload_env(pol, _BATCHES), "LD_PRELOAD": "/abt/libdelayjc.so"}
+        run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
     return run, pol
+
+
+# the guest kernel has no kallsyms, so a trace marker's caller prints as an address
+# ("0xffffffff810a48ac: msg") where the host prints "tracing_mark_write: msg"
+_MARK = re.compile(r"(\]\s+\S*\s+\d+\.\d+:) 0x[0-9a-f]+: ")
+
+
+def trace_lines(files: dict) -> list:
+    """The guest's trace file as lines abtlab.system.tracefs.parse_line reads."""
+    text = files.get("trace", b"").decode(errors="replace")
+    return [_MARK.sub(r"\1 tracing_mark_write: ", ln) for ln in text.splitlines()]
 
 
 def clock_samples(files: dict) -> list:
     """(before_ns, trace_ns, after_ns) of each marker abt-clockmark wrote (trace_ns -1 if
     the trace lacks it): the proof that op records and tracefs share the guest's clock."""
     from ..system.tracefs import parse_line
-    seen = {e["msg"]: e["ts"] for e in map(parse_line, files.get("trace", b"").decode().splitlines())
-            if e and "msg" in e}
+    seen = {e["msg"]: e["ts"] for e in map(parse_line, trace_lines(files)) if e and "msg" in e}
     out = []
     for name in ("clock.before", "clock.after"):
         for line in files.get(name, b"").decode().splitlines():
@@ -111,8 +122,7 @@ def _commits(files, ops):
     lost = sum(int(ln.split(":")[1]) for ln in files.get("trace.stats", b"").decode().splitlines())
     if lost:
         raise RunError(f"{lost} trace events lost in the guest: raise trace_kb")
-    events = sorted(filter(None, map(parse_line, files.get("trace", b"").decode().splitlines())),
-                    key=lambda e: e["ts"])
+    events = sorted(filter(None, map(parse_line, trace_lines(files))), key=lambda e: e["ts"])
     samples = clock_samples(files)
     if not samples or not all(b - RESOLUTION_NS < t <= a for b, t, a in samples):
         raise RunError(f"guest trace clock and CLOCK_MONOTONIC disagree: {samples}")
@@ -207,3 +217,60 @@ def run_in_guest(argv_for, point, ctx, data_bytes, machine=None, timeout=None) -
     if isinstance(res, Exception):
         raise res
     return res
+
+
+# -- a sweep's guest points, many per boot ------------------------------------------------
+def batch_key(task):
+    """The guest machine label a sweep task can be batched under, or None."""
+    from . import get
+    be = get(task.backend) if isinstance(task.backend, str) else task.backend
+    label = task.point.get("machine", "host")
+    if not hasattr(be, "prepare") or label == "host":
+        return None
+    return parse_machine(label).label
+
+
+def batches(tasks, limit_default=32):
+    """Consecutive tasks of the same guest machine, in order and at most guest_batch of
+    them, as lists; every other task alone."""
+    group, key = [], None
+    for t in tasks:
+        k = batch_key(t)
+        limit = int(t.options.get("guest_batch") or limit_default)
+        if group and (k is None or k != key or len(group) >= limit):
+            yield group
+            group = []
+        group.append(t)
+        key = k
+        if k is None:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+def execute_batch(tasks):
+    """Run a batch of sweep tasks in one guest boot; yield (task, part) in order, then
+    raise the first point's RunError (the parts before it are kept by the sweep)."""
+    import tempfile
+
+    from ..assemble import result_to_part
+    from ..system import leftovers
+    from . import get
+    from .base import RunContext
+    from .realfs import add_measures
+    with tempfile.TemporaryDirectory(prefix="abtlab-run-") as work:
+        leftovers.mark(work)
+        items, preps = [], []
+        for t in tasks:
+            be = get(t.backend) if isinstance(t.backend, str) else t.backend
+            ctx = RunContext(Path(work), rep=t.rep, seed=t.seed, quiet=t.quiet, f_ref_ghz=t.f_ref,
+                             freq_mode=t.freq_mode, options=dict(t.options))
+            prep = be.prepare(t.point, ctx)
+            items.append((prep.argv_for, t.point, ctx, prep.data_bytes))
+            preps.append(prep)
+        results = run_batch(items, tasks[0].point["machine"], work)
+    for t, prep, res in zip(tasks, preps, results):
+        if isinstance(res, Exception):
+            raise res
+        yield t, result_to_part(add_measures(res, prep), t.point, t.index, t.rep)

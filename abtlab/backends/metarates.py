@@ -5,7 +5,8 @@ from .. import policies
 from ..errors import ConfigError
 from ..levels import parse_size
 from .base import Backend
-from .realfs import SCRATCH_OPTIONS, check_scratch_options, program, real_available, run_and_measure
+from .realfs import (SCRATCH_OPTIONS, Prepared, check_scratch_options, program, real_available,
+                     run_and_measure)
 
 __all__ = ["MetaratesBackend", "write_bytes"]
 
@@ -51,6 +52,12 @@ class MetaratesBackend(Backend):
         return point
 
     def run_point(self, point, ctx):
+        prep = self.prepare(point, ctx)
+        return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
+                               **prep.measure_kw)
+
+    def prepare(self, point, ctx) -> Prepared:
+        """The run without its machine (abtlab.backends.guest_point batches these)."""
         exe = program("metarates", "abt-metarates")
 
         def argv(data_dir, dilate, tpath):
@@ -63,5 +70,4 @@ class MetaratesBackend(Backend):
             return a
         nbytes = int(ctx.options.get("write_bytes") or 0)
         per_file = max(4096, -(-nbytes // 4096) * 4096)
-        return run_and_measure(argv, point, ctx, point["threads"] * point["files"] * per_file,
-                               "metarates")
+        return Prepared(argv, point["threads"] * point["files"] * per_file, "metarates")
