@@ -2,6 +2,7 @@
 the kernel delayJC direction: a 5 ms window gives fewer jbd2 commits than none."""
 import os
 import shutil
+import base64
 import io
 import subprocess
 import tarfile
@@ -51,25 +52,28 @@ def test_point_env_quotes_every_word_and_sets_the_disk(tmp_path):
 
 
 def test_batch_env_lists_points_and_events():
-    text = guest.batch_env(4, 64, ("jbd2/jbd2_end_commit", "ext4/ext4_sync_file_enter"), 8192)
-    out = subprocess.run(["sh", "-c", text + 'echo "$NPOINTS $SLOT_MB $TRACE_KB $TRACE_EVENTS"'],
+    text = guest.batch_env(4, ("jbd2/jbd2_end_commit", "ext4/ext4_sync_file_enter"), 8192)
+    out = subprocess.run(["sh", "-c", text + 'echo "$NPOINTS $TRACE_KB $TRACE_EVENTS"'],
                          capture_output=True, text=True, check=True).stdout
-    assert out == "4 64 8192 jbd2/jbd2_end_commit ext4/ext4_sync_file_enter\n"
+    assert out == "4 8192 jbd2/jbd2_end_commit ext4/ext4_sync_file_enter\n"
 
 
 def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
     from abtlab.machine import parse_machine
-    argv = guest.qemu_argv(parse_machine("guest:shift=3,mem=2048"), "bz", "rd", "o.img")
+    argv = guest.qemu_argv(parse_machine("guest:shift=3,mem=2048"), "bz", "rd", "c.log", "r.txt")
     assert argv[:2] == [guest.QEMU, "-accel"] and argv[2] == "tcg,thread=single"
     assert argv[argv.index("-icount") + 1] == "shift=3,sleep=off"
     assert "align=on" not in " ".join(argv)          # refused by qemu with sleep=off
     assert argv[argv.index("-smp") + 1] == "1" and argv[argv.index("-m") + 1] == "2048"
     assert "clock=vm" in argv[argv.index("-rtc") + 1] and "-no-reboot" in argv
     assert "null_blk.nr_devices=0" in argv[argv.index("-append") + 1]
-    host = guest.qemu_argv(parse_machine("guest:clock=host"), "bz", "rd", "o.img")
+    # no disk on the host: the console and the results are the two serial ports
+    assert [a for a in argv if a.startswith("file:")] == ["file:c.log", "file:r.txt"]
+    assert "-drive" not in argv
+    host = guest.qemu_argv(parse_machine("guest:clock=host"), "bz", "rd", "c.log", "r.txt")
     assert "tcg,thread=multi" in host and "-icount" not in host
     with pytest.raises(ConfigError) as err:
-        guest.qemu_argv(parse_machine("host"), "bz", "rd", "o.img")
+        guest.qemu_argv(parse_machine("host"), "bz", "rd", "c.log", "r.txt")
     assert err.value.field == "--machine"
 
 
@@ -98,17 +102,18 @@ def _tar(files: dict) -> bytes:
     return buf.getvalue()
 
 
-def test_slots_of_the_output_disk_become_point_results(tmp_path):
-    img = tmp_path / "out.img"
-    with open(img, "wb") as f:
-        f.truncate(4 << 20)
-        f.write(_tar({"dmesg": b"boot\n", "status": b"ok\n"}))
-        f.seek(1 << 20)
-        f.write(_tar({"status": b"ok\n", "rc": b"0\n", "info.before": INFO.encode(),
-                      "info.after": INFO.encode()}))
-        f.seek(2 << 20)
-        f.write(_tar({"status": b"mkfs\n"}))
-    slots = guest.read_slots(img, 3, 1)
+def _slot(i, files) -> str:
+    body = base64.encodebytes(_tar(files)).decode().replace("\n", "\r\n")
+    return f"abtlab-slot {i}\r\n{body}abtlab-end {i}\r\n"
+
+
+def test_slots_from_the_serial_port_become_point_results(tmp_path):
+    out = tmp_path / "results.txt"
+    out.write_text(_slot(1, {"status": b"ok\n", "rc": b"0\n", "info.before": INFO.encode(),
+                             "info.after": INFO.encode()})
+                   + _slot(2, {"status": b"mkfs\n"}) + _slot(0, {"dmesg": b"boot\n", "status": b"ok\n"})
+                   + "abtlab-slot 3\r\nAAAA")   # cut short
+    slots = guest.read_slots(out, 3)
     assert slots[3] is None
     res = guest._result(slots, "console\n", 2.5)
     assert [p.status for p in res.points] == ["ok", "mkfs", "not run (the guest stopped before this point)"]
@@ -117,7 +122,7 @@ def test_slots_of_the_output_disk_become_point_results(tmp_path):
     with pytest.raises(RunError, match="sleeping function"):
         guest._result(slots, "BUG: sleeping function called from invalid context\n", 1)
     with pytest.raises(RunError, match="no results"):
-        guest._result([None, None], "", 1)
+        guest._result(guest.read_slots(tmp_path / "absent.txt", 1), "", 1)
 
 
 def test_start_qemu_kills_on_timeout(tmp_path):

@@ -134,7 +134,8 @@ def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
     from ..delayjc import load_batches
     from ..system.geometry import parse_dumpe2fs
     if pres.status != "ok":
-        raise RunError(f"guest point failed at '{pres.status}': {pres.stderr.strip()[-500:]}")
+        log = pres.files.get("mkfs.log", b"").decode(errors="replace") if pres.status == "mkfs" else ""
+        raise RunError(f"guest point failed at '{pres.status}': {(log or pres.stderr).strip()[-500:]}")
     if pres.rc != 0:
         raise RunError(f"workload exited {pres.rc} in the guest: {pres.stderr.strip()[-500:]}")
     saved = []

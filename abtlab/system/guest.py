@@ -14,6 +14,7 @@ point's timing. qemu and the temporary files go on every exit path
 """
 from __future__ import annotations
 
+import base64
 import gzip
 import io
 import os
@@ -136,21 +137,23 @@ def point_env(run: GuestRun, index: int) -> str:
     """/abt/pN.env: point N's settings and its workload as a function, every word quoted."""
     from .guest_disk import NullBlk
     disk = run.disk or NullBlk(256)
-    for k, v in list(run.knobs) + list(run.knobs_reset) + disk.configfs(index):
+    # these are split on blanks by /init's shell, unquoted: no blanks, quotes or $ in them
+    for k, v in list(run.knobs) + list(run.knobs_reset) + disk.configfs(index) + [
+            ("mkfs", a) for a in run.mkfs_args]:
         if any(c.isspace() or c in "'\"\\$`" for c in f"{k}{v}"):
             raise ConfigError("guest knob", f"{k}={v}", "paths and values without spaces or quotes")
     env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(run.env.items()))
     argv = " ".join(shlex.quote(str(a)) for a in run.argv)
     return (f"DISK_ATTRS={shlex.quote(_words(disk.configfs(index)))}\n"
-            f"MKFS_ARGS={shlex.quote(' '.join(shlex.quote(str(a)) for a in run.mkfs_args))}\n"
+            f"MKFS_ARGS={shlex.quote(' '.join(str(a) for a in run.mkfs_args))}\n"
             f"MOUNT_OPTS={shlex.quote(run.mount_options or 'defaults')}\n"
             f"KNOBS={shlex.quote(_words(run.knobs))}\n"
             f"KNOBS_RESET={shlex.quote(_words(run.knobs_reset))}\n"
             f"run_workload() {{ env {env} {argv}; }}\n")
 
 
-def batch_env(npoints: int, slot_mb: int, events, trace_kb: int) -> str:
-    return (f"NPOINTS={int(npoints)}\nSLOT_MB={int(slot_mb)}\nTRACE_KB={int(trace_kb)}\n"
+def batch_env(npoints: int, events, trace_kb: int) -> str:
+    return (f"NPOINTS={int(npoints)}\nTRACE_KB={int(trace_kb)}\n"
             f"TRACE_EVENTS={shlex.quote(' '.join(events))}\n")
 
 
@@ -170,9 +173,9 @@ def run_cpio(files: dict) -> bytes:
     return gzip.compress(buf.getvalue())
 
 
-def qemu_argv(machine, kernel, initrd, out) -> list:
-    """The qemu command line for a guest Machine (abtlab.machine): TCG, serial console
-    only, one virtio disk for the results, no reboot; clock=virtual adds
+def qemu_argv(machine, kernel, initrd, console, results) -> list:
+    """The qemu command line for a guest Machine (abtlab.machine): TCG, no disk on the
+    host, the console on ttyS0 and the results on ttyS1 (files), no reboot; clock=virtual adds
     `-icount shift=S,sleep=off` (single-threaded TCG), clock=host multi-threaded TCG."""
     if not getattr(machine, "is_guest", False):
         raise ConfigError("--machine", getattr(machine, "label", machine), "a guest machine")
@@ -184,8 +187,7 @@ def qemu_argv(machine, kernel, initrd, out) -> list:
     return [QEMU, *accel, "-smp", str(machine.cpus), "-m", str(machine.mem), "-nodefaults",
             "-display", "none", "-no-reboot", "-rtc", "base=2020-01-01T00:00:00,clock=vm",
             "-kernel", str(kernel), "-initrd", str(initrd), "-append", CMDLINE,
-            "-drive", f"file={out},if=none,id=d0,format=raw,cache=unsafe",
-            "-device", "virtio-blk-pci,drive=d0"]
+            "-serial", f"file:{console}", "-serial", f"file:{results}"]
 
 
 def _kill(proc):
@@ -198,22 +200,30 @@ def _kill(proc):
 
 
 def _start_qemu(argv, console: Path, timeout: float) -> float:
-    """Run qemu to its exit; killed on timeout, error or signal. Returns wall seconds."""
+    """Run qemu to its exit; killed on timeout, error or signal. Returns wall seconds.
+    qemu's own messages go to console + '.qemu' (the guest's console is `console`)."""
     t0 = time.monotonic()
-    with open(console, "wb") as log:
-        proc = subprocess.Popen(argv + ["-serial", f"file:{console}"], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    qlog = console.with_name(console.name + ".qemu")
+    with open(qlog, "wb") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     token = cleanup.push(lambda: _kill(proc), f"kill qemu pid {proc.pid}")
     try:
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunError(f"guest did not finish within {timeout:.0f} s (qemu killed); console: "
-                       f"{console.read_text(errors='replace')[-1500:]}") from None
+                       f"{_tail(console)}") from None
     finally:
         cleanup.pop(token)
+        text = _tail(qlog)
+        qlog.unlink(missing_ok=True)
     if rc != 0:
-        raise RunError(f"qemu exited {rc}: {console.read_text(errors='replace')[-1500:]}")
+        raise RunError(f"qemu exited {rc}: {text} {_tail(console)}")
     return time.monotonic() - t0
+
+
+def _tail(path: Path, n: int = 1500) -> str:
+    return path.read_text(errors="replace")[-n:] if path.exists() else ""
 
 
 def _read_tar(blob: bytes) -> dict | None:
@@ -226,15 +236,28 @@ def _read_tar(blob: bytes) -> dict | None:
     return files or None   # zeros: a slot never written
 
 
-def read_slots(out: Path, npoints: int, slot_mb: int) -> list:
-    """The tar of each slot of the output disk (slot 0: the boot; 1..n: the points);
-    None for a slot the guest never wrote."""
-    slots = []
-    with open(out, "rb") as f:
-        for i in range(npoints + 1):
-            f.seek(i * slot_mb * 2 ** 20)
-            slots.append(_read_tar(f.read(slot_mb * 2 ** 20)))
+def read_slots(results: Path, npoints: int) -> list:
+    """Each slot's files from the guest's ttyS1 output (slot 0: the boot, 1..n: the
+    points); None for a slot the guest never finished sending."""
+    slots, cur, lines = [None] * (npoints + 1), None, []
+    text = results.read_text(errors="replace") if results.exists() else ""
+    for line in text.replace("\r", "").splitlines():
+        if line.startswith("abtlab-slot "):
+            cur, lines = int(line.split()[1]), []
+        elif line.startswith("abtlab-end ") and cur is not None:
+            if int(line.split()[1]) == cur and 0 <= cur <= npoints:
+                slots[cur] = _read_tar(_b64("".join(lines)))
+            cur = None
+        elif cur is not None:
+            lines.append(line.strip())
     return slots
+
+
+def _b64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:
+        return b""
 
 
 def _text(files, name) -> str:
@@ -253,24 +276,22 @@ def _point(files) -> PointResult:
 
 
 def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
-               slot_mb: int = 64, timeout: float = 600) -> GuestResult:
+               timeout: float = 600) -> GuestResult:
     """Boot the guest once for a batch of points; RunError if the guest itself failed
     (a point that failed inside it has its status set and the others still ran)."""
     kernel, base = ensure_built()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     initrd, console, out = (workdir / "guest-initrd.gz", workdir / "guest-console.log",
-                            workdir / "guest-out.img")
-    files = {"batch.env": batch_env(len(runs), slot_mb, events, trace_kb).encode()}
+                            workdir / "guest-results.txt")
+    files = {"batch.env": batch_env(len(runs), events, trace_kb).encode()}
     files.update({f"p{i}.env": point_env(r, i).encode() for i, r in enumerate(runs, 1)})
     token = cleanup.push(lambda: [p.unlink(missing_ok=True) for p in (initrd, out, console)],
                          f"remove guest files in {workdir}")
     try:
         initrd.write_bytes(base.read_bytes() + run_cpio(files))
-        with open(out, "wb") as f:
-            f.truncate((len(runs) + 1) * slot_mb * 2 ** 20)
-        wall = _start_qemu(qemu_argv(machine, kernel, initrd, out), console, timeout)
-        slots, text = read_slots(out, len(runs), slot_mb), console.read_text(errors="replace")
+        wall = _start_qemu(qemu_argv(machine, kernel, initrd, console, out), console, timeout)
+        slots, text = read_slots(out, len(runs)), console.read_text(errors="replace")
     finally:
         cleanup.pop(token)
         for p in (initrd, out, console):
