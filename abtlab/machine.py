@@ -162,7 +162,17 @@ def machine_coords(labels) -> dict:
     """Coords along the machine dim: its clock and kernel, so mixed datasets say per level."""
     ms = [parse_machine(m) for m in labels]
     return {"clock": ("machine", [m.clock for m in ms]),
-            "kernel": ("machine", [m.kernel or "host" for m in ms])}
+            "kernel": ("machine", [_kernel_label(m) for m in ms])}
+
+
+def _kernel_label(m: Machine) -> str:
+    if not m.is_guest:
+        return "host"
+    try:
+        from .system.kernel_knobs import parse_knobs
+    except ImportError:
+        return m.kernel
+    return parse_knobs(m.kernel, **dict(m.knobs)).label
 
 
 def parse_machines(text) -> list[Machine]:

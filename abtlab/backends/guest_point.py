@@ -134,7 +134,8 @@ def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
     from ..delayjc import load_batches
     from ..system.geometry import parse_dumpe2fs
     if pres.status != "ok":
-        log = pres.files.get("mkfs.log", b"").decode(errors="replace") if pres.status == "mkfs" else ""
+        log = {"mkfs": pres.files.get("mkfs.log", b""), "knobs": pres.files.get("where", b"")
+               }.get(pres.status, b"").decode(errors="replace")
         raise RunError(f"guest point failed at '{pres.status}': {(log or pres.stderr).strip()[-500:]}")
     if pres.rc != 0:
         raise RunError(f"workload exited {pres.rc} in the guest: {pres.stderr.strip()[-500:]}")
@@ -175,6 +176,10 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
              "commit_records": "tracefs in the guest (trace_clock mono)",
              "time_base": ("virtual: guest CLOCK_MONOTONIC under qemu -icount" if machine.clock == "virtual"
                            else "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)")}
+    kk = _kernel_knobs(machine)
+    if kk is not None:
+        attrs.update(kk.attrs())
+        attrs["kernel"] = f"{KERNEL_LABEL} {kk.label}"
     knobs = pres.files.get("knobs", b"").decode().strip()
     if knobs:
         attrs["guest_knobs_read_back"] = "; ".join(knobs.splitlines())

@@ -58,11 +58,15 @@ trace_off() {
     for ev in $TRACE_EVENTS; do [ -d $T/events/$ev ] && echo 0 > $T/events/$ev/enable; done
 }
 
-knobs() {   # KNOBS: "path=value ..." written in order, then read back
+knobs() {   # KNOBS: "path=value ..." written in order, then read back; a switch that is
+            # off ("0") and absent from this kernel is stock behaviour, recorded as absent
     for kv in $KNOBS; do
+        [ ! -e "${kv%%=*}" ] && [ "${kv#*=}" = 0 ] && continue
         echo "${kv#*=}" > "${kv%%=*}" || { echo "knob ${kv%%=*}" > "$O/where"; return 1; }
     done
-    for kv in $KNOBS; do echo "${kv%%=*} $(cat "${kv%%=*}")"; done > "$O/knobs"
+    for kv in $KNOBS; do
+        if [ -e "${kv%%=*}" ]; then echo "${kv%%=*} $(cat "${kv%%=*}")"; else echo "${kv%%=*} absent"; fi
+    done > "$O/knobs"
 }
 
 run_point() {
