@@ -134,3 +134,50 @@ def test_start_qemu_kills_on_timeout(tmp_path):
     assert not os.path.exists(f"/proc/{pid_file.read_text().strip()}")
 
 
+
+
+def _guest_or_skip():
+    ok, why = guest.available()
+    if not ok:
+        pytest.skip(why)
+    try:
+        guest.ensure_built()
+    except UnavailableError as exc:
+        pytest.skip(str(exc))
+
+
+def _sweep(tmp_path, name, **kw):
+    import abtlab
+    return abtlab.run("metarates", out=tmp_path / name, machine="guest", threads="8", files="4",
+                      reps=1, warmup=0, quiet=True, seed=3, **kw)
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)  # a first kernel build on a busy 2-core machine
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
+def test_guest_is_deterministic_and_traced(tmp_path):
+    """Two boots of the same two-point sweep in virtual time: identical op records and
+    commits; the tracefs commit table counts what /proc/fs/jbd2 counts."""
+    import numpy as np
+    _guest_or_skip()
+    a = _sweep(tmp_path, "a.nc", policy="ext4", device="hdd7200;none")
+    b = _sweep(tmp_path, "b.nc", policy="ext4", device="hdd7200;none")
+    assert a.attrs["clock"] == "virtual" and a.attrs["fs_block_size"] == 4096
+    assert (a["commits"] > 0).all()
+    np.testing.assert_array_equal(a["commits"].values, a["jbd2_info_commits"].values)
+    for v in ("fcr", "commits", "op_t_start", "op_t_end", "commit_end", "commit_handles"):
+        np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
+def test_guest_window_gives_fewer_commits(tmp_path):
+    """16 workers x 8 create+fsync, one boot: 5 ms kernel delayJC window vs stock."""
+    _guest_or_skip()
+    ds = _sweep(tmp_path, "w.nc", policy="kdelayjc:window=0;kdelayjc:window=5ms,max_resets=8")
+    stock, delayed = ds["commits"].squeeze().values.tolist()
+    assert delayed < stock, f"commits: window 5ms {delayed}, stock {stock}"
+    assert "delayjc_windows" in ds.attrs
