@@ -21,12 +21,15 @@ comma-separated (`host,guest`).
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
 __all__ = ["Machine", "HOST", "parse_machine", "parse_machines", "KERNELS", "KNOB_KEYS",
-           "CLOCKS", "FIELD", "machine_coords"]
+           "CLOCKS", "FIELD", "machine_coords", "at_virtual_freq", "check_virtual_freq",
+           "VIRTUAL_REF_GHZ"]
 
 FIELD = "--machine"
 CLOCKS = ("virtual", "host")
@@ -156,6 +159,24 @@ def _check_knobs(m: Machine, text: str) -> None:
                               "no kernel knobs in this build (abtlab.system.kernel_knobs)") from None
         return
     parse_knobs(m.kernel, **dict(m.knobs))
+
+
+VIRTUAL_REF_GHZ = 1.0   # freq virtual:F = icount shift log2(REF/F): one instruction every 1/F ns
+
+
+def at_virtual_freq(m: Machine, freq_ghz: float) -> Machine:
+    """The machine whose icount shift stands for freq_ghz (`--freq virtual:...`)."""
+    shift = round(math.log2(VIRTUAL_REF_GHZ / float(freq_ghz)))
+    return dataclasses.replace(m, shift=shift)
+
+
+def check_virtual_freq(machines) -> None:
+    """`--freq virtual:...` sets the icount shift: only guests on the virtual clock, without
+    a shift of their own."""
+    for m in map(parse_machine, machines):
+        if not m.is_guest or m.clock != "virtual" or m.shift:
+            raise ConfigError("freq", f"virtual with --machine {m.label}",
+                              "virtual:... only with guest machines on clock=virtual and no shift=")
 
 
 def machine_coords(labels) -> dict:

@@ -67,6 +67,9 @@ def build_levels(backend, freq=None, **factors):
             raise ConfigError(key, factors[key], f"a factor ({', '.join(be.factors)}) or option "
                               f"({', '.join(sorted(allowed - {'freq_mode'})) or 'none'}) of backend {be.name}")
     options.update(factors)
+    if options.get("freq_mode") == "virtual":
+        from .machine import check_virtual_freq
+        check_virtual_freq(levels.get("machine", ["host"]))
     return levels, options
 
 

@@ -25,7 +25,7 @@ SWEEP_SPEC = "sweep_spec"    # attr: JSON of what `--resume` must match (factors
 # attrs of a guest run's kernel knobs (abtlab.system.kernel_knobs); "kernel" stays uname -r
 ATTR_GUEST_KERNEL, ATTR_LEGACY, ATTR_SCHED, ATTR_IOSCHED = (
     "guest_kernel", "kernel_legacy", "kernel_sched", "kernel_iosched")
-FREQ_MODES = ("real", "emulated", "simulated")
+FREQ_MODES = ("real", "emulated", "simulated", "virtual")
 
 
 @dataclass(frozen=True)

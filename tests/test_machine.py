@@ -81,3 +81,21 @@ def test_knob_items_need_the_knobs_module_or_reach_it():
         assert err.value.field == "--machine guest:legacy"
     else:
         assert machine.parse_machine("guest:sched=default").knobs == (("sched", "default"),)
+
+
+def test_virtual_frequency_is_an_icount_shift_of_guests_only():
+    from abtlab.backends.base import RunContext
+    from abtlab.backends.guest_point import machine_for
+    from abtlab.levels import parse_freq
+    assert parse_freq("virtual:1,0.5,0.125").levels == [1.0, 0.5, 0.125]
+    with pytest.raises(ConfigError):
+        parse_freq("virtual:0.3")
+    levels, opts = build_levels("iozone", freq="virtual:1,0.25", machine="guest")
+    assert opts["freq_mode"] == "virtual" and levels["freq_ghz"] == [1.0, 0.25]
+    ctx = RunContext(workdir=".", freq_mode="virtual")
+    assert machine_for({"machine": "guest", "freq_ghz": 0.25}, ctx).shift == 2
+    assert machine_for({"machine": "guest", "freq_ghz": 1.0}, ctx).label == "guest"
+    for bad in ("host;guest", "guest:shift=1", "guest:clock=host"):
+        with pytest.raises(ConfigError) as err:
+            build_levels("iozone", freq="virtual:1,0.5", machine=bad)
+        assert err.value.field == "freq"

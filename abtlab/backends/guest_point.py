@@ -24,7 +24,7 @@ _DATA = PurePosixPath("/mnt/data")
 _OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
 _JBD2 = "/sys/module/jbd2/parameters/"
 DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")
-FREQ_MODES = ("native", "emulated")
+FREQ_MODES = ("native", "emulated", "virtual")
 
 
 def _policy(spec):
@@ -67,9 +67,16 @@ def _kernel_knobs(machine: Machine):
 
 def _dilate(point, ctx) -> float:
     if ctx.freq_mode not in FREQ_MODES:
-        raise ConfigError("freq", ctx.freq_mode, "emulated:... or native in the guest "
-                          "(TCG has no P-states)")
+        raise ConfigError("freq", ctx.freq_mode, "emulated:..., virtual:... or native in the "
+                          "guest (TCG has no P-states)")
     return ctx.f_ref_ghz / float(point["freq_ghz"]) if ctx.freq_mode == "emulated" else 1.0
+
+
+def machine_for(point, ctx, machine=None) -> Machine:
+    """The point's guest machine; under `--freq virtual:F` its icount shift is F's."""
+    from ..machine import at_virtual_freq
+    m = parse_machine(machine or point.get("machine") or "guest")
+    return at_virtual_freq(m, point["freq_ghz"]) if ctx.freq_mode == "virtual" else m
 
 
 def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1):
@@ -169,7 +176,7 @@ def _empty_commits():
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
     from ..system.guest import KERNEL_LABEL
     attrs = {**machine.attrs(), "kernel": f"{KERNEL_LABEL} {machine.kernel}",
-             "freq_mode": "emulated" if ctx.freq_mode == "emulated" else "native",
+             "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
              "filesystem": "ext4 on null_blk in a qemu TCG guest",
              "policy_mechanism": {"kdelayjc": "kernel delayjc (jbd2 patch)",
                                   "delayjc": "LD_PRELOAD libdelayjc.so"}.get(pol.kind, "stock jbd2"),
@@ -188,6 +195,12 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
         attrs["freq_emulation"] = ("each op's thread CPU time dilated by f_ref/f with spinning "
                                    "right after the call (guest CPU time); device and blocked "
                                    "time not dilated")
+    if ctx.freq_mode == "virtual":
+        from ..machine import VIRTUAL_REF_GHZ
+        attrs["freq_emulation"] = (f"virtual: F GHz = icount shift log2({VIRTUAL_REF_GHZ:g}/F), one "
+                                   "guest instruction every 1/F ns, for all guest code (kernel "
+                                   "threads too); instructions, not cycles: 1 GHz at one "
+                                   "instruction per cycle")
     return attrs
 
 
@@ -218,7 +231,7 @@ def _events():
 
 def run_in_guest(argv_for, point, ctx, data_bytes, machine=None, timeout=None) -> RunResult:
     """One point, one boot: RunError if anything failed inside the guest."""
-    machine = parse_machine(machine or point.get("machine") or "guest")
+    machine = machine_for(point, ctx, machine)
     res = run_batch([(argv_for, point, ctx, data_bytes)], machine, ctx.workdir, timeout)[0]
     if isinstance(res, Exception):
         raise res
@@ -233,7 +246,7 @@ def batch_key(task):
     label = task.point.get("machine", "host")
     if not hasattr(be, "prepare") or label == "host":
         return None
-    return parse_machine(label).label
+    return machine_for(task.point, task).label
 
 
 def batches(tasks, limit_default=32):
@@ -275,7 +288,7 @@ def execute_batch(tasks):
             prep = be.prepare(t.point, ctx)
             items.append((prep.argv_for, t.point, ctx, prep.data_bytes))
             preps.append(prep)
-        results = run_batch(items, tasks[0].point["machine"], work)
+        results = run_batch(items, machine_for(tasks[0].point, tasks[0]), work)
     for t, prep, res in zip(tasks, preps, results):
         if isinstance(res, Exception):
             raise res
