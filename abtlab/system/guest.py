@@ -228,7 +228,7 @@ def _tail(path: Path, n: int = 1500) -> str:
 
 def _read_tar(blob: bytes) -> dict | None:
     try:
-        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:") as tar:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:*") as tar:
             files = {m.name.lstrip("./"): tar.extractfile(m).read()
                      for m in tar.getmembers() if m.isfile()}
     except tarfile.TarError:

@@ -92,8 +92,8 @@ run_point() {
     echo ok > "$O/status"
 }
 
-emit() {   # emit N DIR: slot N as a base64 tar between marker lines on ttyS1
-    { echo "abtlab-slot $1"; tar -cf - -C "$2" . | base64; echo "abtlab-end $1"; } > /dev/ttyS1
+emit() {   # emit N DIR: slot N as a base64 gzip tar between marker lines on ttyS1
+    { echo "abtlab-slot $1"; tar -czf - -C "$2" . | base64; echo "abtlab-end $1"; } > /dev/ttyS1
 }
 
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
