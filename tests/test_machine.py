@@ -99,3 +99,16 @@ def test_virtual_frequency_is_an_icount_shift_of_guests_only():
         with pytest.raises(ConfigError) as err:
             build_levels("iozone", freq="virtual:1,0.5", machine=bad)
         assert err.value.field == "freq"
+
+
+def test_plot_panels_and_provenance_say_the_clock():
+    import xarray as xr
+    from abtlab.plots import _panel_title
+    from abtlab.summary import provenance_label
+    ds = xr.Dataset(coords={"machine": ["host", "guest"]},
+                    attrs={"freq_mode": "emulated", "clock": "host | virtual"})
+    ds = ds.assign_coords(machine.machine_coords(["host", "guest"]))
+    assert _panel_title(ds, "machine", "guest") == "machine=guest [virtual clock]"
+    assert _panel_title(ds, "machine", "host") == "machine=host [host clock]"
+    assert "VIRTUAL time" in provenance_label(ds)
+    assert "VIRTUAL" not in provenance_label(ds.assign_attrs(clock="host"))
