@@ -96,11 +96,12 @@ def test_run_any_sends_kdelayjc_to_the_guest_without_knobs(tmp_path, monkeypatch
     from abtlab.backends import realfs
     monkeypatch.setattr(kdelayjc, "SYSFS_KNOBS", tmp_path / "absent")
     calls = []
-    monkeypatch.setattr(realfs, "run_workload", lambda *a, **k: calls.append("host") or "h")
+    monkeypatch.setattr(realfs, "run_workload",
+                        lambda *a, **k: calls.append("host") or realfs.RunResult(scalars={}))
     monkeypatch.setattr(kdelayjc, "run_in_guest", lambda *a, **k: calls.append(a[4]) or "g")
     ctx = RunContext(workdir=tmp_path)
     assert kdelayjc.run_any(_argv, {"policy": "kdelayjc:window=2ms"}, ctx, 1) == "g"
-    assert kdelayjc.run_any(_argv, {"policy": "ext4"}, ctx, 1) == "h"
-    assert kdelayjc.run_any(_argv, {"policy": "ext4", "machine": "host"}, ctx, 1) == "h"
+    assert kdelayjc.run_any(_argv, {"policy": "ext4"}, ctx, 1).attrs["clock"] == "host"
+    assert kdelayjc.run_any(_argv, {"policy": "ext4", "machine": "host"}, ctx, 1).attrs["machine"] == "host"
     assert kdelayjc.run_any(_argv, {"policy": "ext4", "machine": "guest:shift=1"}, ctx, 1) == "g"
     assert [getattr(c, "label", c) for c in calls] == ["guest", "host", "host", "guest:shift=1"]

@@ -104,7 +104,9 @@ def run_any(argv_for, point, ctx, data_bytes) -> RunResult:
     if kind.startswith(KIND):
         return run_kdelayjc(argv_for, point, ctx, data_bytes)
     from .realfs import run_workload
-    return run_workload(argv_for, point, ctx, data_bytes)
+    res = run_workload(argv_for, point, ctx, data_bytes)
+    res.attrs.update(machine.attrs())   # machine=host, clock=host: mixed datasets say both
+    return res
 
 
 def run_kdelayjc(argv_for, point, ctx, data_bytes) -> RunResult:
