@@ -39,8 +39,12 @@ def execute(task: Task):
 
 class SerialExecutor:
     def map(self, tasks):
-        for t in tasks:
-            yield t, execute(t)
+        from .backends.guest_point import batches, execute_batch
+        for group in batches(tasks):   # consecutive points of one guest machine share a boot
+            if len(group) > 1:
+                yield from execute_batch(group)
+            else:
+                yield group[0], execute(group[0])
 
     def close(self):
         pass

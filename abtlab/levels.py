@@ -85,8 +85,9 @@ class FreqAxis:
 
 
 def parse_freq(text, default_mode=None) -> FreqAxis:
-    """'emulated:1.6,2.0,3.3' | 'real:1.6,3.3' | 'simulated:1.6,3.3' | 'native'."""
-    accepted = "emulated:F1,F2,... | real:F1,F2,... | simulated:F1,... (GHz, > 0) | native"
+    """'emulated:1.6,2.0,3.3' | 'real:1.6,3.3' | 'simulated:1.6,3.3' | 'virtual:1,0.5' | 'native'."""
+    accepted = ("emulated:F1,F2,... | real:F1,F2,... | simulated:F1,... (GHz, > 0) | "
+                "virtual:F1,... (guest icount: 1, 0.5, 0.25, ... down to 1/1024) | native")
     if isinstance(text, FreqAxis):
         return text
     if isinstance(text, (list, tuple)):  # Python callers: freq=[1.6, 3.3]
@@ -99,7 +100,7 @@ def parse_freq(text, default_mode=None) -> FreqAxis:
     mode, sep, body = s.partition(":")
     if not sep and default_mode:
         mode, body, sep = default_mode, s, ":"
-    if not sep or mode not in ("emulated", "real", "simulated"):
+    if not sep or mode not in ("emulated", "real", "simulated", "virtual"):
         raise ConfigError("freq", text, accepted)
     levels = []
     for t in body.split(","):
@@ -112,7 +113,12 @@ def parse_freq(text, default_mode=None) -> FreqAxis:
         levels.append(v)
     if len(set(levels)) != len(levels):
         raise ConfigError("freq", text, "distinct frequencies")
+    if mode == "virtual" and any(v not in _VIRTUAL for v in levels):
+        raise ConfigError("freq", text, "virtual: levels 1/2^S GHz for S = 0..10 (icount shift S)")
     return FreqAxis(mode, levels)
+
+
+_VIRTUAL = {1.0 / 2 ** s for s in range(11)}
 
 
 def check_real_freq(axis: FreqAxis, text) -> None:

@@ -33,12 +33,20 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
         _lines(a, sub, scale, var, nonneg)
         a.set_xlabel("CPU frequency (GHz)" + (" [emulated]" if ds.attrs.get("freq_mode") == "emulated" else ""))
         a.set_ylabel(f"{name} ({unit})")
-        a.set_title(f"{facet}={level}" if facet else name, fontsize=10)
+        a.set_title(_panel_title(ds, facet, level) if facet else name, fontsize=10)
         a.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{ds.attrs.get('backend', '')} {name} vs frequency - {provenance_label(ds)}", fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def _panel_title(ds, facet, level) -> str:
+    """facet=level, with the clock of a machine panel (host, or a guest's virtual time)."""
+    title = f"{facet}={level}"
+    if facet == schema.MACHINE and "clock" in ds.coords:
+        title += f" [{ds['clock'].sel({facet: level}).item()} clock]"
+    return title
 
 
 def _band(s, var, nonneg):

@@ -5,6 +5,7 @@ from . import policies
 from .backends import get as get_backend
 from .errors import ConfigError
 from .levels import MAX_THREADS, check_real_freq, parse_freq, parse_ints, parse_sizes, parse_words
+from .machine import parse_machines
 
 __all__ = ["build_levels", "run"]
 
@@ -16,6 +17,7 @@ _PARSERS = {
     "file_size": lambda v: parse_sizes(v, "file_size"),
     "record_size": lambda v: parse_sizes(v, "record_size"),
     "device": lambda v: _devices(v),
+    "machine": lambda v: [m.label for m in parse_machines(v)],
 }
 
 
@@ -65,6 +67,9 @@ def build_levels(backend, freq=None, **factors):
             raise ConfigError(key, factors[key], f"a factor ({', '.join(be.factors)}) or option "
                               f"({', '.join(sorted(allowed - {'freq_mode'})) or 'none'}) of backend {be.name}")
     options.update(factors)
+    if options.get("freq_mode") == "virtual":
+        from .machine import check_virtual_freq
+        check_virtual_freq(levels.get("machine", ["host"]))
     return levels, options
 
 

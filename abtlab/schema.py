@@ -15,7 +15,8 @@ __all__ = ["Var", "VARIABLES", "FACTOR_DIMS", "REQUIRED_ATTRS", "FREQ_MODES", "v
 # dims of swept factors (a backend uses the subset it has) and of raw repetitions
 POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, REP = (
     "policy", "freq_ghz", "threads", "file_size", "record_size", "files", "device", "rep")
-FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE,
+MACHINE = "machine"
+FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, MACHINE,
                "workload", "mode", "block_size", "lock", "work")
 # ragged traces live on their own dims, tagged with the run they belong to
 OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"
@@ -24,7 +25,7 @@ SWEEP_SPEC = "sweep_spec"    # attr: JSON of what `--resume` must match (factors
 # attrs of a guest run's kernel knobs (abtlab.system.kernel_knobs); "kernel" stays uname -r
 ATTR_GUEST_KERNEL, ATTR_LEGACY, ATTR_SCHED, ATTR_IOSCHED = (
     "guest_kernel", "kernel_legacy", "kernel_sched", "kernel_iosched")
-FREQ_MODES = ("real", "emulated", "simulated")
+FREQ_MODES = ("real", "emulated", "simulated", "virtual")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ def provenance_label(ds) -> str:
              "simulated": "SIMULATED"}.get(mode, mode)
     if mode != "simulated" and ds.attrs.get("device_emulation"):
         label += f", emulated device ({_emulated_devices(ds)})"
+    if "virtual" in str(ds.attrs.get("clock", "")):
+        label += ", guest points in VIRTUAL time (qemu icount)"
     return label
 
 

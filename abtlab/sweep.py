@@ -197,6 +197,9 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
             "reps": str(reps), "order": order, SWEEP_SPEC: json.dumps(spec, default=str),
             **(attrs or {})}
     ds = assemble(list(done.values()), levels, meta)
+    if "machine" in levels:  # each machine level's clock and kernel (abtlab.machine)
+        from .machine import machine_coords
+        ds = ds.assign_coords(machine_coords(levels["machine"]))
     if tmp_out is None:
         store.save(ds, out)
         store.keep_rejected(out)

@@ -2,6 +2,8 @@
 the kernel delayJC direction: a 5 ms window gives fewer jbd2 commits than none."""
 import os
 import shutil
+import base64
+import io
 import subprocess
 import tarfile
 
@@ -32,54 +34,95 @@ def test_run_cpio_unpacks_with_cpio(tmp_path):
     assert (tmp_path / "abt" / "odd").read_bytes() == b"12345"
 
 
-def test_run_env_quotes_every_word(tmp_path):
-    run = guest.GuestRun(argv=["printf", "%s|", "a b", "it's", "$HOME"], window_us=2000,
-                         max_resets=8, env={"X": "y z"})
-    script = guest._run_env(run) + 'echo "$WINDOW_US $MAX_RESETS $MOUNT_OPTS"\nrun_workload\n'
+def test_point_env_quotes_every_word_and_sets_the_disk(tmp_path):
+    from abtlab.system.guest_disk import NullBlk
+    run = guest.GuestRun(argv=["printf", "%s|", "a b", "it's", "$HOME"], env={"X": "y z"},
+                         disk=NullBlk(128, 12_667_000, 125, 1, 16), mkfs_args=["-E", "a=1,b=2"],
+                         knobs=[("/sys/x", 5)], knobs_reset=[("/sys/x", 0)])
+    script = guest.point_env(run, 3) + (
+        'echo "$MOUNT_OPTS|$KNOBS|$KNOBS_RESET|$MKFS_ARGS"\necho "$DISK_ATTRS"\nrun_workload\n')
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out == "2000 8 defaults\na b|it's|$HOME|"
-
-
-def test_qemu_argv_uses_tcg_and_throttles_only_when_asked():
-    argv = guest.qemu_argv("bz", "rd", "d.img", "o.img", iops=0)
-    assert argv[:3] == [guest.QEMU, "-accel", "tcg"] and "-no-reboot" in argv
-    assert not any("throttling" in a for a in argv)
-    assert any("throttling.iops-total=50" in a for a in guest.qemu_argv("b", "r", "d", "o", iops=50))
-    with pytest.raises(ConfigError) as err:
-        guest.qemu_argv("b", "r", "d", "o", iops=-1)
-    assert err.value.field == "guest iops"
+    lines = out.splitlines()
+    assert lines[0] == "defaults|/sys/x=5|/sys/x=0|-E a=1,b=2"
+    assert lines[1].startswith("index=3 size=128 blocksize=4096 memory_backed=1 ")
+    assert "irqmode=2 completion_nsec=12667000 mbps=125 cache_size=16" in lines[1]
+    assert lines[2] == "a b|it's|$HOME|"
     with pytest.raises(ConfigError):
-        guest.qemu_argv("b", "r", "d", "o", smp=9)
+        guest.point_env(guest.GuestRun(argv=["x"], knobs=[("/sys/a b", 1)]), 1)
 
 
-def _files(**over):
-    f = {"status": b"ok\n", "rc": b"0\n", "stdout": b"", "stderr": b"", "dmesg": b"",
-         "info.before": INFO.encode(), "info.after": INFO.encode()}
-    f.update(over)
-    return f
+def test_batch_env_lists_points_and_events():
+    text = guest.batch_env(4, ("jbd2/jbd2_end_commit", "ext4/ext4_sync_file_enter"), 8192)
+    out = subprocess.run(["sh", "-c", text + 'echo "$NPOINTS $TRACE_KB $TRACE_EVENTS"'],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == "4 8192 jbd2/jbd2_end_commit ext4/ext4_sync_file_enter\n"
 
 
-def test_result_fails_on_kernel_bug_or_guest_failure():
-    assert guest._result(_files(), "boot ok\n", 1.5).rc == 0
+def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
+    from abtlab.machine import parse_machine
+    argv = guest.qemu_argv(parse_machine("guest:shift=3,mem=2048"), "bz", "rd", "c.log", "r.txt")
+    assert argv[:2] == [guest.QEMU, "-accel"] and argv[2] == "tcg,thread=single"
+    assert argv[argv.index("-icount") + 1] == "shift=3,sleep=off"
+    assert "align=on" not in " ".join(argv)          # refused by qemu with sleep=off
+    assert argv[argv.index("-smp") + 1] == "1" and argv[argv.index("-m") + 1] == "2048"
+    assert "clock=vm" in argv[argv.index("-rtc") + 1] and "-no-reboot" in argv
+    assert "null_blk.nr_devices=0" in argv[argv.index("-append") + 1]
+    # no disk on the host: the console and the results are the two serial ports
+    assert [a for a in argv if a.startswith("file:")] == ["file:c.log", "file:r.txt"]
+    assert "-drive" not in argv
+    host = guest.qemu_argv(parse_machine("guest:clock=host"), "bz", "rd", "c.log", "r.txt")
+    assert "tcg,thread=multi" in host and "-icount" not in host
+    with pytest.raises(ConfigError) as err:
+        guest.qemu_argv(parse_machine("host"), "bz", "rd", "c.log", "r.txt")
+    assert err.value.field == "--machine"
+
+
+def test_disk_profiles_map_to_null_blk():
+    from abtlab.system import guest_disk
+    hdd = guest_disk.for_profile("hdd7200", 256, depth=1)
+    assert (hdd.completion_nsec, hdd.mbps, hdd.hw_queue_depth, hdd.cache_mb) == (12_667_000, 125, 1, 16)
+    assert "seek 8500 + rotation 4167" in hdd.describe()["device"]
+    assert guest_disk.for_profile("ssd-sata", 256, depth=32).hw_queue_depth == 32
+    none = guest_disk.for_profile("none", 256)
+    assert dict(none.configfs(1))["irqmode"] == "0" and none.cache_mb == 0
+    thr = guest_disk.for_profile("iops=100,bps=50M", 256)
+    assert (thr.completion_nsec, thr.mbps) == (10_000_000, 50)
+    with pytest.raises(ConfigError) as err:
+        guest_disk.for_profile("none", 900, mem_mb=1024)
+    assert err.value.field == "--machine guest:mem"
+
+
+def _tar(files: dict) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"./{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _slot(i, files) -> str:
+    body = base64.encodebytes(_tar(files)).decode().replace("\n", "\r\n")
+    return f"abtlab-slot {i}\r\n{body}abtlab-end {i}\r\n"
+
+
+def test_slots_from_the_serial_port_become_point_results(tmp_path):
+    out = tmp_path / "results.txt"
+    out.write_text(_slot(1, {"status": b"ok\n", "rc": b"0\n", "info.before": INFO.encode(),
+                             "info.after": INFO.encode()})
+                   + _slot(2, {"status": b"mkfs\n"}) + _slot(0, {"dmesg": b"boot\n", "status": b"ok\n"})
+                   + "abtlab-slot 3\r\nAAAA")   # cut short
+    slots = guest.read_slots(out, 3)
+    assert slots[3] is None
+    res = guest._result(slots, "console\n", 2.5)
+    assert [p.status for p in res.points] == ["ok", "mkfs", "not run (the guest stopped before this point)"]
+    assert res.points[0].rc == 0 and res.points[0].info_after["transactions"] == 12
+    assert res.dmesg == "boot\n" and res.wall_s == 2.5
     with pytest.raises(RunError, match="sleeping function"):
-        guest._result(_files(), "BUG: sleeping function called from invalid context\n", 1)
-    with pytest.raises(RunError, match="mount"):
-        guest._result(_files(status=b"mount\n"), "", 1)
-
-
-def test_read_out_reads_the_tar_the_guest_writes(tmp_path):
-    img = tmp_path / "out.img"
-    with open(img, "wb") as f:
-        f.truncate(1 << 20)
-    src = tmp_path / "out"
-    src.mkdir()
-    (src / "rc").write_text("0\n")
-    with open(img, "r+b") as f, tarfile.open(fileobj=f, mode="w") as tar:
-        tar.add(src / "rc", arcname="./rc")
-    assert guest._read_out(img) == {"rc": b"0\n"}
+        guest._result(slots, "BUG: sleeping function called from invalid context\n", 1)
     with pytest.raises(RunError, match="no results"):
-        (tmp_path / "empty.img").write_bytes(b"x" * 1024)
-        guest._read_out(tmp_path / "empty.img")
+        guest._result(guest.read_slots(tmp_path / "absent.txt", 1), "", 1)
 
 
 def test_start_qemu_kills_on_timeout(tmp_path):
@@ -91,21 +134,9 @@ def test_start_qemu_kills_on_timeout(tmp_path):
     assert not os.path.exists(f"/proc/{pid_file.read_text().strip()}")
 
 
-def _boot_commits(tmp_path, window_us, threads=16):
-    run = guest.GuestRun(argv=["/abt/abt-metarates", "--workers", str(threads), "--files", "8",
-                               "--dir", "/mnt/data", "--trace", "/out/ops.trace"],
-                         window_us=window_us, max_resets=8)
-    res = guest.boot(run, tmp_path / f"w{window_us}", image_mb=128, timeout=300)
-    assert res.rc == 0, res.stderr
-    a, b = res.info_after, res.info_before
-    return a["transactions"] - b["transactions"], a["delayjc_windows"] - b["delayjc_windows"]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1500)  # a first kernel build on a busy 2-core machine
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
-def test_guest_window_gives_fewer_commits(tmp_path):
-    """16 workers x 8 create+fsync in the TCG guest: 5 ms window vs stock (window 0)."""
+def _guest_or_skip():
     ok, why = guest.available()
     if not ok:
         pytest.skip(why)
@@ -113,8 +144,40 @@ def test_guest_window_gives_fewer_commits(tmp_path):
         guest.ensure_built()
     except UnavailableError as exc:
         pytest.skip(str(exc))
-    stock, stock_windows = _boot_commits(tmp_path, 0)
-    delayed, windows = _boot_commits(tmp_path, 5000)
-    assert stock_windows == 0          # window 0 is the stock path: no delayed commit
-    assert windows > 0                 # the knob reached jbd2 and opened windows
+
+
+def _sweep(tmp_path, name, **kw):
+    import abtlab
+    return abtlab.run("metarates", out=tmp_path / name, machine="guest", threads="8", files="4",
+                      reps=1, warmup=0, quiet=True, seed=3, **kw)
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)  # a first kernel build on a busy 2-core machine
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
+def test_guest_is_deterministic_and_traced(tmp_path):
+    """Two boots of the same two-point sweep in virtual time: identical op records and
+    commits; the tracefs commit table counts what /proc/fs/jbd2 counts."""
+    import numpy as np
+    _guest_or_skip()
+    a = _sweep(tmp_path, "a.nc", policy="ext4", device="hdd7200;none")
+    b = _sweep(tmp_path, "b.nc", policy="ext4", device="hdd7200;none")
+    assert a.attrs["clock"] == "virtual" and a.attrs["fs_block_size"] == 4096
+    assert (a["commits"] > 0).all()
+    np.testing.assert_array_equal(a["commits"].values, a["jbd2_info_commits"].values)
+    for v in ("fcr", "commits", "op_t_start", "op_t_end", "commit_end", "commit_handles"):
+        np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
+def test_guest_window_gives_fewer_commits(tmp_path):
+    """16 workers x 8 create+fsync, one boot: 5 ms kernel delayJC window vs stock."""
+    _guest_or_skip()
+    ds = _sweep(tmp_path, "w.nc", policy="kdelayjc:window=0;kdelayjc:window=5ms,max_resets=8")
+    stock, delayed = ds["commits"].squeeze().values.tolist()
     assert delayed < stock, f"commits: window 5ms {delayed}, stock {stock}"
+    assert "delayjc_windows" in ds.attrs

@@ -40,7 +40,7 @@ def test_dataset_shape_and_labels(small_sweep):
     ds = small_sweep
     assert ds.attrs["freq_mode"] == "emulated"
     assert ds["throughput"].dims == ("policy", "freq_ghz", "threads", "file_size",
-                                     "record_size", "device", "rep")
+                                     "record_size", "device", "machine", "rep")
     assert np.isfinite(ds["throughput"]).all()
     assert set(ds.policy.values) == {"ext4", "nojc"}
     abtlab.schema.validate(ds)

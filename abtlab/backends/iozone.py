@@ -4,7 +4,8 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from .base import Backend
-from .realfs import SCRATCH_OPTIONS, check_data_fits, check_scratch_options, program, real_available, run_and_measure
+from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options, program,
+                     real_available, run_and_measure)
 
 __all__ = ["IozoneBackend"]
 
@@ -14,7 +15,7 @@ class IozoneBackend(Backend):
     description = ("N threads each create a file, meet at a barrier, write S bytes in "
                    "R-byte records, fsync and close (backends/iozone/abt-iozone)")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
-               "record_size": 32 * 1024, "device": "none"}
+               "record_size": 32 * 1024, "device": "none", "machine": "host"}
     options = {"fsync": "fsync each file before close (IOzone -e), default True",
                "direct": "O_DIRECT writes", **SCRATCH_OPTIONS}
 
@@ -37,6 +38,12 @@ class IozoneBackend(Backend):
         return point
 
     def run_point(self, point, ctx):
+        prep = self.prepare(point, ctx)
+        return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
+                               **prep.measure_kw)
+
+    def prepare(self, point, ctx) -> Prepared:
+        """The run without its machine (abtlab.backends.guest_point batches these)."""
         exe = program("iozone", "abt-iozone")
         fsync = ctx.options.get("fsync", True)
 
@@ -48,5 +55,5 @@ class IozoneBackend(Backend):
             if ctx.options.get("direct"):
                 a.append("--direct")
             return a
-        return run_and_measure(argv, point, ctx, point["threads"] * point["file_size"], "iozone",
-                               file_size=point["file_size"], fsync=fsync)
+        return Prepared(argv, point["threads"] * point["file_size"], "iozone",
+                        {"file_size": point["file_size"], "fsync": fsync})

@@ -5,7 +5,8 @@ from .. import policies
 from ..errors import ConfigError
 from ..levels import parse_size
 from .base import Backend
-from .realfs import SCRATCH_OPTIONS, check_scratch_options, program, real_available, run_and_measure
+from .realfs import (SCRATCH_OPTIONS, Prepared, check_scratch_options, program, real_available,
+                     run_and_measure)
 
 __all__ = ["MetaratesBackend", "write_bytes"]
 
@@ -32,7 +33,7 @@ class MetaratesBackend(Backend):
     name = "metarates"
     description = ("N workers each create F files with open(O_CREAT)/fsync/close "
                    "(backends/metarates/abt-metarates)")
-    factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none"}
+    factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none", "machine": "host"}
     options = {"processes": "workers as processes instead of threads",
                "write_bytes": "bytes written into each file before its fsync (mdtest -w), "
                               f"0 to {MAX_WRITE_BYTES}; default 0, the paper's test",
@@ -51,6 +52,12 @@ class MetaratesBackend(Backend):
         return point
 
     def run_point(self, point, ctx):
+        prep = self.prepare(point, ctx)
+        return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
+                               **prep.measure_kw)
+
+    def prepare(self, point, ctx) -> Prepared:
+        """The run without its machine (abtlab.backends.guest_point batches these)."""
         exe = program("metarates", "abt-metarates")
 
         def argv(data_dir, dilate, tpath):
@@ -63,5 +70,4 @@ class MetaratesBackend(Backend):
             return a
         nbytes = int(ctx.options.get("write_bytes") or 0)
         per_file = max(4096, -(-nbytes // 4096) * 4096)
-        return run_and_measure(argv, point, ctx, point["threads"] * point["files"] * per_file,
-                               "metarates")
+        return Prepared(argv, point["threads"] * point["files"] * per_file, "metarates")

@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,9 @@ from .. import policies, trace
 from ..errors import RunError, UnavailableError
 from .base import Availability, RunResult
 
-__all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "real_available", "run_workload",
-           "run_and_measure", "scratch_on_device", "check_scratch_options"]
+__all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "real_available",
+           "run_workload", "run_and_measure", "scratch_on_device", "check_scratch_options",
+           "Prepared", "add_measures"]
 
 BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
 
@@ -28,9 +30,8 @@ SCRATCH_OPTIONS = {
     "block_size": "ext4 block size in bytes: 1024, 2048 or 4096 (default 4096)",
     "journal_mb": "ext4 journal size in MiB, 4 to 1024 (default 32, mke2fs's for a 1-2 GiB disk)",
     "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
-    "guest": "run in the qemu guest kernel (kdelayjc policies always do)",
-    "guest_iops": "qemu disk throttling for the guest", "guest_smp": "guest vCPUs",
-    "guest_timeout": "seconds before the guest is killed"}
+    "guest_timeout": "seconds before a --machine guest boot is killed (default 600)",
+    "guest_batch": "points run in one guest boot (default 32; 1: a boot per point)"}
 
 
 def program(folder: str, name: str) -> Path:
@@ -176,14 +177,27 @@ def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=
         yield fs, dev
 
 
+@dataclass
+class Prepared:
+    """What a driver's run needs besides its machine: argv_for(data_dir, dilate,
+    trace_path) -> argv, the bytes it writes, and the model's workload and options."""
+    argv_for: object
+    data_bytes: int
+    workload: str
+    measure_kw: dict = field(default_factory=dict)
+
+
 def run_and_measure(argv_for, point, ctx, data_bytes, workload, **measure_kw) -> RunResult:
-    """Run the workload where its policy says (host or guest kernel), then add the
+    """Run the workload on its machine (host, or the guest: --machine), then add the
     model's measures and the delayJC batch count."""
-    from .. import model
-    from .kdelayjc import mask_commit_measures, run_any
+    from .kdelayjc import run_any
     res = run_any(argv_for, point, ctx, data_bytes)
-    res.scalars.update(model.measures(res.ops, res.commits, workload, **measure_kw))
-    mask_commit_measures(res)  # guest runs count commits without per-commit records
+    return add_measures(res, Prepared(argv_for, data_bytes, workload, measure_kw))
+
+
+def add_measures(res: RunResult, prep: Prepared) -> RunResult:
+    from .. import model
+    res.scalars.update(model.measures(res.ops, res.commits, prep.workload, **prep.measure_kw))
     if res.batches is not None:
         res.scalars["batches"] = float(len(res.batches["open"]))
     return res

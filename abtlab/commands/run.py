@@ -18,6 +18,8 @@ def register(sub):
     p.add_argument("--policy", help="ext4,nojc or ';'-separated specs: 'delayjc:window=16ms;ext4'")
     p.add_argument("--freq", help="emulated:1.6,3.3 | real:1.6,3.3 | native (sim: 1.6,3.3)")
     p.add_argument("--device", help="none,hdd7200,ssd-sata or 'iops=120,bps=120M'")
+    p.add_argument("--machine", help="host (default) or guest[:clock=virtual|host,cpus=N,shift=N,"
+                   "depth=N,...]; ';' separates specs: 'host;guest:cpus=4'")
     p.add_argument("-f", "--factor", action="append", default=[], metavar="NAME=LIST",
                    help="another factor of the backend (e.g. -f block_size=4k,1m)")
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
@@ -84,7 +86,7 @@ def main(args):
 def _main(args):
     from ..runner import run
     factors = {k: getattr(args, k) for k in ("threads", "file_size", "record_size", "files",
-                                             "policy", "device") if getattr(args, k) is not None}
+                                             "policy", "device", "machine") if getattr(args, k) is not None}
     factors.update(_kv(args.factor, "--factor"))
     opts = _kv(args.option, "--option")
     if args.no_fsync:

@@ -10,6 +10,8 @@ def register(sub):
                                    "written atomically; --resume continues after a crash or kill -9.")
     p.add_argument("spec")
     p.add_argument("--out", help="output NetCDF (overrides the spec's out)")
+    p.add_argument("--machine", help="overrides the spec's machine factor: host or "
+                   "guest[:key=value,...], ';'-separated")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true",
                    help="replace what is at --out (a finished dataset, unfinished parts, a file)")
@@ -20,8 +22,11 @@ def register(sub):
 
 
 def main(args):
-    from ..spec import run_spec
-    ds = run_spec(args.spec, out=args.out, resume=args.resume, quiet=args.quiet,
+    from ..spec import load_spec, run_spec
+    spec = load_spec(args.spec)
+    if args.machine is not None:
+        spec.factors["machine"] = args.machine
+    ds = run_spec(spec, out=args.out, resume=args.resume, quiet=args.quiet,
                   command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait)
     print(f"wrote {args.out or 'spec out'}: {dict(ds.sizes)}")
     return 0

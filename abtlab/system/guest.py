@@ -1,16 +1,20 @@
 """A qemu guest running Linux 6.1 with the delayjc jbd2 patch (backends/kernel).
 
-The host kernel has no loadable modules, so the kernel side of delayJC runs in a guest:
 `ensure_built()` builds the kernel (cached per patch+config hash) and the initramfs with
-`make -C backends/kernel`; `boot()` starts qemu under TCG (software emulation: /dev/kvm
-is not usable on the machines this is built on) with a fresh ext4 disk (/dev/vda),
-optionally throttled by qemu's `throttling.iops-total`, and an output disk (/dev/vdb)
-onto which the guest's /init writes a tar of its results. qemu is killed on every exit
-path (abtlab.system.cleanup), and a run whose console shows a kernel BUG or WARNING
+`make -C backends/kernel`; `boot_batch()` starts qemu under TCG (software emulation:
+/dev/kvm is not usable on the machines this is built on) once for a batch of points.
+The guest's /init (backends/kernel/init.sh) runs each point on a fresh ext4 made inside
+the guest on a fresh null_blk disk (abtlab.system.guest_disk), with the jbd2/ext4
+tracepoints on, and writes each point's results into its slot of the one virtio disk
+after every point is done. With `clock=virtual` (abtlab.machine) guest time is
+instruction counted (`-icount shift=S,sleep=off`) and nothing on the host enters a
+point's timing. qemu and the temporary files go on every exit path
+(abtlab.system.cleanup), and a run whose console shows a kernel BUG or WARNING
 (CONFIG_DEBUG_ATOMIC_SLEEP reports sleeping in atomic context) fails.
 """
 from __future__ import annotations
 
+import base64
 import gzip
 import io
 import os
@@ -26,36 +30,50 @@ from pathlib import Path
 from ..errors import ConfigError, RunError, UnavailableError
 from . import cleanup
 
-__all__ = ["KERNEL_LABEL", "KERNEL_DIR", "GuestRun", "GuestResult", "available",
-           "ensure_built", "boot", "parse_info", "run_cpio"]
+__all__ = ["KERNEL_LABEL", "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
+           "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
+           "CMDLINE"]
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "backends" / "kernel"
 QEMU = "qemu-system-x86_64"
 _BAD_CONSOLE = ("BUG:", "WARNING:", "Kernel panic", "Oops")
-_OUT_MB = 64
+# null_blk makes no device of its own (each point configures one); no address-space
+# randomisation, so a run's instruction stream does not depend on where things landed
+CMDLINE = "console=ttyS0 panic=-1 quiet null_blk.nr_devices=0 norandmaps"
 
 
 @dataclass
 class GuestRun:
     """One measurement point inside the guest. argv[0] is a program in the initramfs
-    (/abt/abt-iozone ...); env is added to the workload's environment only."""
+    (/abt/abt-iozone ...); env is added to the workload's environment only; disk is the
+    null_blk serving it; knobs are (path, value) written before the workload (and read
+    back), knobs_reset after it."""
     argv: list
-    window_us: int = 0
-    max_resets: int = 0
-    env: dict = field(default_factory=dict)
+    disk: object = None                      # guest_disk.NullBlk (default: 256 MiB, no latency)
+    mkfs_args: list = field(default_factory=list)
     mount_options: str = ""
+    env: dict = field(default_factory=dict)
+    knobs: list = field(default_factory=list)
+    knobs_reset: list = field(default_factory=list)
+
+
+@dataclass
+class PointResult:
+    status: str             # "ok" or the step that failed (disk, mkfs, mount, knobs, trace, umount)
+    rc: int                 # workload exit status inside the guest
+    stdout: str
+    stderr: str
+    info_before: dict       # parse_info of the scratch journal's /proc/fs/jbd2/<dev>/info
+    info_after: dict
+    files: dict             # name -> bytes of everything the point wrote to /out/pN
 
 
 @dataclass
 class GuestResult:
-    rc: int                 # workload exit status inside the guest
-    stdout: str
-    stderr: str
-    info_before: dict       # parse_info of /proc/fs/jbd2/vda-8/info before the workload
-    info_after: dict
-    files: dict             # name -> bytes of everything the guest wrote to /out
+    points: list            # PointResult per GuestRun, in order
     console: str
+    dmesg: str
     wall_s: float           # qemu start to exit, seconds of host time
 
 
@@ -111,13 +129,32 @@ def parse_info(text: str) -> dict:
     return out
 
 
-def _run_env(run: GuestRun) -> str:
-    """/abt/run.env: shell settings and the workload as a function, every word quoted."""
+def _words(pairs) -> str:
+    return " ".join(f"{k}={v}" for k, v in pairs)
+
+
+def point_env(run: GuestRun, index: int) -> str:
+    """/abt/pN.env: point N's settings and its workload as a function, every word quoted."""
+    from .guest_disk import NullBlk
+    disk = run.disk or NullBlk(256)
+    # these are split on blanks by /init's shell, unquoted: no blanks, quotes or $ in them
+    for k, v in list(run.knobs) + list(run.knobs_reset) + disk.configfs(index) + [
+            ("mkfs", a) for a in run.mkfs_args]:
+        if any(c.isspace() or c in "'\"\\$`" for c in f"{k}{v}"):
+            raise ConfigError("guest knob", f"{k}={v}", "paths and values without spaces or quotes")
     env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(run.env.items()))
     argv = " ".join(shlex.quote(str(a)) for a in run.argv)
-    return (f"WINDOW_US={int(run.window_us)}\nMAX_RESETS={int(run.max_resets)}\n"
+    return (f"DISK_ATTRS={shlex.quote(_words(disk.configfs(index)))}\n"
+            f"MKFS_ARGS={shlex.quote(' '.join(str(a) for a in run.mkfs_args))}\n"
             f"MOUNT_OPTS={shlex.quote(run.mount_options or 'defaults')}\n"
+            f"KNOBS={shlex.quote(_words(run.knobs))}\n"
+            f"KNOBS_RESET={shlex.quote(_words(run.knobs_reset))}\n"
             f"run_workload() {{ env {env} {argv}; }}\n")
+
+
+def batch_env(npoints: int, events, trace_kb: int) -> str:
+    return (f"NPOINTS={int(npoints)}\nTRACE_KB={int(trace_kb)}\n"
+            f"TRACE_EVENTS={shlex.quote(' '.join(events))}\n")
 
 
 def run_cpio(files: dict) -> bytes:
@@ -136,34 +173,21 @@ def run_cpio(files: dict) -> bytes:
     return gzip.compress(buf.getvalue())
 
 
-def _images(workdir: Path, image_mb: int) -> tuple[Path, Path]:
-    data, out = workdir / "guest-data.img", workdir / "guest-out.img"
-    with open(data, "wb") as f:
-        f.truncate(image_mb * 2 ** 20)
-    # eager init: no lazy inode-table/journal zeroing competing with the workload
-    proc = subprocess.run(["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0",
-                           str(data)], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise RunError(f"mkfs.ext4 on the guest image failed: {proc.stderr.strip()}")
-    with open(out, "wb") as f:
-        f.truncate(_OUT_MB * 2 ** 20)
-    return data, out
-
-
-def qemu_argv(kernel, initrd, data, out, iops=0, smp=2, mem_mb=512) -> list:
-    """The qemu command line: TCG, serial console only, two virtio disks, no reboot."""
-    if iops < 0 or int(iops) != iops:
-        raise ConfigError("guest iops", iops, "an integer >= 0 (0: unthrottled)")
-    if not 1 <= smp <= 4:
-        raise ConfigError("guest smp", smp, "1 to 4 virtual CPUs")
-    thr = f",throttling.iops-total={int(iops)}" if iops else ""
-    return [QEMU, "-accel", "tcg", "-smp", str(smp), "-m", str(mem_mb), "-nodefaults",
-            "-display", "none", "-no-reboot", "-kernel", str(kernel), "-initrd", str(initrd),
-            "-append", "console=ttyS0 panic=-1 quiet",
-            "-drive", f"file={data},if=none,id=d0,format=raw,cache=unsafe{thr}",
-            "-device", "virtio-blk-pci,drive=d0",
-            "-drive", f"file={out},if=none,id=d1,format=raw,cache=unsafe",
-            "-device", "virtio-blk-pci,drive=d1"]
+def qemu_argv(machine, kernel, initrd, console, results) -> list:
+    """The qemu command line for a guest Machine (abtlab.machine): TCG, no disk on the
+    host, the console on ttyS0 and the results on ttyS1 (files), no reboot; clock=virtual adds
+    `-icount shift=S,sleep=off` (single-threaded TCG), clock=host multi-threaded TCG."""
+    if not getattr(machine, "is_guest", False):
+        raise ConfigError("--machine", getattr(machine, "label", machine), "a guest machine")
+    if machine.clock == "virtual":
+        accel = ["-accel", "tcg,thread=single",
+                 "-icount", f"shift={machine.shift},sleep=off"]
+    else:
+        accel = ["-accel", "tcg,thread=multi"]
+    return [QEMU, *accel, "-smp", str(machine.cpus), "-m", str(machine.mem), "-nodefaults",
+            "-display", "none", "-no-reboot", "-rtc", "base=2020-01-01T00:00:00,clock=vm",
+            "-kernel", str(kernel), "-initrd", str(initrd), "-append", CMDLINE,
+            "-serial", f"file:{console}", "-serial", f"file:{results}"]
 
 
 def _kill(proc):
@@ -176,62 +200,110 @@ def _kill(proc):
 
 
 def _start_qemu(argv, console: Path, timeout: float) -> float:
-    """Run qemu to its exit; killed on timeout, error or signal. Returns wall seconds."""
+    """Run qemu to its exit; killed on timeout, error or signal. Returns wall seconds.
+    qemu's own messages go to console + '.qemu' (the guest's console is `console`)."""
     t0 = time.monotonic()
-    with open(console, "wb") as log:
-        proc = subprocess.Popen(argv + ["-serial", f"file:{console}"], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    qlog = console.with_name(console.name + ".qemu")
+    with open(qlog, "wb") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     token = cleanup.push(lambda: _kill(proc), f"kill qemu pid {proc.pid}")
     try:
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise RunError(f"guest did not finish within {timeout:.0f} s (qemu killed); "
-                       f"console: {console}") from None
+        raise RunError(f"guest did not finish within {timeout:.0f} s (qemu killed); console: "
+                       f"{_tail(console)}") from None
     finally:
         cleanup.pop(token)
+        text = _tail(qlog)
+        qlog.unlink(missing_ok=True)
     if rc != 0:
-        raise RunError(f"qemu exited {rc}: {console.read_text(errors='replace')[-1500:]}")
+        raise RunError(f"qemu exited {rc}: {text} {_tail(console)}")
     return time.monotonic() - t0
 
 
-def _read_out(out: Path) -> dict:
+def _tail(path: Path, n: int = 1500) -> str:
+    return path.read_text(errors="replace")[-n:] if path.exists() else ""
+
+
+def _read_tar(blob: bytes) -> dict | None:
     try:
-        with tarfile.open(out, "r:") as tar:
-            return {m.name.lstrip("./"): tar.extractfile(m).read()
-                    for m in tar.getmembers() if m.isfile()}
-    except tarfile.TarError as exc:
-        raise RunError(f"the guest wrote no results ({exc})") from exc
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:*") as tar:
+            files = {m.name.lstrip("./"): tar.extractfile(m).read()
+                     for m in tar.getmembers() if m.isfile()}
+    except tarfile.TarError:
+        return None
+    return files or None   # zeros: a slot never written
 
 
-def boot(run: GuestRun, workdir, image_mb: int = 256, iops: int = 0, smp: int = 2,
-         mem_mb: int = 512, timeout: float = 600) -> GuestResult:
-    """Boot the guest for one run; raise RunError on any failure inside it."""
+def read_slots(results: Path, npoints: int) -> list:
+    """Each slot's files from the guest's ttyS1 output (slot 0: the boot, 1..n: the
+    points); None for a slot the guest never finished sending."""
+    slots, cur, lines = [None] * (npoints + 1), None, []
+    text = results.read_text(errors="replace") if results.exists() else ""
+    for line in text.replace("\r", "").splitlines():
+        if line.startswith("abtlab-slot "):
+            cur, lines = int(line.split()[1]), []
+        elif line.startswith("abtlab-end ") and cur is not None:
+            if int(line.split()[1]) == cur and 0 <= cur <= npoints:
+                slots[cur] = _read_tar(_b64("".join(lines)))
+            cur = None
+        elif cur is not None:
+            lines.append(line.strip())
+    return slots
+
+
+def _b64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:
+        return b""
+
+
+def _text(files, name) -> str:
+    return files.get(name, b"").decode(errors="replace")
+
+
+def _point(files) -> PointResult:
+    if files is None:
+        return PointResult("not run (the guest stopped before this point)", -1, "", "", {}, {}, {})
+    info = {k: parse_info(_text(files, f"info.{k}")) if f"info.{k}" in files else {}
+            for k in ("before", "after")}
+    rc = _text(files, "rc").strip()
+    return PointResult(_text(files, "status").strip() or "?", int(rc) if rc.lstrip("-").isdigit() else -1,
+                       _text(files, "stdout"), _text(files, "stderr"), info["before"],
+                       info["after"], files)
+
+
+def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
+               timeout: float = 600) -> GuestResult:
+    """Boot the guest once for a batch of points; RunError if the guest itself failed
+    (a point that failed inside it has its status set and the others still ran)."""
     kernel, base = ensure_built()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    initrd, console = workdir / "guest-initrd.gz", workdir / "guest-console.log"
-    data, out = _images(workdir, image_mb)
+    initrd, console, out = (workdir / "guest-initrd.gz", workdir / "guest-console.log",
+                            workdir / "guest-results.txt")
+    files = {"batch.env": batch_env(len(runs), events, trace_kb).encode()}
+    files.update({f"p{i}.env": point_env(r, i).encode() for i, r in enumerate(runs, 1)})
+    token = cleanup.push(lambda: [p.unlink(missing_ok=True) for p in (initrd, out, console)],
+                         f"remove guest files in {workdir}")
     try:
-        initrd.write_bytes(base.read_bytes() + run_cpio({"run.env": _run_env(run).encode()}))
-        wall = _start_qemu(qemu_argv(kernel, initrd, data, out, iops, smp, mem_mb), console, timeout)
-        files, text = _read_out(out), console.read_text(errors="replace")
+        initrd.write_bytes(base.read_bytes() + run_cpio(files))
+        wall = _start_qemu(qemu_argv(machine, kernel, initrd, console, out), console, timeout)
+        slots, text = read_slots(out, len(runs)), console.read_text(errors="replace")
     finally:
-        for p in (data, out, initrd):
+        cleanup.pop(token)
+        for p in (initrd, out, console):
             p.unlink(missing_ok=True)
-    return _result(files, text, wall)
+    return _result(slots, text, wall)
 
 
-def _result(files: dict, text: str, wall: float) -> GuestResult:
-    status = files.get("status", b"?").decode().strip()
-    if status != "ok":
-        raise RunError(f"guest failed at '{status}': {files.get('dmesg', b'').decode()[-1500:]}")
-    bad = [ln for ln in text.splitlines() + files.get("dmesg", b"").decode().splitlines()
-           if any(b in ln for b in _BAD_CONSOLE)]
+def _result(slots: list, text: str, wall: float) -> GuestResult:
+    if slots[0] is None:
+        raise RunError(f"the guest wrote no results: {text[-1500:]}")
+    dmesg = _text(slots[0], "dmesg")
+    bad = [ln for ln in text.splitlines() + dmesg.splitlines() if any(b in ln for b in _BAD_CONSOLE)]
     if bad:
         raise RunError(f"guest kernel reported: {bad[0]}")
-    return GuestResult(rc=int(files.get("rc", b"-1").decode().strip() or -1),
-                       stdout=files.get("stdout", b"").decode(errors="replace"),
-                       stderr=files.get("stderr", b"").decode(errors="replace"),
-                       info_before=parse_info(files["info.before"].decode()),
-                       info_after=parse_info(files["info.after"].decode()),
-                       files=files, console=text, wall_s=wall)
+    return GuestResult([_point(s) for s in slots[1:]], text, dmesg, wall)

@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 out=$1
-"$here/debs.sh" busybox-static cpio build-essential || exit 3
+"$here/debs.sh" busybox-static cpio build-essential e2fsprogs || exit 3
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,sbin,abt,out,lib64,proc,sys,dev,tmp,mnt}
@@ -22,9 +22,15 @@ for p in iozone/abt-iozone metarates/abt-metarates delayjc/abt-fsyncers; do
     gcc $cflags -static -o "$stage/abt/$name" "$src/$p.c" -lm
     gcc $cflags -o "$stage/abt/$name-dyn" "$src/$p.c" -lm
 done
+gcc $cflags -static -o "$stage/abt/abt-clockmark" "$here/abt-clockmark.c"
+# mkfs.ext4 and dumpe2fs of the host's e2fsprogs: the guest's scratch ext4 gets the
+# host's geometry from the same mke2fs and mke2fs.conf
+mkdir -p "$stage/etc" "$stage/sbin"
+cp /sbin/mke2fs /sbin/dumpe2fs "$stage/sbin/" && ln -sf mke2fs "$stage/sbin/mkfs.ext4"
+cp /etc/mke2fs.conf "$stage/etc/"
 gcc $cflags -fPIC -shared -o "$stage/abt/libdelayjc.so" "$src/delayjc/libdelayjc.c" -ldl
 # the loader and every library the dynamic builds and the preload need, at their paths
-for f in "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so"; do
+for f in "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so" "$stage"/sbin/mke2fs "$stage"/sbin/dumpe2fs; do
     ldd "$f" | grep -o '/[^ ]*' 
 done | sort -u | while read -r lib; do
     mkdir -p "$stage$(dirname "$lib")" && cp -L "$lib" "$stage$lib"

@@ -1,36 +1,113 @@
 #!/bin/busybox sh
-# /init of the abtlab guest: mount the virtio ext4 disk (/dev/vda), set the delayjc
-# knobs, run one measurement point (/abt/run.env, written by abtlab.system.guest),
-# then write /out as a tar onto the second disk (/dev/vdb) and power off.
-# Every step logs to the console; a failure still writes /out and powers off.
+# /init of the abtlab guest: runs a batch of measurement points, each on a fresh ext4 made
+# inside the guest on a fresh null_blk disk (latency on a guest timer), with the jbd2/ext4
+# tracepoints on the CLOCK_MONOTONIC of the op records. /abt/batch.env (written by
+# abtlab.system.guest) sets NPOINTS, TRACE_KB and TRACE_EVENTS; /abt/pN.env sets point N's
+# disk, mkfs arguments, mount options, kernel writes and its run_workload function.
+# Each point's results (/out/pN) leave as a base64 tar on the second serial port (ttyS1)
+# as soon as the point ends; slot 0 (dmesg) comes last, then the guest powers off. The
+# guest has no disk on the host: a serial write is synchronous in qemu, whereas a virtio
+# disk's completions arrive whenever the host finishes them, which made runs under the
+# virtual clock differ by a few instructions. A failing point records where it failed
+# and the batch goes on.
 export PATH=/bin:/sbin:/abt
 mkdir -p /proc /sys /dev /tmp /mnt /out
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs tmp /tmp
-. /abt/run.env
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t configfs configfs /sys/kernel/config 2>/dev/null
+T=/sys/kernel/tracing
+NB=/sys/kernel/config/nullb
+. /abt/batch.env
 
-finish() {
-    echo "$1" > /out/status
-    dmesg > /out/dmesg
-    tar -cf /dev/vdb -C /out . && sync
-    echo "abtlab-guest: done ($1)"
-    poweroff -f
+fail() { echo "$1" > "$O/status"; return 1; }
+
+disk_up() {   # DISK_ATTRS: "name=value ..." for the null_blk configfs device
+    mkdir "$NB/nullb$1" || return 1
+    for kv in $DISK_ATTRS; do
+        echo "${kv#*=}" > "$NB/nullb$1/${kv%%=*}" || { echo "nullb ${kv%%=*}" > "$O/where"; return 1; }
+    done
+    echo 1 > "$NB/nullb$1/power" || return 1
+    DEV=/dev/nullb$1
+    [ -b "$DEV" ]
 }
 
-knob() { echo "$2" > "/sys/module/jbd2/parameters/$1" || finish "knob $1"; }
+disk_down() {
+    umount /mnt 2>/dev/null
+    [ -d "$NB/nullb$1" ] && { echo 0 > "$NB/nullb$1/power"; rmdir "$NB/nullb$1"; }
+}
 
-mount -t ext4 -o "${MOUNT_OPTS:-defaults}" /dev/vda /mnt || finish "mount"
-mkdir -p /mnt/data && sync
-knob delayjc_window_us "$WINDOW_US"
-knob delayjc_max_resets "$MAX_RESETS"
-jdir=$(ls -d /proc/fs/jbd2/vda-* | head -n 1)
-cat "$jdir/info" > /out/info.before
-cat /sys/module/jbd2/parameters/delayjc_window_us > /out/window_us
-run_workload > /out/stdout 2> /out/stderr
-echo $? > /out/rc
-cat "$jdir/info" > /out/info.after
-knob delayjc_window_us 0
-umount /mnt || finish "umount"
-finish ok
+trace_on() {   # the global buffer: nobody else traces in the guest
+    echo 0 > $T/tracing_on; echo > $T/trace
+    echo mono > $T/trace_clock; echo "$TRACE_KB" > $T/buffer_size_kb
+    mm=$(cat /sys/block/${DEV#/dev/}/dev); devt=$(( (${mm%%:*} << 20) | ${mm#*:} ))
+    for ev in $TRACE_EVENTS; do
+        [ -d $T/events/$ev ] || { echo "$ev" >> "$O/trace.missing"; continue; }
+        echo "dev == $devt" > $T/events/$ev/filter && echo 1 > $T/events/$ev/enable || return 1
+    done
+    echo 1 > $T/tracing_on
+}
+
+trace_off() {
+    echo 0 > $T/tracing_on
+    cat $T/trace > "$O/trace"
+    cat $T/per_cpu/cpu*/stats | grep -E '^(overrun|dropped events):' > "$O/trace.stats"
+    for ev in $TRACE_EVENTS; do [ -d $T/events/$ev ] && echo 0 > $T/events/$ev/enable; done
+}
+
+knobs() {   # KNOBS: "path=value ..." written in order, then read back; a switch that is
+            # off ("0") and absent from this kernel is stock behaviour, recorded as absent
+    for kv in $KNOBS; do
+        [ ! -e "${kv%%=*}" ] && [ "${kv#*=}" = 0 ] && continue
+        echo "${kv#*=}" > "${kv%%=*}" || { echo "knob ${kv%%=*}" > "$O/where"; return 1; }
+    done
+    for kv in $KNOBS; do
+        if [ -e "${kv%%=*}" ]; then echo "${kv%%=*} $(cat "${kv%%=*}")"; else echo "${kv%%=*} absent"; fi
+    done > "$O/knobs"
+}
+
+run_point() {
+    O=/out/p$1; mkdir -p "$O"; echo 1 > "$O/where"
+    disk_up "$1" || { fail "disk"; return; }
+    echo "$DEV" > "$O/device"
+    /sbin/mkfs.ext4 $MKFS_ARGS "$DEV" > "$O/mkfs.log" 2>&1 || { fail "mkfs"; return; }
+    /sbin/dumpe2fs -h "$DEV" > "$O/dumpe2fs" 2>/dev/null
+    mount -t ext4 -o "${MOUNT_OPTS:-defaults}" "$DEV" /mnt || { fail "mount"; return; }
+    mkdir -p /mnt/data && sync
+    knobs || { fail "knobs"; return; }
+    jdir=$(ls -d /proc/fs/jbd2/${DEV#/dev/}-* 2>/dev/null | head -n 1)
+    [ -n "$jdir" ] && cat "$jdir/info" > "$O/info.before"
+    trace_on || { fail "trace"; return; }
+    /abt/abt-clockmark 3 > "$O/clock.before"
+    run_workload > "$O/stdout" 2> "$O/stderr"
+    echo $? > "$O/rc"
+    /abt/abt-clockmark 3 > "$O/clock.after"
+    [ -n "$jdir" ] && cat "$jdir/info" > "$O/info.after"
+    trace_off
+    for kv in $KNOBS_RESET; do echo "${kv#*=}" > "${kv%%=*}"; done
+    umount /mnt || { fail "umount"; return; }
+    echo ok > "$O/status"
+}
+
+emit() {   # emit N DIR: slot N as a base64 gzip tar between marker lines on ttyS1
+    { echo "abtlab-slot $1"; tar -czf - -C "$2" . | base64; echo "abtlab-end $1"; } > /dev/ttyS1
+}
+
+stty -F /dev/ttyS1 raw -echo 2>/dev/null
+i=1
+while [ "$i" -le "$NPOINTS" ]; do
+    . "/abt/p$i.env"
+    echo "abtlab-guest: point $i of $NPOINTS"
+    run_point "$i"
+    disk_down "$i"
+    emit "$i" "/out/p$i"
+    rm -rf "/out/p$i"
+    i=$((i + 1))
+done
+mkdir -p /out/p0 && dmesg > /out/p0/dmesg && echo ok > /out/p0/status
+emit 0 /out/p0
+echo "abtlab-guest: done"
+poweroff -f

@@ -1,0 +1,295 @@
+"""A workload point run inside the qemu guest (`--machine guest...`), giving the same
+RunResult as on the host: op records, the tracefs per-commit table (parsed by
+abtlab.system.tracefs from the guest's own trace, on the guest's CLOCK_MONOTONIC),
+jbd2_info_commits, delayJC batches, plus the machine's attrs.
+
+`guest_run()` turns (point, ctx) into a GuestRun, `to_result()` a guest PointResult
+into a RunResult; `run_in_guest()` does one point per boot and `run_batch()` many.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path, PurePosixPath
+
+from .. import policies, trace
+from ..errors import ConfigError, RunError
+from ..machine import Machine, parse_machine
+from .base import RunResult
+
+__all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
+           "DELAYJC_KNOBS"]
+
+_DATA = PurePosixPath("/mnt/data")
+_OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
+_JBD2 = "/sys/module/jbd2/parameters/"
+DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")
+FREQ_MODES = ("native", "emulated", "virtual")
+
+
+def _policy(spec):
+    from .kdelayjc import KIND, parse_kdelayjc
+    if str(getattr(spec, "kind", spec)).strip().lower().startswith(KIND):
+        return parse_kdelayjc(spec)
+    return policies.parse(spec)
+
+
+def _mkfs_args(pol, ctx, seed: int) -> list:
+    """The host's geometry (abtlab.system.geometry) plus a UUID and directory hash seed
+    drawn from the run's seed, so the same seed makes the same filesystem."""
+    from .realfs import _geometry
+    args = _geometry(ctx.options).mkfs_args(pol.journal)
+    fs_uuid = str(uuid.UUID(int=(seed * 0x9E3779B97F4A7C15 + 1) % 2 ** 128, version=4))
+    i = args.index("-E")
+    args[i + 1] += f",hash_seed={fs_uuid}"
+    return args + ["-U", fs_uuid]
+
+
+def _knobs(pol, machine: Machine, index: int):
+    """(writes, resets): delayjc knobs of a kdelayjc policy, then the machine's kernel knobs."""
+    writes, resets = [], []
+    if pol.kind == "kdelayjc":  # max_resets first, so the window never runs with a stale bound
+        writes = [(DELAYJC_KNOBS[0], pol.params["max_resets"]), (DELAYJC_KNOBS[1], pol.params["window_us"])]
+        resets = [(DELAYJC_KNOBS[1], 0)]
+    kk = _kernel_knobs(machine)
+    if kk is not None:
+        writes += list(kk.writes(f"nullb{index}"))
+    return writes, resets
+
+
+def _kernel_knobs(machine: Machine):
+    try:
+        from ..system.kernel_knobs import parse_knobs
+    except ImportError:
+        return None
+    return parse_knobs(machine.kernel, **dict(machine.knobs))
+
+
+def _dilate(point, ctx) -> float:
+    if ctx.freq_mode not in FREQ_MODES:
+        raise ConfigError("freq", ctx.freq_mode, "emulated:..., virtual:... or native in the "
+                          "guest (TCG has no P-states)")
+    return ctx.f_ref_ghz / float(point["freq_ghz"]) if ctx.freq_mode == "emulated" else 1.0
+
+
+def machine_for(point, ctx, machine=None) -> Machine:
+    """The point's guest machine; under `--freq virtual:F` its icount shift is F's."""
+    from ..machine import at_virtual_freq
+    m = parse_machine(machine or point.get("machine") or "guest")
+    return at_virtual_freq(m, point["freq_ghz"]) if ctx.freq_mode == "virtual" else m
+
+
+def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1):
+    """The GuestRun of one point (index: its place in the batch, its null_blk index)."""
+    from ..system import guest, guest_disk
+    from .realfs import _image_mb, _mount_options
+    pol = _policy(point["policy"])
+    out = PurePosixPath(_OUT.format(index))
+    argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
+    disk = guest_disk.for_profile(point.get("device", "none"), _image_mb(ctx.options, data_bytes),
+                                  machine.depth, machine.mem)
+    writes, resets = _knobs(pol, machine, index)
+    run = guest.GuestRun(argv=[f"/abt/{PurePosixPath(argv[0]).name}"] + argv[1:], disk=disk,
+                         mkfs_args=_mkfs_args(pol, ctx, ctx.seed), env={},
+                         mount_options=_mount_options(pol, ctx), knobs=writes, knobs_reset=resets)
+    if pol.kind == "delayjc":  # the preload needs the dynamically linked build
+        from ..delayjc import preload_env
+        run.argv[0] += "-dyn"
+        run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
+    return run, pol
+
+
+# the guest kernel has no kallsyms, so a trace marker's caller prints as an address
+# ("0xffffffff810a48ac: msg") where the host prints "tracing_mark_write: msg"
+_MARK = re.compile(r"(\]\s+\S*\s+\d+\.\d+:) 0x[0-9a-f]+: ")
+
+
+def trace_lines(files: dict) -> list:
+    """The guest's trace file as lines abtlab.system.tracefs.parse_line reads."""
+    text = files.get("trace", b"").decode(errors="replace")
+    return [_MARK.sub(r"\1 tracing_mark_write: ", ln) for ln in text.splitlines()]
+
+
+def clock_samples(files: dict) -> list:
+    """(before_ns, trace_ns, after_ns) of each marker abt-clockmark wrote (trace_ns -1 if
+    the trace lacks it): the proof that op records and tracefs share the guest's clock."""
+    from ..system.tracefs import parse_line
+    seen = {e["msg"]: e["ts"] for e in map(parse_line, trace_lines(files)) if e and "msg" in e}
+    out = []
+    for name in ("clock.before", "clock.after"):
+        for line in files.get(name, b"").decode().splitlines():
+            tag, before, after = line.split()
+            out.append((int(before), seen.get(tag, -1), int(after)))
+    return out
+
+
+def _commits(files, ops):
+    from ..system.tracefs import RESOLUTION_NS, commits_table, parse_line
+    from .realfs import _window
+    lost = sum(int(ln.split(":")[1]) for ln in files.get("trace.stats", b"").decode().splitlines())
+    if lost:
+        raise RunError(f"{lost} trace events lost in the guest: raise trace_kb")
+    events = sorted(filter(None, map(parse_line, trace_lines(files))), key=lambda e: e["ts"])
+    samples = clock_samples(files)
+    if not samples or not all(b - RESOLUTION_NS < t <= a for b, t, a in samples):
+        raise RunError(f"guest trace clock and CLOCK_MONOTONIC disagree: {samples}")
+    return _window(commits_table(events), ops)
+
+
+def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
+    """A guest PointResult -> RunResult (RunError naming the step that failed)."""
+    from ..delayjc import load_batches
+    from ..system.geometry import parse_dumpe2fs
+    if pres.status != "ok":
+        log = {"mkfs": pres.files.get("mkfs.log", b""), "knobs": pres.files.get("where", b"")
+               }.get(pres.status, b"").decode(errors="replace")
+        raise RunError(f"guest point failed at '{pres.status}': {(log or pres.stderr).strip()[-500:]}")
+    if pres.rc != 0:
+        raise RunError(f"workload exited {pres.rc} in the guest: {pres.stderr.strip()[-500:]}")
+    saved = []
+    try:
+        for name in ("ops.trace", "batches.trace"):
+            if name in pres.files:
+                saved.append(Path(workdir) / f"guest-{name}")
+                saved[-1].write_bytes(pres.files[name])
+        ops = trace.read(Path(workdir) / "guest-ops.trace", kind=trace.Kind.OPS)
+        batches = load_batches(saved[-1]) if pol.kind == "delayjc" and len(saved) > 1 else None
+    finally:
+        for p in saved:
+            p.unlink(missing_ok=True)
+    commits = _commits(pres.files, ops) if pol.journal else _empty_commits()
+    b, a = pres.info_before, pres.info_after
+    scalars = {"jbd2_info_commits": float(a["transactions"] - b["transactions"]) if a else 0.0}
+    attrs = _attrs(pres, pol, machine, ctx)
+    attrs.update(parse_dumpe2fs(pres.files.get("dumpe2fs", b"").decode()))
+    if pol.kind == "kdelayjc":
+        attrs["delayjc_windows"] = a.get("delayjc_windows", 0) - b.get("delayjc_windows", 0)
+        attrs["delayjc_resets"] = a.get("delayjc_resets", 0) - b.get("delayjc_resets", 0)
+    return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+def _empty_commits():
+    from .realfs import _no_commits
+    return _no_commits()
+
+
+def _attrs(pres, pol, machine: Machine, ctx) -> dict:
+    from ..system.guest import KERNEL_LABEL
+    attrs = {**machine.attrs(), "kernel": f"{KERNEL_LABEL} {machine.kernel}",
+             "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
+             "filesystem": "ext4 on null_blk in a qemu TCG guest",
+             "policy_mechanism": {"kdelayjc": "kernel delayjc (jbd2 patch)",
+                                  "delayjc": "LD_PRELOAD libdelayjc.so"}.get(pol.kind, "stock jbd2"),
+             "commit_records": "tracefs in the guest (trace_clock mono)",
+             "time_base": ("virtual: guest CLOCK_MONOTONIC under qemu -icount" if machine.clock == "virtual"
+                           else "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)")}
+    kk = _kernel_knobs(machine)
+    if kk is not None:
+        attrs.update(kk.attrs())
+        attrs["kernel"] = f"{KERNEL_LABEL} {kk.label}"
+    knobs = pres.files.get("knobs", b"").decode().strip()
+    if knobs:
+        attrs["guest_knobs_read_back"] = "; ".join(knobs.splitlines())
+    if ctx.freq_mode == "emulated":
+        attrs["f_ref_ghz"] = ctx.f_ref_ghz
+        attrs["freq_emulation"] = ("each op's thread CPU time dilated by f_ref/f with spinning "
+                                   "right after the call (guest CPU time); device and blocked "
+                                   "time not dilated")
+    if ctx.freq_mode == "virtual":
+        from ..machine import VIRTUAL_REF_GHZ
+        attrs["freq_emulation"] = (f"virtual: F GHz = icount shift log2({VIRTUAL_REF_GHZ:g}/F), one "
+                                   "guest instruction every 1/F ns, for all guest code (kernel "
+                                   "threads too); instructions, not cycles: 1 GHz at one "
+                                   "instruction per cycle")
+    return attrs
+
+
+def run_batch(items, machine, workdir, timeout=None) -> list:
+    """items: (argv_for, point, ctx, data_bytes) each; one boot runs them all in order.
+    Returns a RunResult or the RunError of each point."""
+    from ..system import guest
+    machine = parse_machine(machine)
+    built = [guest_run(a, p, c, d, machine, i) for i, (a, p, c, d) in enumerate(items, 1)]
+    ctx0 = items[0][2]
+    res = guest.boot_batch([r for r, _ in built], machine, workdir, events=_events(),
+                           timeout=float(timeout or ctx0.options.get("guest_timeout", 600)))
+    out = []
+    for (run, pol), pres, (_, _, ctx, _) in zip(built, res.points, items):
+        try:
+            r = to_result(pres, pol, machine, ctx, workdir)
+            r.attrs.update({**run.disk.describe(), "mount_options": run.mount_options or "defaults"})
+            out.append(r)
+        except RunError as exc:
+            out.append(exc)
+    return out
+
+
+def _events():
+    from ..system.tracefs import EVENTS
+    return EVENTS
+
+
+def run_in_guest(argv_for, point, ctx, data_bytes, machine=None, timeout=None) -> RunResult:
+    """One point, one boot: RunError if anything failed inside the guest."""
+    machine = machine_for(point, ctx, machine)
+    res = run_batch([(argv_for, point, ctx, data_bytes)], machine, ctx.workdir, timeout)[0]
+    if isinstance(res, Exception):
+        raise res
+    return res
+
+
+# -- a sweep's guest points, many per boot ------------------------------------------------
+def batch_key(task):
+    """The guest machine label a sweep task can be batched under, or None."""
+    from . import get
+    be = get(task.backend) if isinstance(task.backend, str) else task.backend
+    label = task.point.get("machine", "host")
+    if not hasattr(be, "prepare") or label == "host":
+        return None
+    return machine_for(task.point, task).label
+
+
+def batches(tasks, limit_default=32):
+    """Consecutive tasks of the same guest machine, in order and at most guest_batch of
+    them, as lists; every other task alone."""
+    group, key = [], None
+    for t in tasks:
+        k = batch_key(t)
+        limit = int(t.options.get("guest_batch") or limit_default)
+        if group and (k is None or k != key or len(group) >= limit):
+            yield group
+            group = []
+        group.append(t)
+        key = k
+        if k is None:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+def execute_batch(tasks):
+    """Run a batch of sweep tasks in one guest boot; yield (task, part) in order, then
+    raise the first point's RunError (the parts before it are kept by the sweep)."""
+    import tempfile
+
+    from ..assemble import result_to_part
+    from ..system import leftovers
+    from . import get
+    from .base import RunContext
+    from .realfs import add_measures
+    with tempfile.TemporaryDirectory(prefix="abtlab-run-") as work:
+        leftovers.mark(work)
+        items, preps = [], []
+        for t in tasks:
+            be = get(t.backend) if isinstance(t.backend, str) else t.backend
+            ctx = RunContext(Path(work), rep=t.rep, seed=t.seed, quiet=t.quiet, f_ref_ghz=t.f_ref,
+                             freq_mode=t.freq_mode, options=dict(t.options))
+            prep = be.prepare(t.point, ctx)
+            items.append((prep.argv_for, t.point, ctx, prep.data_bytes))
+            preps.append(prep)
+        results = run_batch(items, machine_for(tasks[0].point, tasks[0]), work)
+    for t, prep, res in zip(tasks, preps, results):
+        if isinstance(res, Exception):
+            raise res
+        yield t, result_to_part(add_measures(res, prep), t.point, t.index, t.rep)

@@ -1,0 +1,88 @@
+"""The scratch disk inside the guest: a null_blk device whose latency is a guest timer.
+
+In virtual time a disk on the host costs the guest nothing (and its host-side timing
+would leak into the run), so the device profiles of abtlab.system.device are served by
+null_blk inside the guest, configured through configfs per point:
+
+* `memory_backed=1`: the data lives in guest RAM (the guest needs `mem` > the image);
+* `irqmode=2` (hrtimer) with `completion_nsec`: every request (read, write, flush)
+  completes that long after it was issued, on the guest's clock;
+* `mbps`: a bandwidth cap (null_blk's own budget timer), the transfer part;
+* `hw_queue_depth`: requests in service at once (1: one at a time, as a disk without a
+  command queue; deeper queues complete their requests *in parallel*, which a real single
+  actuator does not);
+* `cache_size` (MiB): a volatile write cache, so the device advertises one and ext4's
+  journal commits send cache flushes, each costing one request's completion time.
+
+What each profile models (sources: abtlab.system.device, the same figures as the FUSE
+disk): `hdd7200` and `ssd-sata` and `latency:...` charge every request the model's
+average positioning, seek + rotation (hdd7200: 8.5 + 4.17 = 12.67 ms), and transfer at
+its bandwidth; a flush costs one positioning too (the FUSE model charges flush_us). Not
+modelled: the FUSE model's sequential window (a short forward skip costs transfer only),
+its idle rotation wait and its elevator order; so sequential journal writes here pay a
+full positioning each, and a run on the in-guest hdd7200 is slower than on the FUSE one.
+Throttle profiles (`iops=`, `bps=`, `*-throttle`): completion time 1/IOPS per request and
+the bandwidth cap. `none`: completion at submission (irqmode=0), no cache.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .device import Profile, parse_profile
+
+__all__ = ["NullBlk", "for_profile", "GUEST_RESERVE_MB"]
+
+GUEST_RESERVE_MB = 384    # guest RAM left beside the memory-backed disk (kernel, tmpfs, workload)
+CACHE_MB = 16             # volatile write cache of the latency profiles (a desktop HDD has 16-64 MiB)
+
+
+@dataclass(frozen=True)
+class NullBlk:
+    size_mb: int
+    completion_nsec: int = 0
+    mbps: int = 0
+    hw_queue_depth: int = 1
+    cache_mb: int = 0
+    blocksize: int = 4096
+    model: str = "memory disk, no latency"
+
+    def configfs(self, index: int) -> list[tuple[str, str]]:
+        """(attribute, value) to write under /sys/kernel/config/nullb/<dev>/, in order."""
+        timed = self.completion_nsec > 0
+        items = [("index", index), ("size", self.size_mb), ("blocksize", self.blocksize),
+                 ("memory_backed", 1), ("queue_mode", 2), ("submit_queues", 1),
+                 ("hw_queue_depth", self.hw_queue_depth), ("irqmode", 2 if timed else 0),
+                 ("completion_nsec", self.completion_nsec), ("mbps", self.mbps),
+                 ("cache_size", self.cache_mb)]
+        return [(k, str(v)) for k, v in items]
+
+    def describe(self) -> dict:
+        return {"device": f"null_blk in the guest: {self.model}",
+                "guest_disk": (f"null_blk memory_backed=1 irqmode={2 if self.completion_nsec else 0} "
+                               f"completion_nsec={self.completion_nsec} mbps={self.mbps} "
+                               f"hw_queue_depth={self.hw_queue_depth} cache_size={self.cache_mb}MiB")}
+
+
+def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None) -> NullBlk:
+    """The null_blk settings serving `profile` (a device spec or Profile)."""
+    prof: Profile = parse_profile(profile) if isinstance(profile, str) else profile
+    if mem_mb is not None and size_mb + GUEST_RESERVE_MB > mem_mb:
+        raise ConfigError("--machine guest:mem", mem_mb,
+                          f"at least the scratch image ({size_mb} MiB) + {GUEST_RESERVE_MB} MiB: "
+                          f"mem={size_mb + GUEST_RESERVE_MB} or a smaller image_mb")
+    if prof.kind == "latency":
+        pos_us = prof.seek_us + prof.rotation_us
+        return NullBlk(size_mb, pos_us * 1000, int(prof.bw_mbps), depth, CACHE_MB,
+                       model=f"{prof.name}: every request and flush {pos_us} us "
+                             f"(seek {prof.seek_us} + rotation {prof.rotation_us}), "
+                             f"transfer at {prof.bw_mbps} MB/s")
+    iops = max(prof.write_iops, prof.read_iops)
+    bps = max(prof.write_bps, prof.read_bps)
+    if not iops and not bps:
+        return NullBlk(size_mb, hw_queue_depth=depth)
+    nsec = int(1e9 // iops) if iops else 0
+    mbps = max(1, bps // 10 ** 6) if bps else 0
+    return NullBlk(size_mb, nsec, mbps, depth, CACHE_MB if nsec else 0,
+                   model=f"{prof.name}: {iops or 'unlimited'} IOPS as {nsec} ns per request, "
+                         f"{mbps or 'unlimited'} MB/s")

@@ -1,0 +1,39 @@
+/* abt-clockmark N: write N tracefs markers, each between two CLOCK_MONOTONIC reads, and
+ * print "abtlab-clock-<pid>-<i> <before_ns> <after_ns>" per marker. The host checks that
+ * each marker's trace time falls between them: op records and tracefs share one clock. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 3;
+    int fd = open("/sys/kernel/tracing/trace_marker", O_WRONLY);
+    if (fd < 0) {
+        perror("trace_marker");
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        char msg[64];
+        int len = snprintf(msg, sizeof msg, "abtlab-clock-%d-%d", (int)getpid(), i);
+        long long before = now_ns();
+        if (write(fd, msg, len) != len) {
+            perror("write trace_marker");
+            return 1;
+        }
+        long long after = now_ns();
+        printf("%s %lld %lld\n", msg, before, after);
+    }
+    close(fd);
+    return 0;
+}

@@ -1,0 +1,106 @@
+"""Host seconds per point of the virtual-time guest, and its independence of host load.
+
+    .venv/bin/python -m benchmarks.guest [--points 8] [--machine guest] [--device hdd7200]
+        [--no-hog]
+
+Runs one boot holding --points repetitions of IOzone (256 threads, 128k files, 32k
+records) and one of Metarates (16 workers x 4 files), each point on a fresh in-guest
+filesystem, and prints host seconds per point with the boot amortized (target: <= 3 s).
+Then runs the same two-point IOzone batch with and without two host CPU hogs (busy
+processes, one per core of a 2-core machine) and prints each point's virtual elapsed time
+and a hash of its op records: identical under the virtual clock. Run it under the lock.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from abtlab.backends import get
+from abtlab.backends.base import RunContext
+from abtlab.backends.guest_point import run_batch
+from abtlab.machine import parse_machine
+from abtlab.system import cleanup
+
+POINTS = {"iozone 256x128k/32k": ("iozone", {"policy": "ext4", "threads": 256, "file_size": 128 * 1024,
+                                             "record_size": 32 * 1024}),
+          "metarates 16x4": ("metarates", {"policy": "ext4", "threads": 16, "files": 4})}
+
+
+def _items(backend, point, n, device, machine, workdir):
+    be = get(backend)
+    point = {**point, "device": device, "machine": machine.label}
+    items = []
+    for i in range(n):
+        ctx = RunContext(Path(workdir), rep=i, seed=i, quiet=True, options={"guest_timeout": 1200})
+        prep = be.prepare(point, ctx)
+        items.append((prep.argv_for, point, ctx, prep.data_bytes))
+    return items
+
+
+def _batch(items, machine, workdir):
+    t0 = time.monotonic()
+    results = run_batch(items, machine, workdir)
+    wall = time.monotonic() - t0
+    for r in results:
+        if isinstance(r, Exception):
+            raise r
+    return wall, results
+
+
+def _digest(res) -> tuple:
+    ops = res.ops
+    elapsed = int(ops["t_end_ns"].max() - ops["t_start_ns"].min())
+    return elapsed, hashlib.sha256(ops.tobytes()).hexdigest()[:12], len(res.commits["tid"])
+
+
+@contextlib.contextmanager
+def _hogs(n):
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    token = cleanup.push(lambda: [p.kill() for p in procs], "kill the benchmark's CPU hogs")
+    try:
+        yield
+    finally:
+        cleanup.pop(token)
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.guest")
+    ap.add_argument("--points", type=int, default=8)
+    ap.add_argument("--machine", default="guest")
+    ap.add_argument("--device", default="hdd7200")
+    ap.add_argument("--no-hog", dest="hog", action="store_false")
+    args = ap.parse_args(argv)
+    machine = parse_machine(args.machine)
+    with tempfile.TemporaryDirectory(prefix="abtlab-bench-guest-") as work:
+        print(f"machine {machine.label}, device {args.device}, {args.points} points per boot")
+        for name, (backend, point) in POINTS.items():
+            wall, res = _batch(_items(backend, point, args.points, args.device, machine, work),
+                               machine, work)
+            virt = sum(_digest(r)[0] for r in res) / len(res) / 1e9
+            print(f"  {name:22s} {wall / args.points:6.2f} host s/point (boot of {wall:.1f} s "
+                  f"amortized), {virt:.3f} virtual s/point")
+        if args.hog:
+            name, (backend, point) = next(iter(POINTS.items()))
+            items = _items(backend, point, 2, args.device, machine, work)
+            _, quiet = _batch(items, machine, work)
+            with _hogs(2):
+                _, loaded = _batch(items, machine, work)
+            for label, res in (("idle host", quiet), ("2 CPU hogs", loaded)):
+                print(f"  {name} {label:10s}: " + "; ".join(
+                    f"elapsed {e} ns, ops {h}, {c} commits" for e, h, c in map(_digest, res)))
+            same = [_digest(a) == _digest(b) for a, b in zip(quiet, loaded)]
+            print(f"  identical with and without the hogs: {all(same)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""--machine: specs parsed once into a frozen Machine; bad keys and values name the key."""
+import dataclasses
+
+import pytest
+
+from abtlab import machine
+from abtlab.errors import ConfigError
+from abtlab.runner import build_levels
+
+
+def test_host_is_the_default_and_guest_has_defaults():
+    assert machine.parse_machine("host") is machine.HOST and not machine.HOST.is_guest
+    g = machine.parse_machine("guest")
+    assert (g.kind, g.clock, g.cpus, g.kernel, g.shift, g.mem, g.depth) == \
+        ("guest", "virtual", 1, "6.1", 0, 1024, 1)
+    assert g.label == "guest" and g.ns_per_insn == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.cpus = 3
+
+
+def test_keys_round_trip_through_the_label():
+    g = machine.parse_machine(" guest: shift=2 ,depth=32,mem=2048")
+    assert (g.cpus, g.shift, g.depth, g.mem) == (1, 2, 32, 2048)
+    assert g.label == "guest:shift=2,mem=2048,depth=32"
+    assert machine.parse_machine(g.label) == g and g.ns_per_insn == 4
+    h = machine.parse_machine("guest:clock=host,cpus=3")
+    assert h.label == "guest:clock=host,cpus=3" and h.ns_per_insn == 0
+    assert h.attrs()["clock"] == "host" and "icount" not in h.attrs()
+    assert "one guest instruction = 4 ns" in g.attrs()["icount"]
+
+
+@pytest.mark.parametrize("spec,key", [
+    ("vm", ""), ("guest:cpus=9", "cpus"), ("guest:cpus=two", "cpus"), ("guest:clock=wall", "clock"),
+    ("guest:shift=11", "shift"), ("guest:kernel=5.4", "kernel"), ("guest:color=red", "color"),
+    ("guest:cpus", "cpus"), ("guest:cpus=2,cpus=3", "cpus"), ("guest:clock=host,shift=2", "shift"),
+    ("guest:depth=0", "depth"), ("guest:cpus=2", "cpus"), ("guest:mem=64", "mem"), ("host:cpus=2", "")])
+def test_bad_specs_name_machine_and_the_key(spec, key):
+    with pytest.raises(ConfigError) as err:
+        machine.parse_machine(spec)
+    assert err.value.field == ("--machine" + (f" guest:{key}" if key else ""))
+
+
+def test_lists_split_on_semicolons_and_plain_commas():
+    ms = machine.parse_machines("host;guest:clock=host,cpus=4")
+    assert [m.label for m in ms] == ["host", "guest:clock=host,cpus=4"]
+    assert [m.label for m in machine.parse_machines("host,guest")] == ["host", "guest"]
+    assert [m.label for m in machine.parse_machines(["guest", "host"])] == ["guest", "host"]
+    with pytest.raises(ConfigError, match="distinct"):
+        machine.parse_machines("guest;guest:cpus=1")
+    with pytest.raises(ConfigError):
+        machine.parse_machines(" ; ")
+
+
+def test_machine_is_a_factor_of_the_real_backends():
+    levels, _ = build_levels("iozone", machine="host;guest:shift=1")
+    assert levels["machine"] == ["host", "guest:shift=1"]
+    assert build_levels("metarates")[0]["machine"] == ["host"]
+    with pytest.raises(ConfigError) as err:
+        build_levels("iozone", machine="guest:shift=x")
+    assert err.value.field == "--machine guest:shift"
+
+
+def test_old_guest_option_is_gone():
+    with pytest.raises(ConfigError) as err:
+        build_levels("iozone", guest=True)
+    assert err.value.field == "guest"
+
+
+def test_coords_give_each_level_its_clock_and_kernel():
+    c = machine.machine_coords(["host", "guest:clock=host,cpus=2", "guest"])
+    assert c["clock"] == ("machine", ["host", "host", "virtual"])
+    assert c["kernel"] == ("machine", ["host", "6.1", "6.1"])
+
+
+def test_knob_items_need_the_knobs_module_or_reach_it():
+    try:
+        import abtlab.system.kernel_knobs  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigError) as err:
+            machine.parse_machine("guest:legacy=shadow_wait")
+        assert err.value.field == "--machine guest:legacy"
+    else:
+        assert machine.parse_machine("guest:sched=default").knobs == (("sched", "default"),)
+
+
+def test_virtual_frequency_is_an_icount_shift_of_guests_only():
+    from abtlab.backends.base import RunContext
+    from abtlab.backends.guest_point import machine_for
+    from abtlab.levels import parse_freq
+    assert parse_freq("virtual:1,0.5,0.125").levels == [1.0, 0.5, 0.125]
+    with pytest.raises(ConfigError):
+        parse_freq("virtual:0.3")
+    levels, opts = build_levels("iozone", freq="virtual:1,0.25", machine="guest")
+    assert opts["freq_mode"] == "virtual" and levels["freq_ghz"] == [1.0, 0.25]
+    ctx = RunContext(workdir=".", freq_mode="virtual")
+    assert machine_for({"machine": "guest", "freq_ghz": 0.25}, ctx).shift == 2
+    assert machine_for({"machine": "guest", "freq_ghz": 1.0}, ctx).label == "guest"
+    for bad in ("host;guest", "guest:shift=1", "guest:clock=host"):
+        with pytest.raises(ConfigError) as err:
+            build_levels("iozone", freq="virtual:1,0.5", machine=bad)
+        assert err.value.field == "freq"
+
+
+def test_plot_panels_and_provenance_say_the_clock():
+    import xarray as xr
+    from abtlab.plots import _panel_title
+    from abtlab.summary import provenance_label
+    ds = xr.Dataset(coords={"machine": ["host", "guest"]},
+                    attrs={"freq_mode": "emulated", "clock": "host | virtual"})
+    ds = ds.assign_coords(machine.machine_coords(["host", "guest"]))
+    assert _panel_title(ds, "machine", "guest") == "machine=guest [virtual clock]"
+    assert _panel_title(ds, "machine", "host") == "machine=host [host clock]"
+    assert "VIRTUAL time" in provenance_label(ds)
+    assert "VIRTUAL" not in provenance_label(ds.assign_attrs(clock="host"))
