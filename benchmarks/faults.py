@@ -2,13 +2,13 @@
 and concurrent runs, each trial followed by a check that nothing is left on the machine.
 
     python -m benchmarks.faults [--kinds run-int,run-term,run-kill,sweep-int,sweep-term,
-        sweep-kill,concurrent] [--trials 100] [--seed 0] [--budget SECONDS]
+        sweep-kill,concurrent] [--trials 100] [--start 0] [--seed 0] [--budget SECONDS]
         [--results FILE.json] [--table FILE.json]
 
 Each kind first times one undisturbed command (its duration D; nothing may be left after
-it either), then runs `--trials` trials: the command is started in its own session and,
-after a delay drawn uniformly from [0, 1.2 D] (seeded: trial i of a kind always draws
-the same delay, device and target), signalled, either itself (`kill PID`) or with its
+it either), then `--trials` trials run, one of each kind in turn: the command is started
+in its own session and, after a delay drawn uniformly from [0, 1.2 D] (seeded: trial i of
+a kind always draws the same delay, device and target), signalled, either itself (`kill PID`) or with its
 children (`kill -- -PGID`, what Ctrl-C does). After SIGINT/SIGTERM the run's own
 teardown must leave nothing; after SIGKILL, `abtlab cleanup` must. `concurrent` starts
 two runs at once (the same or another --out, waiting or --no-wait) and checks that they
@@ -16,12 +16,16 @@ were serialised or refused as documented. The check compares the machine with a
 snapshot taken before the trial: loop devices, mounts (ext4, FUSE, tracefs), abt-* and
 qemu processes, tracefs instances, blkio throttle rules and abtlab cgroups, abtlab
 temporary files and directories, the machine lock; and asks `leftovers.find()` what
-`abtlab cleanup` would undo. A trial that leaves something is cleaned up before the next.
+`abtlab cleanup` would undo (a killed process gets 10 s to exit first: a workload killed
+mid-write to a throttled device finishes that write). A trial that leaves something is
+cleaned up before the next.
 
 Needs root and loop devices; changes the machine, so run it under the machine's
 benchmark lock. `--budget` stops starting trials after that many seconds (the table then
 says how many ran); `--results` appends the trials to a JSON file and `--table` prints
-the table of such a file (several invocations, one per kind, make one table).
+the table of such a file: several invocations with `--start` at the next trial index
+make one table. No guest kind yet: runs in the qemu guest have no `--machine guest`
+factor to signal.
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ KINDS = ("run-int", "run-term", "run-kill", "sweep-int", "sweep-term", "sweep-ki
 SIGNALS = {"int": signal.SIGINT, "term": signal.SIGTERM, "kill": signal.SIGKILL}
 DEVICES = ("none", "hdd7200", "hdd7200-throttle")
 EXIT_TIMEOUT = 120.0          # a signalled run that has not exited by then is hung
+PROCESS_EXIT = 10.0           # a killed process still there after this is left behind
 SWEEP_SPEC = """backend = "iozone"
 seed = {seed}
 warmup = 0
@@ -57,8 +62,8 @@ policy = ["ext4", "nojc"]
 freq = "emulated:3.3"
 device = ["none", "{device}"]
 [repetitions]
-min = 2
-max = 2
+min = 1
+max = 1
 """
 
 
@@ -146,8 +151,17 @@ def snapshot(tmpdir: Path) -> dict[str, set[str]]:
             "lock": _lock_held(), "cleanup finds": _cleanup_finds(tmpdir)}
 
 
+def _settle(before: dict, wait: float = PROCESS_EXIT) -> None:
+    """Give killed processes time to exit: a workload killed in the middle of a write to
+    a throttled device finishes that write first (state D), and init reaps it later."""
+    deadline = time.monotonic() + wait
+    while _processes() - before["process"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def left_since(before: dict, tmpdir: Path) -> dict[str, list[str]]:
     """What appeared (or, for tracefs, vanished) since `before`, by category."""
+    _settle(before)
     now = snapshot(tmpdir)
     diff = {k: sorted(now[k] - before[k]) for k in now}
     diff["tracefs"] += [f"gone: {m}" for m in sorted(before["tracefs"] - now["tracefs"])]
@@ -185,7 +199,7 @@ def _command(kind: str, work: Path, trial: Trial, seed: int) -> list[str]:
         return _abtlab("sweep", str(spec), "--out", out, "--quiet")
     return _abtlab("run", "iozone", "--threads", "64", "--file-size", "128k", "--record", "32k",
                    "--policy", "ext4", "--freq", "emulated:3.3", "--device", trial.device,
-                   "--reps", "4", "--warmup", "0", "--seed", str(seed), "--out", out, "--quiet")
+                   "--reps", "2", "--warmup", "0", "--seed", str(seed), "--out", out, "--quiet")
 
 
 def _wait(p: subprocess.Popen, trial: Trial) -> str:
@@ -356,21 +370,25 @@ def details(trials: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_kind(kind: str, trials: int, seed: int, deadline: float, say=print) -> list[Trial]:
-    """Calibrate kind, then run its trials until done or the deadline (time.monotonic())."""
+def run_kinds(kinds, trials: int, seed: int, deadline: float, start=0, say=print) -> list[Trial]:
+    """Calibrate every kind, then run trial i of each kind in turn (so a budget cuts all
+    kinds alike) until all are done or the deadline (time.monotonic()) passes."""
     with tempfile.TemporaryDirectory(prefix="faults-") as base:
         work, tmpdir = Path(base, "work"), Path(base, "tmp")
         work.mkdir()
         tmpdir.mkdir()
-        duration, first = calibrate(kind, seed, work, tmpdir)
-        say(f"{kind}: an undisturbed run took {duration:.1f} s"
-            + (f"; {first.wrong} {first.left}" if first.wrong or first.left else ", left nothing"))
-        done = [first]
-        for i in range(trials):
+        done, durations = [], {}
+        for kind in kinds:
+            durations[kind], first = calibrate(kind, seed, work, tmpdir)
+            say(f"{kind}: an undisturbed run took {durations[kind]:.1f} s" +
+                (f"; {first.wrong} {first.left}" if first.wrong or first.left else ", left nothing"))
+            done.append(first)
+        for i in range(start, start + trials):
             if time.monotonic() > deadline:
-                say(f"{kind}: budget spent after {i} of {trials} trials")
+                say(f"budget spent after {i - start} of {trials} trials per kind")
                 break
-            done.append(run_trial(kind, i, seed, duration, work, tmpdir))
+            for kind in kinds:
+                done.append(run_trial(kind, i, seed, durations[kind], work, tmpdir))
         return done
 
 
@@ -378,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated, of: " + " ".join(KINDS))
     ap.add_argument("--trials", type=int, default=100, help="trials per kind (default 100)")
+    ap.add_argument("--start", type=int, default=0, help="index of the first trial (default 0)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--budget", type=float, default=None, help="seconds; no new trial after it")
     ap.add_argument("--results", help="append the trials to this JSON file")
@@ -391,13 +410,14 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
     if bad := [k for k in kinds if k not in KINDS]:
         raise ConfigError("--kinds", ",".join(bad), " | ".join(KINDS))
-    if a.trials < 1:
-        raise ConfigError("--trials", a.trials, "an integer >= 1")
+    if a.trials < 1 or a.start < 0:
+        raise ConfigError("--trials" if a.trials < 1 else "--start",
+                          a.trials if a.trials < 1 else a.start, "an integer >= 1 (--start: >= 0)")
     if os.geteuid() != 0:
         raise ConfigError("user", os.geteuid(), "root (loop devices, mounts, tracefs)")
     subprocess.run(["make", "-s", "-C", str(ROOT / "backends")], check=True)
     deadline = time.monotonic() + (a.budget if a.budget is not None else float("inf"))
-    trials = [asdict(t) for k in kinds for t in run_kind(k, a.trials, a.seed, deadline)]
+    trials = [asdict(t) for t in run_kinds(kinds, a.trials, a.seed, deadline, a.start)]
     if a.results:
         path = Path(a.results)
         old = json.loads(path.read_text()) if path.exists() else []
