@@ -54,16 +54,14 @@ PROCESS_EXIT = 10.0           # a killed process still there after this is left 
 SWEEP_SPEC = """backend = "iozone"
 seed = {seed}
 warmup = 0
+repetitions = 1
 [factors]
 threads = [16]
 file_size = "128k"
 record_size = "32k"
 policy = ["ext4", "nojc"]
 freq = "emulated:3.3"
-device = ["none", "{device}"]
-[repetitions]
-min = 1
-max = 1
+device = {devices}
 """
 
 
@@ -195,7 +193,8 @@ def _command(kind: str, work: Path, trial: Trial, seed: int) -> list[str]:
     out = str(work / f"{kind}-{trial.index}.nc")
     if kind.startswith("sweep"):
         spec = work / f"{kind}-{trial.index}.toml"
-        spec.write_text(SWEEP_SPEC.format(seed=seed, device=trial.device))
+        devices = json.dumps(list(dict.fromkeys(["none", trial.device])))
+        spec.write_text(SWEEP_SPEC.format(seed=seed, devices=devices))
         return _abtlab("sweep", str(spec), "--out", out, "--quiet")
     return _abtlab("run", "iozone", "--threads", "64", "--file-size", "128k", "--record", "32k",
                    "--policy", "ext4", "--freq", "emulated:3.3", "--device", trial.device,
@@ -220,7 +219,8 @@ def _traceback(err: str) -> str:
     lines = err.strip().splitlines()
     if "Traceback" not in err or lines[-1].strip() == "KeyboardInterrupt":
         return ""
-    return "traceback: " + lines[-1][:200]
+    where = next((ln for ln in lines if ln.startswith("Exception ignored")), "")
+    return f"traceback: {lines[-1][:200]} {where[:200]}".strip()
 
 
 def _signal(p: subprocess.Popen, trial: Trial, signum: int) -> None:
@@ -248,7 +248,10 @@ def signal_trial(kind: str, trial: Trial, work: Path, tmpdir: Path, seed: int) -
                          start_new_session=True, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     _signal(p, trial, signum)
-    trial.wrong = _traceback(_wait(p, trial))
+    err = _wait(p, trial)
+    trial.wrong = _traceback(err)
+    if trial.rc[-1] == 2:           # abtlab's own error: the run was refused or failed
+        trial.wrong = trial.wrong or "error: " + err.strip().splitlines()[-1][:200]
     if signum == signal.SIGKILL:
         time.sleep(0.2)          # orphaned children see their parent gone
         cp = cleanup(tmpdir)
