@@ -7,20 +7,20 @@ and concurrent runs, each trial followed by a check that nothing is left on the 
 
 Each kind first times one undisturbed command (its duration D; nothing may be left after
 it either), then `--trials` trials run, one of each kind in turn: the command is started
-in its own session and, after a delay drawn uniformly from [0, 1.2 D] (seeded: trial i of
-a kind always draws the same delay, device and target), signalled, either itself (`kill PID`) or with its
-children (`kill -- -PGID`, what Ctrl-C does). After SIGINT/SIGTERM the run's own
-teardown must leave nothing; after SIGKILL, `abtlab cleanup` must. `concurrent` starts
-two runs at once (the same or another --out, waiting or --no-wait) and checks that they
-were serialised or refused as documented. A signal that lands in a library's
-finalizer is swallowed there ("Exception ignored in ..."); abtlab raises it again at the
-next step or at the end, and the table counts such trials apart. The check compares the machine with a
-snapshot taken before the trial: loop devices, mounts (ext4, FUSE, tracefs), abt-* and
-qemu processes, tracefs instances, blkio throttle rules and abtlab cgroups, abtlab
-temporary files and directories, the machine lock; and asks `leftovers.find()` what
-`abtlab cleanup` would undo (a killed process gets 10 s to exit first: a workload killed
-mid-write to a throttled device finishes that write). A trial that leaves something is
-cleaned up before the next.
+in its own session and, after a delay drawn uniformly from [0, 1.2 D] (seeded: trial i
+of a kind always draws the same delay, device and target), signalled, either itself
+(`kill PID`) or with its children (`kill -- -PGID`, what Ctrl-C does). After
+SIGINT/SIGTERM the run's own teardown must leave nothing; after SIGKILL, `abtlab
+cleanup` must. `concurrent` starts two runs at once (the same or another --out, waiting
+or --no-wait) and checks that they were serialised or refused as documented. A signal
+that lands in a library's finalizer is swallowed there ("Exception ignored in ...");
+abtlab raises it again at the next step or at the end, and the table counts such trials
+apart. The check compares the machine with a snapshot taken before the trial: loop
+devices, mounts (ext4, FUSE, tracefs), abt-* and qemu processes, tracefs instances,
+blkio throttle rules and abtlab cgroups, abtlab temporary files and directories, the
+machine lock; and asks `leftovers.find()` what `abtlab cleanup` would undo (a killed
+process gets 10 s to exit first: a workload killed mid-write to a throttled device
+finishes that write). A trial that leaves something is cleaned up before the next.
 
 Needs root and loop devices; changes the machine, so run it under the machine's
 benchmark lock. `--budget` stops starting trials after that many seconds (the table then
@@ -121,7 +121,7 @@ def _throttles() -> set[str]:
 def _temp(tmpdir: Path) -> set[str]:
     found = {str(p) for p in tmpdir.iterdir()}
     for root in ("/var/tmp", "/dev/shm"):
-        found |= {str(p) for p in Path(root).glob("abtlab*")} | {str(p) for p in Path(root).glob("abt-*")}
+        found |= {str(p) for pattern in ("abtlab*", "abt-*") for p in Path(root).glob(pattern)}
     return found
 
 
@@ -299,7 +299,8 @@ def _draw(kind: str, index: int, seed: int, duration: float) -> tuple[Trial, obj
     rng = np.random.default_rng([seed, KINDS.index(kind), index])
     trial = Trial(kind, index, device=str(rng.choice(DEVICES)),
                   target=str(rng.choice(["pid", "group"])))
-    trial.delay = float(rng.uniform(0, 0.5) if kind == "concurrent" else rng.uniform(0, 1.2 * duration))
+    late = 0.5 if kind == "concurrent" else 1.2 * duration   # the second run's start, or the signal
+    trial.delay = float(rng.uniform(0, late))
     return trial, rng
 
 
@@ -393,8 +394,8 @@ def run_kinds(kinds, trials: int, seed: int, deadline: float, start=0, say=print
         done, durations = [], {}
         for kind in kinds:
             durations[kind], first = calibrate(kind, seed, work, tmpdir)
-            say(f"{kind}: an undisturbed run took {durations[kind]:.1f} s" +
-                (f"; {first.wrong} {first.left}" if first.wrong or first.left else ", left nothing"))
+            bad = f"; {first.wrong} {first.left}" if first.wrong or first.left else ", left nothing"
+            say(f"{kind}: an undisturbed run took {durations[kind]:.1f} s{bad}")
             done.append(first)
         for i in range(start, start + trials):
             if time.monotonic() > deadline:
@@ -407,7 +408,8 @@ def run_kinds(kinds, trials: int, seed: int, deadline: float, start=0, say=print
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated, of: " + " ".join(KINDS))
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="comma-separated, of: " + " ".join(KINDS))
     ap.add_argument("--trials", type=int, default=100, help="trials per kind (default 100)")
     ap.add_argument("--start", type=int, default=0, help="index of the first trial (default 0)")
     ap.add_argument("--seed", type=int, default=0)
