@@ -18,7 +18,7 @@ import numpy as np
 from .errors import ConfigError, TraceError
 
 __all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name", "keep_rejected",
-           "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume"]
+           "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume", "drop_unstarted"]
 
 
 def _clean_attrs(attrs: dict) -> dict:
@@ -181,6 +181,21 @@ def check_out(out, resume=False, force=False) -> None:
 def start_fresh(out) -> None:
     """--force: drop the unfinished parts and spec of an earlier sweep to this output."""
     shutil.rmtree(parts_dir(out), ignore_errors=True)
+
+
+def drop_unstarted(out) -> bool:
+    """Remove `<out>.parts` when it holds only the spec (a sweep stopped before its first
+    repetition), so the same command runs again without --resume; True if removed.
+    Parts and rejected parts are never removed here."""
+    d = parts_dir(out)
+    try:
+        names = {p.name for p in d.iterdir()}
+    except OSError:
+        return False
+    if any(n != SPEC_FILE and not n.startswith(f".{SPEC_FILE}.tmp-") for n in names):
+        return False
+    shutil.rmtree(d, ignore_errors=True)
+    return True
 
 
 def _normal(spec: dict) -> dict:

@@ -190,6 +190,8 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
         raise RunError(f"{be.name}: {exc}") from exc
     finally:
         ex.close()
+        if tmp_out is None:     # stopped before any repetition: nothing to resume
+            store.drop_unstarted(out)
     from .schema import SWEEP_SPEC
     from .system.facts import collect
     meta = {**collect(), "backend": be.name, "abtlab_version": __version__, "start_time": started,

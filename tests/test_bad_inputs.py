@@ -67,3 +67,15 @@ def test_python_callers_get_the_same_checks(nothing_runs):
     with pytest.raises(ConfigError, match="^factors: "):
         sweep.run("sim", {}, quiet=True)
     assert nothing_runs == []
+
+
+def test_a_frequency_mode_error_names_freq(tmp_path, capsys, monkeypatch):
+    """The guest refuses an emulated frequency as freq_mode; the user typed --freq."""
+    from abtlab import runner
+
+    def guest_refuses(*a, **k):
+        raise ConfigError("freq_mode", "emulated", "native in the guest (TCG has no P-states)")
+    monkeypatch.setattr(runner, "run", guest_refuses)
+    assert main(["run", "iozone", "--freq", "emulated:1.6", "--out", str(tmp_path / "r.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "--freq: got 'emulated'" in err and "freq_mode" not in err, err

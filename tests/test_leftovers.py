@@ -241,3 +241,31 @@ def test_instances_are_found_with_tracefs_unmounted(monkeypatch, tmp_path):
         assert not dead.exists()
     finally:
         subprocess.run(["umount", where], check=False)
+
+
+@pytest.mark.root
+def test_a_mount_on_a_loop_device_whose_image_was_deleted_is_undone(tmp_path):
+    """A run killed in its teardown after deleting the image but before unmounting: the
+    mount and its loop device ('... (deleted)') are found and undone, then the rest."""
+    d = tmp_path / "abtlab-run-dead"
+    (d / "mnt").mkdir(parents=True)
+    leftovers.record_of(d).write_text(f"{_dead_pid()} 12345\n")
+    img = d / "fs.img"
+    img.write_bytes(b"\0" * 16 * 2 ** 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
+    dev = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    subprocess.run(["mount", dev, str(d / "mnt")], check=True)
+    img.unlink()
+    none = tmp_path / "none"
+    try:
+        found = leftovers.find(roots=(tmp_path,), instances=none, v2_root=none, v1_root=none)
+        assert found.mounts == [(str(d / "mnt"), "ext4")] and found.loops == [(dev, str(img))]
+        leftovers.reclaim(roots=(tmp_path,), instances=none, v2_root=none, v1_root=none,
+                          quiet=True)
+        assert not os.path.ismount(d / "mnt") and list(tmp_path.iterdir()) == []
+        assert str(img) not in subprocess.run(["losetup", "-a"], capture_output=True,
+                                              text=True).stdout
+    finally:
+        subprocess.run(["umount", str(d / "mnt")], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], capture_output=True)

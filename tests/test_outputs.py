@@ -91,3 +91,26 @@ def test_a_trace_that_is_a_directory_gives_abtlabs_error(tmp_path):
     from abtlab import trace
     with pytest.raises(TraceError, match="cannot be read"):
         trace.read(tmp_path)
+
+
+def test_a_sweep_stopped_before_its_first_repetition_leaves_no_parts(tmp_path, monkeypatch):
+    out = tmp_path / "r.nc"
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, "_run_points", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _run(out)
+    assert not store.parts_dir(out).exists()
+    monkeypatch.undo()
+    _run(out)                                   # the same command again, without --resume
+    assert store.is_dataset(out)
+
+
+def test_parts_with_repetitions_or_rejected_ones_are_kept(tmp_path):
+    out = tmp_path / "r.nc"
+    store.write_spec(out, {"backend": "fake"})
+    (store.parts_dir(out) / "rejected").mkdir()
+    assert not store.drop_unstarted(out) and store.parts_dir(out).is_dir()
+    (store.parts_dir(out) / "rejected").rmdir()
+    assert store.drop_unstarted(out) and not store.parts_dir(out).exists()

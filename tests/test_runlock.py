@@ -84,3 +84,28 @@ def test_only_runs_on_host_devices_take_the_machine():
     assert sweep._on_host_devices(iozone, {"policy": ["ext4"]}, {"guest": True}) is False
     assert sweep._on_host_devices(iozone, {"machine": ["guest:6.18"]}, {}) is False
     assert sweep._on_host_devices(sim, {"policy": ["ext4"]}, {}) is False
+
+
+def test_an_output_lock_file_goes_with_its_writer(tmp_path):
+    out = tmp_path / "r.nc"
+    with OutputLock(out, directory=tmp_path) as held:
+        assert held.path.is_file()
+    assert not held.path.exists()
+
+
+def test_a_waiter_on_a_removed_lock_file_takes_the_new_one(tmp_path, monkeypatch):
+    """A process that opened the lock file just before its holder removed it must not
+    lock the unlinked file (a third would then lock a new one beside it)."""
+    out = tmp_path / "r.nc"
+    first = OutputLock(out, directory=tmp_path).__enter__()
+    stale = os.open(first.path, os.O_RDWR)      # opened, not yet locked, when first ends
+    first.release()
+    late = OutputLock(out, directory=tmp_path)
+    opens = iter([stale])
+    real_open = OutputLock._open
+    monkeypatch.setattr(late, "_open", lambda: next(opens, None) or real_open(late))
+    with late:
+        assert os.fstat(late._fd).st_ino == os.stat(late.path).st_ino
+        with pytest.raises(ConfigError, match="is writing it"):
+            with OutputLock(out, directory=tmp_path):
+                pass

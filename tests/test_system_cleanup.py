@@ -206,3 +206,24 @@ def test_a_second_signal_shortens_waits_and_a_held_one_is_raised_after():
             seen.append("not reached")
     assert seen == [False, True]
     assert cleanup.hurry() is False               # reset once the handlers are gone
+
+
+class _SignalledInDel:
+    def __del__(self):      # the signal lands in a finalizer, where Python swallows raises
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("checkpoint", [True, False])
+def test_a_signal_swallowed_by_a_finalizer_is_raised_again(checkpoint):
+    seen = []
+    with pytest.raises(cleanup.Terminated) as exc:
+        with cleanup.installed():
+            _SignalledInDel()                    # collected at once: __del__ runs here
+            seen.append("went on")               # the raise in __del__ was swallowed
+            if checkpoint:
+                with cleanup.deferred():         # the next change to the machine
+                    seen.append("step")
+                seen.append("not reached")
+    assert exc.value.signum == signal.SIGTERM
+    assert seen == (["went on", "step"] if checkpoint else ["went on"])

@@ -69,7 +69,7 @@ def _coerce(v):
 # field names of abtlab.run -> the options of this command, for error messages
 FLAGS = {"threads": "--threads", "file_size": "--file-size", "record_size": "--record",
          "files": "--files", "policy": "--policy", "freq": "--freq", "device": "--device",
-         "reps": "--reps", "seed": "--seed", "out": "--out"}
+         "freq_mode": "--freq", "reps": "--reps", "seed": "--seed", "out": "--out"}
 
 
 def main(args):

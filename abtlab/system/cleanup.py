@@ -148,8 +148,11 @@ def _handler(signum, frame):
     global _pending_signal, _terminating, _hurry
     _hurry = _terminating          # a second signal: finish the teardown, only faster
     _terminating = True
+    # kept until a teardown sees the Terminated go by: if it is raised inside a __del__
+    # or weakref callback of some library, Python swallows it, and the next deferred
+    # block or teardown raises it again
+    _pending_signal = _pending_signal or signum
     if _deferring:                 # a change and its undo, or a teardown, is under way
-        _pending_signal = _pending_signal or signum
         return
     raise Terminated(signum)
 
@@ -193,7 +196,10 @@ class installed:
         finally:
             for signum, previous in self._previous.items():
                 signal.signal(signum, previous)
+            lost = _pending_signal if exc[0] is None else None
             _reset()
+        if lost is not None:     # swallowed by a finalizer: never end as if none came
+            raise Terminated(lost)
         return False
 
 

@@ -6,7 +6,8 @@ fight over tracefs and loop devices, and their timings would contaminate each ot
 second run waits, saying for whom, or fails at once (`wait=False`, `--no-wait`). Every
 sweep with an output also holds `OutputLock`, never waited for: an `--out` that a live
 run is writing is refused. flock is released by the kernel when its holder dies, so a
-`kill -9` never leaves a stale lock; the lock files themselves stay (like /run/lock).
+`kill -9` never leaves a stale lock. The machine's lock file stays (like /run/lock); an
+output's is removed when its writer ends (only a killed writer's stays, harmlessly).
 """
 from __future__ import annotations
 
@@ -110,10 +111,27 @@ class OutputLock(_Flock):
         self.out = str(out)
 
     def __enter__(self):
-        fd = self._open()
-        if not self._try(fd):
-            os.close(fd)
-            raise ConfigError("out", self.out, f"a path no live run is writing "
-                                                f"({self.holder()} is writing it)")
+        while True:
+            fd = self._open()
+            if not self._try(fd):
+                os.close(fd)
+                raise ConfigError("out", self.out, f"a path no live run is writing "
+                                                    f"({self.holder()} is writing it)")
+            if self._current(fd):
+                break
+            os.close(fd)            # its holder removed the file on release: take the new one
         self._claim(fd)
         return self
+
+    def _current(self, fd) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            return False
+
+    def release(self) -> None:
+        """Remove the lock file while still holding it, so one file per output ever
+        written does not pile up (a process that opened it meanwhile sees it is gone)."""
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)
+        super().release()

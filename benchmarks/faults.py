@@ -1,0 +1,446 @@
+"""Fault injection: SIGINT, SIGTERM and SIGKILL at random moments of real runs and sweeps,
+and concurrent runs, each trial followed by a check that nothing is left on the machine.
+
+    python -m benchmarks.faults [--kinds run-int,run-term,run-kill,sweep-int,sweep-term,
+        sweep-kill,concurrent] [--trials 100] [--start 0] [--seed 0] [--budget SECONDS]
+        [--results FILE.json] [--table FILE.json]
+
+Each kind first times one undisturbed command (its duration D; nothing may be left after
+it either), then `--trials` trials run, one of each kind in turn: the command is started
+in its own session and, after a delay drawn uniformly from [0, 1.2 D] (seeded: trial i
+of a kind always draws the same delay, device and target), signalled, either itself
+(`kill PID`) or with its children (`kill -- -PGID`, what Ctrl-C does). After
+SIGINT/SIGTERM the run's own teardown must leave nothing; after SIGKILL, `abtlab
+cleanup` must. `concurrent` starts two runs at once (the same or another --out, waiting
+or --no-wait) and checks that they were serialised or refused as documented. A signal
+that lands in a library's finalizer is swallowed there ("Exception ignored in ...");
+abtlab raises it again at the next step or at the end, and the table counts such trials
+apart. The check compares the machine with a snapshot taken before the trial: loop
+devices, mounts (ext4, FUSE, tracefs), abt-* and qemu processes, tracefs instances,
+blkio throttle rules and abtlab cgroups, abtlab temporary files and directories, the
+machine lock; and asks `leftovers.find()` what `abtlab cleanup` would undo (a killed
+process gets 10 s to exit first: a workload killed mid-write to a throttled device
+finishes that write). A trial that leaves something is cleaned up before the next.
+
+Needs root and loop devices; changes the machine, so run it under the machine's
+benchmark lock. `--budget` stops starting trials after that many seconds (the table then
+says how many ran); `--results` appends the trials to a JSON file and `--table` prints
+the table of such a file: several invocations with `--start` at the next trial index
+make one table. No guest kind yet: runs in the qemu guest have no `--machine guest`
+factor to signal.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from abtlab.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("run-int", "run-term", "run-kill", "sweep-int", "sweep-term", "sweep-kill", "concurrent")
+SIGNALS = {"int": signal.SIGINT, "term": signal.SIGTERM, "kill": signal.SIGKILL}
+DEVICES = ("none", "hdd7200", "hdd7200-throttle")
+EXIT_TIMEOUT = 120.0          # a signalled run that has not exited by then is hung
+PROCESS_EXIT = 10.0           # a killed process still there after this is left behind
+SWEEP_SPEC = """backend = "iozone"
+seed = {seed}
+warmup = 0
+repetitions = 1
+[factors]
+threads = [16]
+file_size = "128k"
+record_size = "32k"
+policy = ["ext4", "nojc"]
+freq = "emulated:3.3"
+device = {devices}
+"""
+
+
+# -- what is on the machine ----------------------------------------------------------
+def _read(p: Path) -> str:
+    try:
+        return p.read_text()
+    except OSError:
+        return ""
+
+
+def _loops() -> set[str]:
+    out = set()
+    for d in Path("/sys/block").glob("loop*"):
+        back = _read(d / "loop" / "backing_file").strip()
+        if back:
+            out.add(f"/dev/{d.name} on {back}")
+    return out
+
+
+def _mounts() -> set[str]:
+    out = set()
+    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+        pre, _, post = line.partition(" - ")
+        fstype, source = (post.split() + ["", ""])[:2]
+        out.add(f"{fstype} {source} on {pre.split()[4]}")
+    return out
+
+
+def _processes() -> set[str]:
+    out = set()
+    for d in Path("/proc").glob("[0-9]*"):
+        comm = _read(d / "comm").strip()
+        if comm.startswith(("abt-", "qemu")):
+            out.add(f"{comm} (pid {d.name})")
+    return out
+
+
+def _instances() -> set[str]:
+    out = set()
+    for line in _mounts():
+        if line.startswith("tracefs "):
+            point = Path(line.rsplit(" on ", 1)[1])
+            out |= {f"{p.name} in {point}" for p in (point / "instances").glob("abtlab*")}
+    return out
+
+
+def _throttles() -> set[str]:
+    from abtlab.system.device import _V1_FILES, V1_ROOT, V2_ROOT
+    out = {f"{name}: {line}" for name in _V1_FILES.values()
+           for line in _read(V1_ROOT / name).splitlines() if line.strip()}
+    return out | {f"cgroup {p}" for p in V2_ROOT.glob("abtlab*")}
+
+
+def _temp(tmpdir: Path) -> set[str]:
+    found = {str(p) for p in tmpdir.iterdir()}
+    for root in ("/var/tmp", "/dev/shm"):
+        found |= {str(p) for pattern in ("abtlab*", "abt-*") for p in Path(root).glob(pattern)}
+    return found
+
+
+def _lock_held() -> set[str]:
+    from abtlab.system.runlock import lock_dir
+    fd = os.open(lock_dir() / "real.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return set()
+    except BlockingIOError:     # say by whom: it may be a run no trial started
+        return {f"the machine lock is held ({_read(lock_dir() / 'real.lock').strip()[:120]})"}
+    finally:
+        os.close(fd)
+
+
+def _cleanup_finds(tmpdir: Path) -> set[str]:
+    from abtlab.system import leftovers
+    return set(leftovers.find(roots=("/var/tmp", str(tmpdir))).describe())
+
+
+def snapshot(tmpdir: Path) -> dict[str, set[str]]:
+    """What is on the machine now, by category (the table's leftover columns)."""
+    mounts = _mounts()
+    return {"loop": _loops(), "mount": {m for m in mounts if not m.startswith("tracefs ")},
+            "tracefs": {m for m in mounts if m.startswith("tracefs ")} | _instances(),
+            "throttle": _throttles(), "process": _processes(), "temp": _temp(tmpdir),
+            "lock": _lock_held(), "cleanup finds": _cleanup_finds(tmpdir)}
+
+
+def _settle(before: dict, wait: float = PROCESS_EXIT) -> None:
+    """Give killed processes time to exit: a workload killed in the middle of a write to
+    a throttled device finishes that write first (state D), and init reaps it later."""
+    deadline = time.monotonic() + wait
+    while _processes() - before["process"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def left_since(before: dict, tmpdir: Path) -> dict[str, list[str]]:
+    """What appeared (or, for tracefs, vanished) since `before`, by category."""
+    _settle(before)
+    now = snapshot(tmpdir)
+    diff = {k: sorted(now[k] - before[k]) for k in now}
+    diff["tracefs"] += [f"gone: {m}" for m in sorted(before["tracefs"] - now["tracefs"])]
+    return {k: v for k, v in diff.items() if v}
+
+
+# -- one trial -------------------------------------------------------------------------
+@dataclass
+class Trial:
+    kind: str
+    index: int
+    delay: float = 0.0                # seconds from start to the signal
+    target: str = "pid"               # pid | group
+    device: str = "none"
+    rc: list = field(default_factory=list)       # exit codes of the runs
+    alive: bool = True                # the signal found the run still running
+    hung: bool = False
+    wrong: str = ""                   # a documented outcome that did not happen
+    left: dict = field(default_factory=dict)     # category -> what was left
+
+
+def _abtlab(*args) -> list[str]:
+    return [sys.executable, "-m", "abtlab", *args]
+
+
+def _env(tmpdir: Path) -> dict:
+    return {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(ROOT)}
+
+
+def _command(kind: str, work: Path, trial: Trial, seed: int) -> list[str]:
+    out = str(work / f"{kind}-{trial.index}.nc")
+    if kind.startswith("sweep"):
+        spec = work / f"{kind}-{trial.index}.toml"
+        devices = json.dumps(list(dict.fromkeys(["none", trial.device])))
+        spec.write_text(SWEEP_SPEC.format(seed=seed, devices=devices))
+        return _abtlab("sweep", str(spec), "--out", out, "--quiet")
+    return _abtlab("run", "iozone", "--threads", "64", "--file-size", "128k", "--record", "32k",
+                   "--policy", "ext4", "--freq", "emulated:3.3", "--device", trial.device,
+                   "--reps", "2", "--warmup", "0", "--seed", str(seed), "--out", out, "--quiet")
+
+
+def _wait(p: subprocess.Popen, trial: Trial) -> str:
+    """Let p exit (SIGKILL its session if it hangs); return its stderr."""
+    try:
+        err = p.communicate(timeout=EXIT_TIMEOUT)[1]
+    except subprocess.TimeoutExpired:
+        trial.hung = True
+        os.killpg(p.pid, signal.SIGKILL)
+        err = p.communicate()[1]
+    trial.rc.append(p.returncode)
+    return err or ""
+
+
+def _traceback(err: str) -> str:
+    """The last line of a traceback in err, unless it is Python's own KeyboardInterrupt
+    (a SIGINT during interpreter start-up, before abtlab's handlers exist)."""
+    lines = err.strip().splitlines()
+    if "Traceback" not in err or lines[-1].strip() == "KeyboardInterrupt":
+        return ""
+    where = next((ln for ln in lines if ln.startswith("Exception ignored")), "")
+    return f"traceback: {lines[-1][:200]} {where[:200]}".strip()
+
+
+def _signal(p: subprocess.Popen, trial: Trial, signum: int) -> None:
+    time.sleep(trial.delay)
+    trial.alive = p.poll() is None
+    try:
+        if trial.target == "group":
+            os.killpg(p.pid, signum)
+        else:
+            os.kill(p.pid, signum)
+    except ProcessLookupError:
+        trial.alive = False
+
+
+def cleanup(tmpdir: Path) -> subprocess.CompletedProcess:
+    """`abtlab cleanup`, looking also in the trials' temporary directory."""
+    return subprocess.run(_abtlab("cleanup", "--dir", str(tmpdir)), env=_env(tmpdir),
+                          capture_output=True, text=True, timeout=300)
+
+
+def signal_trial(kind: str, trial: Trial, work: Path, tmpdir: Path, seed: int) -> None:
+    """Start the command, signal it after trial.delay, let it exit (cleanup after SIGKILL)."""
+    signum = SIGNALS[kind.split("-")[1]]
+    p = subprocess.Popen(_command(kind, work, trial, seed), env=_env(tmpdir), cwd=work,
+                         start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    _signal(p, trial, signum)
+    err = _wait(p, trial)
+    trial.wrong = _traceback(err)
+    if trial.rc[-1] == 2:           # abtlab's own error: the run was refused or failed
+        trial.wrong = trial.wrong or "error: " + err.strip().splitlines()[-1][:200]
+    if signum == signal.SIGKILL:
+        time.sleep(0.2)          # orphaned children see their parent gone
+        cp = cleanup(tmpdir)
+        if cp.returncode != 0:
+            trial.wrong = f"cleanup rc {cp.returncode}: {cp.stdout.strip()[-300:]}"
+
+
+def concurrent_trial(trial: Trial, work: Path, tmpdir: Path, seed: int, rng) -> None:
+    """Two runs at once: the same --out (one is refused), or two outputs with waiting
+    (both finish, one after the other) or with --no-wait (one is refused at once)."""
+    mode = str(rng.choice(["same out", "wait", "no-wait"]))
+    trial.target = mode
+    cmds = []
+    for n in range(2):
+        t = Trial(trial.kind, trial.index * 2 + n, device=trial.device)
+        cmd = _command("run", work, t if mode != "same out" else trial, seed)
+        cmds.append(cmd + (["--no-wait"] if mode == "no-wait" else []))
+    procs = []
+    for cmd in cmds:
+        procs.append(subprocess.Popen(cmd, env=_env(tmpdir), cwd=work, start_new_session=True,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      text=True))
+        time.sleep(trial.delay)
+    errs = [_wait(p, trial) for p in procs]
+    trial.wrong = _concurrent_wrong(mode, sorted(trial.rc), errs) or next(
+        filter(None, map(_traceback, errs)), "")
+
+
+def _concurrent_wrong(mode: str, rcs: list[int], errs: list[str]) -> str:
+    text = "\n".join(errs)
+    if mode == "wait":
+        if rcs != [0, 0]:
+            return f"wait: exit codes {rcs}"
+        return "" if "waiting for the real run" in text else "wait: no waiting message"
+    if rcs != [0, 2]:
+        return f"{mode}: exit codes {rcs}"
+    said = ("is writing it", "finished abtlab dataset") if mode == "same out" \
+        else ("another real run holds this machine",)
+    return "" if any(s in text for s in said) else f"{mode}: refused without saying why"
+
+
+def _draw(kind: str, index: int, seed: int, duration: float) -> tuple[Trial, object]:
+    rng = np.random.default_rng([seed, KINDS.index(kind), index])
+    trial = Trial(kind, index, device=str(rng.choice(DEVICES)),
+                  target=str(rng.choice(["pid", "group"])))
+    late = 0.5 if kind == "concurrent" else 1.2 * duration   # the second run's start, or the signal
+    trial.delay = float(rng.uniform(0, late))
+    return trial, rng
+
+
+def run_trial(kind: str, index: int, seed: int, duration: float, work: Path, tmpdir: Path) -> Trial:
+    """One trial of kind; leaves the machine as it found it (cleaning up what it left)."""
+    trial, rng = _draw(kind, index, seed, duration)
+    before = snapshot(tmpdir)
+    if kind == "concurrent":
+        concurrent_trial(trial, work, tmpdir, seed + index, rng)
+    else:
+        signal_trial(kind, trial, work, tmpdir, seed + index)
+    trial.left = left_since(before, tmpdir)
+    if trial.left:
+        cleanup(tmpdir)
+    for p in work.iterdir():          # outputs of this trial; the next starts afresh
+        subprocess.run(["rm", "-rf", str(p)], check=False)
+    return trial
+
+
+def calibrate(kind: str, seed: int, work: Path, tmpdir: Path) -> tuple[float, Trial]:
+    """Run kind's command undisturbed: its duration, and what a normal exit left."""
+    trial = Trial(kind, -1, device="hdd7200")
+    before = snapshot(tmpdir)
+    t0 = time.monotonic()
+    if kind == "concurrent":
+        cmd = _command("run", work, trial, seed)
+    else:
+        cmd = _command(kind, work, trial, seed)
+    p = subprocess.Popen(cmd, env=_env(tmpdir), cwd=work, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    trial.wrong = _traceback(_wait(p, trial))
+    duration = time.monotonic() - t0
+    trial.left = left_since(before, tmpdir)
+    if trial.rc != [0]:
+        trial.wrong = trial.wrong or f"an undisturbed run exited {trial.rc[0]}"
+    for f in work.iterdir():
+        subprocess.run(["rm", "-rf", str(f)], check=False)
+    return duration, trial
+
+
+# -- the table -------------------------------------------------------------------------
+CATEGORIES = ("loop", "mount", "tracefs", "throttle", "process", "temp", "lock", "cleanup finds")
+
+
+def table(trials: list[dict]) -> str:
+    """Per kind: trials, how many the signal found running, exit codes, trials with
+    leftovers (and per category), hung runs, other wrong outcomes."""
+    head = ["kind", "trials", "signalled", "exit codes", "left", *CATEGORIES, "hung",
+            "in finalizer", "wrong"]
+    rows = [head]
+    for kind in KINDS:
+        ts = [t for t in trials if t["kind"] == kind and t["index"] >= 0]
+        if not ts:
+            continue
+        codes: dict[int, int] = {}
+        for t in ts:
+            for rc in t["rc"]:
+                codes[rc] = codes.get(rc, 0) + 1
+        rows.append([kind, len(ts), sum(t["alive"] for t in ts),
+                     " ".join(f"{rc}:{n}" for rc, n in sorted(codes.items())),
+                     sum(bool(t["left"]) for t in ts),
+                     *(sum(c in t["left"] for t in ts) for c in CATEGORIES),
+                     sum(t["hung"] for t in ts), sum(map(_in_finalizer, ts)),
+                     sum(bool(t["wrong"]) and not _in_finalizer(t) for t in ts)])
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(str(v).rjust(w) for v, w in zip(r, widths)) for r in rows)
+
+
+def _in_finalizer(t: dict) -> bool:
+    """The signal landed in a library's __del__ or weakref callback, which swallowed its
+    Terminated ("Exception ignored in ..."), and the run still ended by that signal."""
+    return "Exception ignored" in t["wrong"] and all(rc in (130, 143) for rc in t["rc"])
+
+
+def details(trials: list[dict]) -> str:
+    lines = []
+    for t in trials:
+        if t["left"] or t["wrong"] or t["hung"]:
+            lines.append(f"{t['kind']} #{t['index']} ({t['target']}, {t['device']}, "
+                         f"{t['delay']:.2f} s, rc {t['rc']}): {t['wrong']} {t['left']}")
+    return "\n".join(lines)
+
+
+def run_kinds(kinds, trials: int, seed: int, deadline: float, start=0, say=print) -> list[Trial]:
+    """Calibrate every kind, then run trial i of each kind in turn (so a budget cuts all
+    kinds alike) until all are done or the deadline (time.monotonic()) passes."""
+    with tempfile.TemporaryDirectory(prefix="faults-") as base:
+        work, tmpdir = Path(base, "work"), Path(base, "tmp")
+        work.mkdir()
+        tmpdir.mkdir()
+        done, durations = [], {}
+        for kind in kinds:
+            durations[kind], first = calibrate(kind, seed, work, tmpdir)
+            bad = f"; {first.wrong} {first.left}" if first.wrong or first.left else ", left nothing"
+            say(f"{kind}: an undisturbed run took {durations[kind]:.1f} s{bad}")
+            done.append(first)
+        for i in range(start, start + trials):
+            if time.monotonic() > deadline:
+                say(f"budget spent after {i - start} of {trials} trials per kind")
+                break
+            for kind in kinds:
+                done.append(run_trial(kind, i, seed, durations[kind], work, tmpdir))
+        return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="comma-separated, of: " + " ".join(KINDS))
+    ap.add_argument("--trials", type=int, default=100, help="trials per kind (default 100)")
+    ap.add_argument("--start", type=int, default=0, help="index of the first trial (default 0)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--budget", type=float, default=None, help="seconds; no new trial after it")
+    ap.add_argument("--results", help="append the trials to this JSON file")
+    ap.add_argument("--table", help="print the table of a --results file and exit")
+    a = ap.parse_args(argv)
+    if a.table:
+        trials = json.loads(Path(a.table).read_text())
+        print(table(trials))
+        print(details(trials))
+        return 0
+    kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
+    if bad := [k for k in kinds if k not in KINDS]:
+        raise ConfigError("--kinds", ",".join(bad), " | ".join(KINDS))
+    if a.trials < 1 or a.start < 0:
+        raise ConfigError("--trials" if a.trials < 1 else "--start",
+                          a.trials if a.trials < 1 else a.start, "an integer >= 1 (--start: >= 0)")
+    if os.geteuid() != 0:
+        raise ConfigError("user", os.geteuid(), "root (loop devices, mounts, tracefs)")
+    subprocess.run(["make", "-s", "-C", str(ROOT / "backends")], check=True)
+    deadline = time.monotonic() + (a.budget if a.budget is not None else float("inf"))
+    trials = [asdict(t) for t in run_kinds(kinds, a.trials, a.seed, deadline, a.start)]
+    if a.results:
+        path = Path(a.results)
+        old = json.loads(path.read_text()) if path.exists() else []
+        path.write_text(json.dumps(old + trials, indent=1))
+    print(table(trials))
+    print(details(trials))
+    return 0 if not any(t["left"] or t["wrong"] or t["hung"] for t in trials) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

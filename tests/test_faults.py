@@ -1,0 +1,44 @@
+"""A few trials of benchmarks/faults: a signal at a random (seeded) moment of a real run
+or sweep, or two runs at once, and nothing may be left on the machine afterwards. The
+full-size run (100+ trials per kind) is `python -m benchmarks.faults`."""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import faults
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+@pytest.fixture
+def dirs(tmp_path, built_backends):
+    work, tmpdir = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmpdir.mkdir()
+    return work, tmpdir
+
+
+@pytest.mark.parametrize("kind, index", [("run-int", 0), ("run-term", 1), ("run-kill", 2),
+                                         ("sweep-term", 3), ("sweep-kill", 4),
+                                         ("concurrent", 5)])
+def test_a_fault_leaves_nothing_behind(dirs, kind, index):
+    # 6 s is about one undisturbed run here: the signal lands anywhere in [0, 7.2] s
+    trial = faults.run_trial(kind, index, seed=0, duration=6.0, work=dirs[0], tmpdir=dirs[1])
+    assert not trial.hung
+    assert trial.wrong == "" and trial.left == {}, trial
+
+
+def test_the_check_sees_what_a_run_leaves(dirs):
+    """The check can fail: a loop device attached behind its back is reported."""
+    import subprocess
+    work, tmpdir = dirs
+    before = faults.snapshot(tmpdir)
+    img = tmpdir / "abtlab-probe.img"
+    img.write_bytes(b"\0" * 2 ** 20)
+    dev = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    try:
+        left = faults.left_since(before, tmpdir)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)
+    assert any(str(img) in line for line in left["loop"]) and left["temp"] == [str(img)]
