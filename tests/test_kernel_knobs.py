@@ -67,3 +67,36 @@ def test_bad_values_name_the_spec_field_and_what_is_accepted(kernel, items, fiel
 def test_bad_device_name_is_refused():
     with pytest.raises(ConfigError, match="guest block device"):
         kk.parse_knobs().writes("../vda")
+
+
+def _fake_tree(root, dev):
+    for path, _ in kk.parse_knobs().writes(dev) + kk.parse_knobs("6.1-legacy").writes(dev):
+        f = root / path.lstrip("/")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("0\n")
+
+
+def test_shell_script_writes_in_order_and_records_what_it_read_back(tmp_path):
+    import subprocess
+    _fake_tree(tmp_path, "vda")
+    knobs = kk.parse_knobs("6.1-legacy")
+    script = kk.shell_script(knobs, "vda", record=tmp_path / "rec", root=str(tmp_path))
+    subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+    readback = kk.parse_readback((tmp_path / "rec").read_text())
+    assert list(readback) == [p for p, _ in knobs.writes("vda")]
+    assert knobs.readback_ok(readback, "vda")
+    assert not kk.parse_knobs().readback_ok(readback, "vda")
+    # the kernel's elevator file lists every scheduler, the active one in brackets
+    readback["/sys/block/vda/queue/scheduler"] = "mq-deadline [bfq] none"
+    assert knobs.readback_ok(readback, "vda")
+
+
+def test_shell_script_fails_naming_the_path_it_could_not_write(tmp_path):
+    import subprocess
+    _fake_tree(tmp_path, "vda")
+    (tmp_path / "sys/module/ext4/parameters/legacy_write_handle").unlink()
+    (tmp_path / "sys/module/ext4/parameters").rmdir()
+    script = kk.shell_script(kk.parse_knobs(), "vda", record=tmp_path / "rec", root=str(tmp_path))
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 97
+    assert "/sys/module/ext4/parameters/legacy_write_handle" in proc.stderr
