@@ -2,7 +2,7 @@
 import pytest
 
 from abtlab.errors import ConfigError
-from abtlab.schema import ATTR_GUEST_KERNEL, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+from abtlab.schema import ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 from abtlab.system import kernel_knobs as kk
 
 SHADOW = "/sys/module/jbd2/parameters/legacy_shadow_wait"
@@ -27,7 +27,7 @@ def test_legacy_preset_turns_every_knob_on():
         "/sys/kernel/debug/sched/wakeup_granularity_ns": "3000000",
         "/sys/block/nullb0/queue/scheduler": "bfq"}
     assert knobs.label == "6.1-legacy(shadow_wait+write_handle,cfs34,bfq)"
-    assert knobs.attrs() == {ATTR_GUEST_KERNEL: "6.1-legacy",
+    assert knobs.attrs() == {ATTR_KERNEL_PRESET: "6.1-legacy",
                              ATTR_LEGACY: "shadow_wait+write_handle",
                              ATTR_SCHED: "cfs34", ATTR_IOSCHED: "bfq"}
 

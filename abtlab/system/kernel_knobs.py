@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..schema import ATTR_GUEST_KERNEL, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+from ..schema import ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 
 __all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "SCHEDS", "IOSCHEDS", "KernelKnobs",
            "parse_knobs", "shell_script", "parse_readback"]
@@ -67,7 +67,7 @@ class KernelKnobs:
         return True
 
     def attrs(self) -> dict:
-        return {ATTR_GUEST_KERNEL: self.kernel, ATTR_LEGACY: self._legacy_text(),
+        return {ATTR_KERNEL_PRESET: self.kernel, ATTR_LEGACY: self._legacy_text(),
                 ATTR_SCHED: self.sched, ATTR_IOSCHED: self.iosched}
 
     @property
