@@ -110,8 +110,8 @@ from abtlab.errors import UnavailableError  # noqa: E402
 from abtlab.system import guest  # noqa: E402
 
 JINFO = "/proc/fs/jbd2/vda-8/info"
-# 16 writers append 128 KiB in 32 KiB records and fsync, on a disk of 200 requests/s
-IOZONE = "/abt/abt-iozone --threads 16 --file-size 128k --record-size 32k --dir /mnt/data " \
+# 64 writers append 128 KiB in 32 KiB records and fsync, on a disk of 200 requests/s
+IOZONE = "/abt/abt-iozone --threads 64 --file-size 128k --record-size 32k --dir /mnt/data " \
          "--no-record\n"
 
 
@@ -168,11 +168,12 @@ def test_shadow_wait_blocks_writers_for_the_whole_commit(booted):
         res = booted(knobs, IOZONE, name, iops=200)
         n0, us0 = _shadow(res.files["info.before"])
         n1, us1 = _shadow(res.files["info.after"])
-        tx = res.info_after["transactions"] - res.info_before["transactions"]
-        waits[name] = (n1 - n0, us1 - us0, tx)
-    print("shadow waits, us, commits:", waits)
-    assert waits["on"][0] > 0
-    assert waits["on"][1] > 2 * waits["off"][1], waits
+        waits[name] = (n1 - n0, us1 - us0)
+    print("shadow waits, us:", waits)
+    assert waits["on"][0] > 0 and waits["off"][0] > 0
+    # per wait: stock ends at the buffer's own log write, 3.4 at the refile after the
+    # ordered data and every log block (measured: 25 ms vs 81 ms a wait)
+    assert waits["on"][1] / waits["on"][0] > 1.5 * waits["off"][1] / waits["off"][0], waits
 
 
 OVERWRITE = ("dd if=/dev/zero of=/mnt/data/f bs=4k count=1024 2>/dev/null && sync && "
