@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..schema import ATTR_GUEST_KERNEL, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+from ..schema import ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 
 __all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "SCHEDS", "IOSCHEDS", "KernelKnobs",
-           "parse_knobs"]
+           "parse_knobs", "shell_script", "parse_readback"]
 
 KERNELS = ("6.1", "6.1-legacy")
 KNOB_KEYS = ("legacy", "sched", "iosched")
@@ -57,8 +57,17 @@ class KernelKnobs:
         out.append((f"/sys/block/{dev}/queue/scheduler", self.iosched))
         return out
 
+    def readback_ok(self, readback: dict, dev: str) -> bool:
+        """Does parse_readback's dict show every value of writes(dev) in force? (The
+        elevator file lists all, the active one in brackets: 'none [bfq]'.)"""
+        for path, value in self.writes(dev):
+            got = readback.get(path, "")
+            if got != value and f"[{value}]" not in got.split():
+                return False
+        return True
+
     def attrs(self) -> dict:
-        return {ATTR_GUEST_KERNEL: self.kernel, ATTR_LEGACY: self._legacy_text(),
+        return {ATTR_KERNEL_PRESET: self.kernel, ATTR_LEGACY: self._legacy_text(),
                 ATTR_SCHED: self.sched, ATTR_IOSCHED: self.iosched}
 
     @property
@@ -107,3 +116,29 @@ def _choose(key: str, value, accepted: tuple) -> str:
     if value not in accepted:
         raise ConfigError(_FIELD.format(key), value, " | ".join(accepted))
     return value
+
+
+def shell_script(knobs: KernelKnobs, dev: str, record: str = "/out/knobs",
+                 root: str = "") -> str:
+    """POSIX sh that mounts debugfs if needed, writes knobs.writes(dev) in order (exit 97
+    naming the path when a write fails) and appends 'path=value read back' to record.
+    root prefixes every path and drops the debugfs mount (tests run it on a fake tree)."""
+    lines = [] if root else [  # a fake tree is never mounted over
+        'grep -q " /sys/kernel/debug debugfs " /proc/mounts ||'
+        ' mount -t debugfs debugfs /sys/kernel/debug || true']
+    for path, value in knobs.writes(dev):
+        p = f"{root}{path}"
+        lines.append(f'echo {value} > {p} || {{ echo "kernel knob: cannot write {value} '
+                     f'to {path}" >&2; exit 97; }}')
+        lines.append(f'echo "{path}=$(cat {p})" >> {record}')
+    return "\n".join(lines) + "\n"
+
+
+def parse_readback(text: str) -> dict:
+    """The record shell_script wrote: path -> the value read back."""
+    out = {}
+    for line in text.splitlines():
+        path, sep, value = line.partition("=")
+        if sep:
+            out[path] = value.strip()
+    return out

@@ -1,13 +1,15 @@
 #!/bin/bash
-# Build the guest bzImage: Debian's linux-source-6.1 + delayjc.patch + guest.config.
-# Cached under $ABTLAB_KERNEL_CACHE (default /var/cache/abtlab/kernel) in a folder named
-# by a hash of patch+config, so a machine builds each variant once. Links out/bzImage.
+# Build the guest bzImage: Debian's linux-source-6.1 + the patch series (delayjc.patch,
+# then legacy.patch) + guest.config. Cached under $ABTLAB_KERNEL_CACHE (default
+# /var/cache/abtlab/kernel) in a folder named by a hash of the series and the config, so
+# a machine builds each variant once. Links out/bzImage.
 # Exit 3: a needed Debian package is missing and cannot be installed (reason on stderr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ABTLAB_KERNEL_CACHE:-/var/cache/abtlab/kernel}
 jobs=${ABTLAB_KERNEL_JOBS:-$(nproc)}
-key=$(cat "$here/delayjc.patch" "$here/guest.config" | sha256sum | cut -c1-16)
+series=(delayjc.patch legacy.patch)  # applied in this order
+key=$(cd "$here" && cat "${series[@]}" guest.config | sha256sum | cut -c1-16)
 mkdir -p "$cache" "$here/out"
 
 link() { ln -sfn "$cache/$key/bzImage" "$here/out/bzImage.tmp" && mv -T "$here/out/bzImage.tmp" "$here/out/bzImage"; }
@@ -26,15 +28,26 @@ if [ ! -f "$tree/Makefile" ]; then
     rm -rf "$tree" && mv "$cache/unpack/linux-source-6.1" "$tree" && rmdir "$cache/unpack"
 fi
 cd "$tree"
-# the tree carries at most one applied patch, kept in .abtlab-patch to revert it
-if [ -f .abtlab-patch ]; then
-    if ! cmp -s .abtlab-patch "$here/delayjc.patch"; then
-        patch -s -R -p1 < .abtlab-patch && rm .abtlab-patch
-    fi
-fi
-if [ ! -f .abtlab-patch ]; then
-    patch -s -p1 --dry-run < "$here/delayjc.patch"
-    patch -s -p1 < "$here/delayjc.patch" && cp "$here/delayjc.patch" .abtlab-patch
+# .abtlab-applied/NN.patch: the series applied to the tree, reverted in reverse order
+# when the wanted series differs (.abtlab-patch: one applied patch, the older layout)
+mkdir -p .abtlab-applied
+[ -f .abtlab-patch ] && mv .abtlab-patch .abtlab-applied/01.patch
+same=1
+applied=(.abtlab-applied/*.patch)
+[ -e "${applied[0]}" ] || applied=()
+[ ${#applied[@]} -eq ${#series[@]} ] || same=0
+for i in "${!applied[@]}"; do
+    cmp -s "${applied[$i]}" "$here/${series[$i]}" || same=0
+done
+if [ $same -eq 0 ]; then
+    for ((i = ${#applied[@]} - 1; i >= 0; i--)); do
+        patch -s -R -p1 < "${applied[$i]}" && rm "${applied[$i]}"
+    done
+    for i in "${!series[@]}"; do
+        patch -s -p1 --dry-run < "$here/${series[$i]}"
+        patch -s -p1 < "$here/${series[$i]}"
+        cp "$here/${series[$i]}" ".abtlab-applied/$(printf %02d $((i + 1))).patch"
+    done
 fi
 
 log="$cache/build-$key.log"
