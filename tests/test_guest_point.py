@@ -73,7 +73,7 @@ def test_guest_point_has_ops_commits_and_machine_attrs(tmp_path, monkeypatch):
     assert run.knobs[:2] == [(guest_point.DELAYJC_KNOBS[0], 8), (guest_point.DELAYJC_KNOBS[1], 2000)]
     # then the kernel knobs of abtlab.system.kernel_knobs, for this point's disk nullb1
     assert run.knobs[-1] == ("/sys/block/nullb1/queue/scheduler", "none")
-    assert res.attrs["guest_kernel"] == "6.1" and res.attrs["kernel_iosched"] == "none"
+    assert res.attrs["kernel_preset"] == "6.1" and res.attrs["kernel_iosched"] == "none"
     assert run.disk.completion_nsec == 12_667_000 and "jbd2/jbd2_end_commit" in seen["events"]
     assert run.mkfs_args[run.mkfs_args.index("-b") + 1] == "4096"
     assert res.commits["tid"].tolist() == [3]        # tid 2 ended before the first op began
