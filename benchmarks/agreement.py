@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 
 import numpy as np
@@ -109,14 +110,18 @@ def run_full(name, cfg, options, rep):
 def measure_layout(reps, log=print):
     """abt-metarates (one directory) vs mdtest -u (a directory per rank) vs mdtest in one
     directory: rate, mean fsync, commits and journal blocks per commit, order rotated."""
-    rows = {f"{_label(c)}|{side}": {k: [] for k in ("rate", "mean_fsync", "commits", "blocks", "commit_ms", *PHASES)}
+    rows = {f"{_label(c)}|{side}": {k: [] for k in ("rate", "mean_fsync", "commits", "blocks", "commit_ms", "cpu_s", *PHASES)}
             for c in MDTEST for side, _, _ in LAYOUT}
     for rep in range(reps):
         for cfg in MDTEST:
             order = LAYOUT[rep % 3:] + LAYOUT[:rep % 3]
             for side, name, opts in order:
+                t0 = os.times()
                 res = run_full(name, cfg, opts, rep)
+                t1 = os.times()   # CPU time of the program's processes (and mkfs, mount)
                 row = rows[f"{_label(cfg)}|{side}"]
+                row["cpu_s"].append(t1.children_user + t1.children_system
+                                    - t0.children_user - t0.children_system)
                 blocks = np.asarray(res.commits.get("blocks", []), float)
                 row["rate"].append(res.scalars["fcr_aggregate"])
                 row["mean_fsync"].append(res.scalars["mean_fsync"])
@@ -136,7 +141,7 @@ def measure_layout(reps, log=print):
 
 def layout_table(rows) -> str:
     lines = [f"{'config, program':34s} {'fcr_aggregate':>30s} {'mean_fsync ms':>26s} "
-             f"{'commits':>8s} {'jbd2 blocks':>12s} {'commit ms':>9s} {'phases ms':>23s}  rate ratio / mdtest -u [95% CI]"]
+             f"{'commits':>8s} {'jbd2 blocks':>12s} {'commit ms':>9s} {'phases ms':>23s} {'cpu s':>6s}  rate ratio / mdtest -u [95% CI]"]
     for key, row in rows.items():
         label, side = key.split("|")
         ref = rows[f"{label}|mdtest -u"]["rate"]
@@ -145,7 +150,8 @@ def layout_table(rows) -> str:
         lines.append(f"{label + ', ' + side:34s} {_range(row['rate']):>30s} {_range(ms):>26s} "
                      f"{np.median(row['commits']):8.0f} {np.median(row['blocks']):12.0f} "
                      f"{np.nanmedian(row.get('commit_ms', [np.nan])):9.2f} "
-                     f"{'/'.join(f'{np.nanmedian(row[k]):.2f}' for k in PHASES):>23s}  "
+                     f"{'/'.join(f'{np.nanmedian(row[k]):.2f}' for k in PHASES):>23s} "
+                     f"{np.nanmedian(row.get('cpu_s', [np.nan])):6.2f}  "
                      f"{format_ratio(r, lo, hi)}")
     return "\n".join(lines)
 
