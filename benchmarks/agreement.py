@@ -1,6 +1,6 @@
 """abtlab's own workloads against the real IOzone and mdtest, interleaved on fresh filesystems.
 
-    python -m benchmarks.agreement [--part iozone|mdtest|all] [--reps 8] [--json out.json]
+    python -m benchmarks.agreement [--part iozone|mdtest|layout|all] [--reps 8] [--json out.json]
 
 Each repetition runs every configuration once with abtlab's program and once with the
 real tool, back to back (which goes first alternates by repetition), each on a fresh
@@ -16,6 +16,9 @@ process) and the ratio abtlab / tool of the means with a 95% CI (abtlab.stats.ra
 Fieller, paired by repetition); for mdtest also its files over its tracefs window, the
 definition of abtlab's rate. Needs root and both tools (`abtlab doctor`); run it under
 the machine's lock. `--from-json FILE` prints the tables of a saved run again.
+`--part layout` looks for the cause of the mdtest gap: abt-metarates, mdtest -u and
+mdtest in one directory (abt-metarates' layout), order rotated, with each run's journal
+blocks, commit phases and CPU time, rates relative to mdtest -u.
 """
 from __future__ import annotations
 
