@@ -1,6 +1,6 @@
 """abtlab's own workloads against the real IOzone and mdtest, interleaved on fresh filesystems.
 
-    python -m benchmarks.agreement [--part iozone|mdtest|all] [--reps 8] [--json out.json]
+    python -m benchmarks.agreement [--part iozone|mdtest|layout|all] [--reps 8] [--json out.json]
 
 Each repetition runs every configuration once with abtlab's program and once with the
 real tool, back to back (which goes first alternates by repetition), each on a fresh
@@ -16,11 +16,15 @@ process) and the ratio abtlab / tool of the means with a 95% CI (abtlab.stats.ra
 Fieller, paired by repetition); for mdtest also its files over its tracefs window, the
 definition of abtlab's rate. Needs root and both tools (`abtlab doctor`); run it under
 the machine's lock. `--from-json FILE` prints the tables of a saved run again.
+`--part layout` looks for the cause of the mdtest gap: abt-metarates, mdtest -u and
+mdtest in one directory (abt-metarates' layout), order rotated, with each run's journal
+blocks, commit phases and CPU time, rates relative to mdtest -u.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 
 import numpy as np
@@ -86,6 +90,75 @@ def measure(part, reps, log=print):
     return {"var": var, "own": own, "tool": tool, "rows": rows}
 
 
+LAYOUT = [("abt-metarates", "metarates", {"processes": True, "write_bytes": 4096}),
+          ("mdtest -u", "mdtest", {"write_bytes": 4096, "unique_dirs": 1}),
+          ("mdtest, one dir", "mdtest", {"write_bytes": 4096, "unique_dirs": 0})]
+
+
+# a commit's phases (jbd2 tracepoints): start to locking, waiting for running handles
+# (locking to flushing), writing ordered data (flushing to logging), the log (to end)
+PHASES = {"to_lock_ms": ("start", "locking"), "handles_ms": ("locking", "flushing"),
+          "data_ms": ("flushing", "logging"), "log_ms": ("logging", "end")}
+
+
+def run_full(name, cfg, options, rep):
+    """As run_once, with the commits table (blocks per commit)."""
+    be = backends.get(name)
+    opts = be.validate_options(dict(options))
+    with tempfile.TemporaryDirectory(prefix="abtlab-agree-") as tmp:
+        return be.run_point(_point(be, cfg), RunContext(workdir=tmp, rep=rep, quiet=True,
+                                                        options=opts))
+
+
+def measure_layout(reps, log=print):
+    """abt-metarates (one directory) vs mdtest -u (a directory per rank) vs mdtest in one
+    directory: rate, mean fsync, commits and journal blocks per commit, order rotated."""
+    rows = {f"{_label(c)}|{side}": {k: [] for k in ("rate", "mean_fsync", "commits", "blocks", "commit_ms", "cpu_s", *PHASES)}
+            for c in MDTEST for side, _, _ in LAYOUT}
+    for rep in range(reps):
+        for cfg in MDTEST:
+            order = LAYOUT[rep % 3:] + LAYOUT[:rep % 3]
+            for side, name, opts in order:
+                t0 = os.times()
+                res = run_full(name, cfg, opts, rep)
+                t1 = os.times()   # CPU time of the program's processes (and mkfs, mount)
+                row = rows[f"{_label(cfg)}|{side}"]
+                row["cpu_s"].append(t1.children_user + t1.children_system
+                                    - t0.children_user - t0.children_system)
+                blocks = np.asarray(res.commits.get("blocks", []), float)
+                row["rate"].append(res.scalars["fcr_aggregate"])
+                row["mean_fsync"].append(res.scalars["mean_fsync"])
+                row["commits"].append(res.scalars["commits"])
+                row["blocks"].append(float(blocks[blocks >= 0].sum()))
+                c = res.commits
+                ok = np.asarray(c["start"]) >= 0
+                dur = (np.asarray(c["end"]) - np.asarray(c["start"]))[ok] * 1e-6
+                row["commit_ms"].append(float(dur.mean()) if dur.size else np.nan)
+                for k, (a, b) in PHASES.items():
+                    d = (np.asarray(c[b]) - np.asarray(c[a]))[(np.asarray(c[a]) >= 0)
+                                                             & (np.asarray(c[b]) >= 0)] * 1e-6
+                    row[k].append(float(d.mean()) if d.size else np.nan)
+            log(f"  rep {rep + 1}/{reps} {_label(cfg)}", flush=True)
+    return rows
+
+
+def layout_table(rows) -> str:
+    lines = [f"{'config, program':34s} {'fcr_aggregate':>30s} {'mean_fsync ms':>26s} "
+             f"{'commits':>8s} {'jbd2 blocks':>12s} {'commit ms':>9s} {'phases ms':>23s} {'cpu s':>6s}  rate ratio / mdtest -u [95% CI]"]
+    for key, row in rows.items():
+        label, side = key.split("|")
+        ref = rows[f"{label}|mdtest -u"]["rate"]
+        r, lo, hi = ratio_ci(row["rate"], ref, paired=True)
+        ms = np.asarray(row["mean_fsync"]) * 1e3
+        lines.append(f"{label + ', ' + side:34s} {_range(row['rate']):>30s} {_range(ms):>26s} "
+                     f"{np.median(row['commits']):8.0f} {np.median(row['blocks']):12.0f} "
+                     f"{np.nanmedian(row.get('commit_ms', [np.nan])):9.2f} "
+                     f"{'/'.join(f'{np.nanmedian(row[k]):.2f}' for k in PHASES):>23s} "
+                     f"{np.nanmedian(row.get('cpu_s', [np.nan])):6.2f}  "
+                     f"{format_ratio(r, lo, hi)}")
+    return "\n".join(lines)
+
+
 def _label(cfg):
     if "files" in cfg:
         return f"{cfg['threads']}x{cfg['files']} {cfg['policy']}"
@@ -119,7 +192,7 @@ def table(result) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("iozone", "mdtest", "all"), default="all")
+    ap.add_argument("--part", choices=("iozone", "mdtest", "layout", "all"), default="all")
     ap.add_argument("--reps", type=int, default=8)
     ap.add_argument("--json", help="write every measured value here")
     ap.add_argument("--from-json", help="print the tables of a --json file, measure nothing")
@@ -130,6 +203,14 @@ def main(argv=None):
         return 0
     if a.reps < 2:
         ap.error("--reps: at least 2 (a CI needs two values per side)")
+    if a.part == "layout":
+        with cleanup.installed(), MachineLock("python -m benchmarks.agreement --part layout"):
+            rows = measure_layout(a.reps)
+        print(layout_table(rows))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"layout": rows}, f, indent=1)
+        return 0
     parts = ("iozone", "mdtest") if a.part == "all" else (a.part,)
     results = {}
     with cleanup.installed(), MachineLock("python -m benchmarks.agreement"):

@@ -29,3 +29,16 @@ def test_table_agreeing_ci_is_not_flagged(tmp_path, capsys):
 
 def test_window_rate_is_files_over_the_window():
     assert agreement.window_rate({"threads": 4, "files": 16}, {"elapsed": 0.032}) == 2000
+
+
+def test_layout_table_rates_each_program_against_mdtest_u():
+    def row(rate, blocks):
+        return {"rate": rate, "mean_fsync": [0.002, 0.002, 0.002], "commits": [9, 9, 9],
+                "blocks": [blocks] * 3, "commit_ms": [1.0, 1.1, 1.2],
+                **{k: [0.0, 0.1, 0.2] for k in agreement.PHASES}}
+    rows = {"16x4 ext4|mdtest -u": row([10.0, 12.0, 11.0], 130),
+            "16x4 ext4|abt-metarates": row([20.0, 24.0, 22.0], 60)}
+    lines = agreement.layout_table(rows).splitlines()
+    own = next(ln for ln in lines if "abt-metarates" in ln)
+    assert "2.00 [2.00, 2.00]" in own and " 60 " in own and "1.10" in own
+    assert "1.00 [1.00, 1.00]" in lines[1]

@@ -51,6 +51,10 @@ def test_bad_point_names_the_field(name, field, point):
 def test_mdtest_default_writes_4096_bytes_and_checks_mpirun(monkeypatch):
     assert backends.get("mdtest").validate_options({})["write_bytes"] == 4096
     assert backends.get("mdtest").validate_options({"write_bytes": "0"})["write_bytes"] == 0
+    assert backends.get("mdtest").validate_options({})["unique_dirs"] == 1
+    assert backends.get("mdtest").validate_options({"unique_dirs": "0"})["unique_dirs"] == 0
+    with pytest.raises(ConfigError, match="unique_dirs"):
+        backends.get("mdtest").validate_options({"unique_dirs": "maybe"})
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
     with pytest.raises(ConfigError, match="threads"):
         backends.get("mdtest").validate_point(dict(POINT))
@@ -74,6 +78,7 @@ def test_command_lines():
     assert mdtest_argv("mdtest", 1, 16, ".", 4096) == [
         "mdtest", "-F", "-C", "-n", 16, "-w", 4096, "-y", "-u", "-d", "."]
     assert mdtest_argv("mdtest", 1, 16, ".", 0) == ["mdtest", "-F", "-C", "-n", 16, "-u", "-d", "."]
+    assert "-u" not in mdtest_argv("mdtest", 1, 16, ".", 4096, unique=False)
     mpi = mdtest_argv("mdtest", 4, 16, ".", 0, mpirun="mpirun")
     assert mpi[0] == "mpirun" and mpi[mpi.index("-np") + 1] == 4 and "--oversubscribe" in mpi
     fio = fio_argv("fio", POINT, ".")

@@ -20,16 +20,19 @@ from .tool_output import parse_mdtest
 from .toolrun import (CREATE, FSYNC, WRITE_END, check_policy, check_tool_options, find_tool,
                       run_tool, tool_available, trace_scalars)
 
-__all__ = ["MdtestBackend", "mdtest_argv", "forward_flags"]
+__all__ = ["MdtestBackend", "mdtest_argv", "forward_flags", "unique_dirs"]
 
 ENV = "ABTLAB_MDTEST"
 HOW = "build IOR (github.com/hpc/ior) with Open MPI; see the README"
 
 
-def mdtest_argv(exe, ranks, files, data_dir, nbytes, mpirun=None) -> list:
+def mdtest_argv(exe, ranks, files, data_dir, nbytes, mpirun=None, unique=True) -> list:
     """mdtest's command line; under mpirun when ranks > 1 (as root it needs
-    --allow-run-as-root, and --oversubscribe for more ranks than cores)."""
+    --allow-run-as-root, and --oversubscribe for more ranks than cores). unique=False
+    drops -u: every rank creates its files in one shared directory, as abt-metarates."""
     argv = [exe, "-F", "-C", "-n", files, "-u", "-d", data_dir]
+    if not unique:
+        argv.remove("-u")
     if nbytes:
         argv[5:5] = ["-w", nbytes, "-y"]
     if mpirun is None:
@@ -47,6 +50,16 @@ def forward_flags(policy) -> list:
     return [a for k in names for a in ("-x", k)]
 
 
+def unique_dirs(value) -> int:
+    """The unique_dirs option as 0 or 1; ConfigError naming it."""
+    if str(value).strip().lower() in ("1", "true", "yes"):
+        return 1
+    if str(value).strip().lower() in ("0", "false", "no"):
+        return 0
+    raise ConfigError("unique_dirs", value, "1 (mdtest -u, one directory per rank) or 0 "
+                      "(one shared directory)")
+
+
 class MdtestBackend(Backend):
     name = "mdtest"
     description = ("mdtest -F -C -u (file creation, one directory per rank) under mpirun "
@@ -54,13 +67,16 @@ class MdtestBackend(Backend):
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none"}
     options = {"write_bytes": "bytes written and fsynced into each file (mdtest -w B -y); "
                               "0 = no write and no fsync; default 4096",
+               "unique_dirs": "1 = one directory per rank (mdtest -u, default); 0 = all "
+                              "ranks in one directory, as abt-metarates lays its files out",
                "exe": "path of the mdtest executable", **SCRATCH_OPTIONS}
 
     def available(self):
         return tool_available("mdtest", ENV, HOW)
 
     def validate_options(self, options):
-        options = {**options, "write_bytes": write_bytes(options.get("write_bytes", 4096))}
+        options = {**options, "write_bytes": write_bytes(options.get("write_bytes", 4096)),
+                   "unique_dirs": unique_dirs(options.get("unique_dirs", 1))}
         return check_tool_options(options, "mdtest", ENV)
 
     def validate_point(self, point):
@@ -78,7 +94,8 @@ class MdtestBackend(Backend):
         fwd = forward_flags(point["policy"]) if mpirun else []
 
         def argv_for(d):
-            argv = mdtest_argv(exe, n, files, d, nbytes, mpirun)
+            argv = mdtest_argv(exe, n, files, d, nbytes, mpirun,
+                               bool(ctx.options.get("unique_dirs", 1)))
             return argv[:1] + fwd + argv[1:]
         ends = (*WRITE_END, *FSYNC) if nbytes else ()
         run = run_tool(argv_for, point, ctx, n * files * max(4096, nbytes), CREATE, ends)
