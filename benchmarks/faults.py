@@ -2,7 +2,7 @@
 and concurrent runs, each trial followed by a check that nothing is left on the machine.
 
     python -m benchmarks.faults [--kinds run-int,run-term,run-kill,sweep-int,sweep-term,
-        sweep-kill,concurrent] [--trials 100] [--start 0] [--seed 0] [--budget SECONDS]
+        sweep-kill,concurrent,guest-int,guest-term,guest-kill] [--trials 100] [--start 0] [--seed 0] [--budget SECONDS]
         [--results FILE.json] [--table FILE.json]
 
 Each kind first times one undisturbed command (its duration D; nothing may be left after
@@ -26,8 +26,9 @@ Needs root and loop devices; changes the machine, so run it under the machine's
 benchmark lock. `--budget` stops starting trials after that many seconds (the table then
 says how many ran); `--results` appends the trials to a JSON file and `--table` prints
 the table of such a file: several invocations with `--start` at the next trial index
-make one table. No guest kind yet: runs in the qemu guest have no `--machine guest`
-factor to signal.
+make one table. The guest kinds signal a two-point IOzone run on `--machine guest`
+(qemu TCG, virtual clock): its qemu and temporary files must go too, after SIGKILL by the
+parent-death signal qemu is started with.
 """
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ import numpy as np
 from abtlab.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("run-int", "run-term", "run-kill", "sweep-int", "sweep-term", "sweep-kill", "concurrent")
+# new kinds go at the end: a trial's draws are seeded by its kind's index
+KINDS = ("run-int", "run-term", "run-kill", "sweep-int", "sweep-term", "sweep-kill", "concurrent",
+         "guest-int", "guest-term", "guest-kill")
 SIGNALS = {"int": signal.SIGINT, "term": signal.SIGTERM, "kill": signal.SIGKILL}
 DEVICES = ("none", "hdd7200", "hdd7200-throttle")
 EXIT_TIMEOUT = 120.0          # a signalled run that has not exited by then is hung
@@ -198,7 +201,8 @@ def _command(kind: str, work: Path, trial: Trial, seed: int) -> list[str]:
         devices = json.dumps(list(dict.fromkeys(["none", trial.device])))
         spec.write_text(SWEEP_SPEC.format(seed=seed, devices=devices))
         return _abtlab("sweep", str(spec), "--out", out, "--quiet")
-    return _abtlab("run", "iozone", "--threads", "64", "--file-size", "128k", "--record", "32k",
+    guest = ["--machine", "guest"] if kind.startswith("guest") else []
+    return _abtlab("run", "iozone", *guest, "--threads", "64", "--file-size", "128k", "--record", "32k",
                    "--policy", "ext4", "--freq", "emulated:3.3", "--device", trial.device,
                    "--reps", "2", "--warmup", "0", "--seed", str(seed), "--out", out, "--quiet")
 

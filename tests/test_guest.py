@@ -136,6 +136,39 @@ def test_start_qemu_kills_on_timeout(tmp_path):
 
 
 
+def test_qemu_dies_with_a_run_killed_by_sigkill(tmp_path):
+    """kill -9 of the run leaves no handler to kill qemu (in a session of its own): the
+    kernel does, by the parent-death signal set before exec."""
+    import signal
+    import sys
+    import time
+    pid_file = tmp_path / "pid"
+    code = ("import pathlib, sys; from abtlab.system import guest; "
+            f"guest._start_qemu(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 60', 'x'], "
+            f"pathlib.Path({str(tmp_path / 'c.log')!r}), 120)")
+    run = subprocess.Popen([sys.executable, "-c", code], env={**os.environ})
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    assert os.path.exists(f"/proc/{child}")
+    run.send_signal(signal.SIGKILL)
+    run.wait(30)
+    for _ in range(100):                 # the kernel delivers the signal as the run exits
+        if not os.path.exists(f"/proc/{child}") or "Z" in _state(child):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{child}") or "Z" in _state(child)
+
+
+def _state(pid) -> str:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def _guest_or_skip():
     ok, why = guest.available()
     if not ok:

@@ -199,6 +199,13 @@ def _kill(proc):
     proc.wait()
 
 
+def _die_with_parent():
+    """In the qemu child before exec: be SIGKILLed when the process that started it dies,
+    even by SIGKILL, when no handler of abtlab's can run (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))   # 1 = PR_SET_PDEATHSIG
+
+
 def _start_qemu(argv, console: Path, timeout: float) -> float:
     """Run qemu to its exit; killed on timeout, error or signal. Returns wall seconds.
     qemu's own messages go to console + '.qemu' (the guest's console is `console`)."""
@@ -206,7 +213,8 @@ def _start_qemu(argv, console: Path, timeout: float) -> float:
     qlog = console.with_name(console.name + ".qemu")
     with open(qlog, "wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_die_with_parent)
     token = cleanup.push(lambda: _kill(proc), f"kill qemu pid {proc.pid}")
     try:
         rc = proc.wait(timeout=timeout)

@@ -7,7 +7,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ABTLAB_KERNEL_CACHE:-/var/cache/abtlab/kernel}
-jobs=${ABTLAB_KERNEL_JOBS:-$(nproc)}
+# nproc alone obeys OMP_NUM_THREADS, which numerical libraries set to 1 under test runners
+jobs=${ABTLAB_KERNEL_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}
 series=(delayjc.patch legacy.patch)  # applied in this order
 key=$(cd "$here" && cat "${series[@]}" guest.config | sha256sum | cut -c1-16)
 mkdir -p "$cache" "$here/out"
