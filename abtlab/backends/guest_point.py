@@ -271,15 +271,13 @@ def batches(tasks, limit_default=32):
 def execute_batch(tasks):
     """Run a batch of sweep tasks in one guest boot; yield (task, part) in order, then
     raise the first point's RunError (the parts before it are kept by the sweep)."""
-    import tempfile
-
     from ..assemble import result_to_part
     from ..system import leftovers
     from . import get
     from .base import RunContext
     from .realfs import add_measures
-    with tempfile.TemporaryDirectory(prefix="abtlab-run-") as work:
-        leftovers.mark(work)
+    # owned, with its record beside it, and removed with the record (as executor.execute)
+    with leftovers.WorkDir(prefix="abtlab-run-") as work:
         items, preps = [], []
         for t in tasks:
             be = get(t.backend) if isinstance(t.backend, str) else t.backend
