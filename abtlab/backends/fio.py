@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .base import Backend, RunResult
-from .realfs import SCRATCH_OPTIONS, check_data_fits
+from .iozone import check_file_sizes
+from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio
 from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options,
                       find_tool, run_tool, tool_available, trace_scalars)
@@ -61,11 +62,7 @@ class FioBackend(Backend):
 
     def validate_point(self, point):
         check_policy(point, "fio")
-        if point["file_size"] % point["record_size"]:
-            raise ConfigError("file_size", point["file_size"],
-                              f"a multiple of the record size ({point['record_size']})")
-        check_data_fits(point["threads"] * point["file_size"], "file_size", point["file_size"],
-                        f"in all for {point['threads']} threads")
+        check_file_sizes(point)
         return point
 
     def run_point(self, point, ctx):

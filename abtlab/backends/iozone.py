@@ -7,7 +7,20 @@ from .base import Backend
 from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options, program,
                      real_available, run_and_measure)
 
-__all__ = ["IozoneBackend"]
+__all__ = ["IozoneBackend", "check_file_sizes"]
+
+
+def check_file_sizes(point) -> None:
+    """IOzone's N files of S bytes in R-byte records (also for the real IOzone and fio):
+    R <= S, S a multiple of R, and all the files fit the largest scratch image."""
+    if point["record_size"] > point["file_size"]:
+        raise ConfigError("record_size", point["record_size"],
+                          f"a record size <= file size ({point['file_size']})")
+    if point["file_size"] % point["record_size"]:
+        raise ConfigError("file_size", point["file_size"],
+                          f"a multiple of the record size ({point['record_size']})")
+    check_data_fits(point["threads"] * point["file_size"], "file_size", point["file_size"],
+                    f"in all for {point['threads']} threads")
 
 
 class IozoneBackend(Backend):
@@ -27,14 +40,7 @@ class IozoneBackend(Backend):
 
     def validate_point(self, point):
         policies.parse(point["policy"])
-        if point["record_size"] > point["file_size"]:
-            raise ConfigError("record_size", point["record_size"],
-                              f"a record size <= file size ({point['file_size']})")
-        if point["file_size"] % point["record_size"]:
-            raise ConfigError("file_size", point["file_size"],
-                              f"a multiple of the record size ({point['record_size']})")
-        check_data_fits(point["threads"] * point["file_size"], "file_size", point["file_size"],
-                        f"in all for {point['threads']} threads")
+        check_file_sizes(point)
         return point
 
     def run_point(self, point, ctx):

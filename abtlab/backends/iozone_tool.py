@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .base import Backend, RunResult
-from .realfs import SCRATCH_OPTIONS, check_data_fits
+from .iozone import check_file_sizes
+from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_iozone
 from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options,
                       first_fsyncs, run_tool, tool_available, trace_scalars)
@@ -51,11 +52,7 @@ class IozoneToolBackend(Backend):
         for key in ("file_size", "record_size"):
             if point[key] % 1024 or point[key] < 4096:
                 raise ConfigError(key, point[key], "a multiple of 1024 bytes, at least 4k (IOzone takes kB)")
-        if point["file_size"] % point["record_size"]:
-            raise ConfigError("file_size", point["file_size"],
-                              f"a multiple of the record size ({point['record_size']})")
-        check_data_fits(point["threads"] * point["file_size"], "file_size", point["file_size"],
-                        f"in all for {point['threads']} threads")
+        check_file_sizes(point)
         return point
 
     def run_point(self, point, ctx):
