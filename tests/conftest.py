@@ -27,6 +27,21 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
+def built_guest():
+    """The guest kernel and initramfs, built once per session; skip where this machine
+    cannot build or boot the guest (the reason is the skip message)."""
+    from abtlab.errors import UnavailableError
+    from abtlab.system import guest
+    ok, why = guest.available()
+    if not ok:
+        pytest.skip(why)
+    try:
+        return guest.ensure_built()
+    except UnavailableError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
 def built_backends():
     """Build the C backends once per session; return the backends directory."""
     subprocess.run(["make", "-s", "-C", str(BACKENDS)], check=True)

@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from abtlab.errors import ConfigError, RunError, UnavailableError
+from abtlab.errors import ConfigError, RunError
 from abtlab.system import cleanup, guest
 
 INFO = ("12 transactions (10 requested), each up to 2048 blocks\n"
@@ -169,16 +169,6 @@ def _state(pid) -> str:
         return "gone"
 
 
-def _guest_or_skip():
-    ok, why = guest.available()
-    if not ok:
-        pytest.skip(why)
-    try:
-        guest.ensure_built()
-    except UnavailableError as exc:
-        pytest.skip(str(exc))
-
-
 def _sweep(tmp_path, name, **kw):
     import abtlab
     return abtlab.run("metarates", out=tmp_path / name, machine="guest", threads="8", files="4",
@@ -189,11 +179,10 @@ def _sweep(tmp_path, name, **kw):
 @pytest.mark.root
 @pytest.mark.timeout(1500)  # a first kernel build on a busy 2-core machine
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
-def test_guest_is_deterministic_and_traced(tmp_path):
+def test_guest_is_deterministic_and_traced(tmp_path, built_guest):
     """Two boots of the same two-point sweep in virtual time: identical op records and
     commits; the tracefs commit table counts what /proc/fs/jbd2 counts."""
     import numpy as np
-    _guest_or_skip()
     a = _sweep(tmp_path, "a.nc", policy="ext4", device="hdd7200;none")
     b = _sweep(tmp_path, "b.nc", policy="ext4", device="hdd7200;none")
     assert a.attrs["clock"] == "virtual" and a.attrs["fs_block_size"] == 4096
@@ -207,9 +196,8 @@ def test_guest_is_deterministic_and_traced(tmp_path):
 @pytest.mark.root
 @pytest.mark.timeout(1500)
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
-def test_guest_window_gives_fewer_commits(tmp_path):
+def test_guest_window_gives_fewer_commits(tmp_path, built_guest):
     """16 workers x 8 create+fsync, one boot: 5 ms kernel delayJC window vs stock."""
-    _guest_or_skip()
     ds = _sweep(tmp_path, "w.nc", policy="kdelayjc:window=0;kdelayjc:window=5ms,max_resets=8")
     stock, delayed = ds["commits"].squeeze().values.tolist()
     assert delayed < stock, f"commits: window 5ms {delayed}, stock {stock}"

@@ -106,7 +106,6 @@ def test_shell_script_fails_naming_the_path_it_could_not_write(tmp_path):
 import os  # noqa: E402
 import re  # noqa: E402
 
-from abtlab.errors import UnavailableError  # noqa: E402
 from abtlab.system import guest  # noqa: E402
 
 JINFO = "/proc/fs/jbd2/vda-8/info"
@@ -116,18 +115,12 @@ IOZONE = "/abt/abt-iozone --threads 64 --file-size 128k --record-size 32k --dir 
 
 
 @pytest.fixture
-def booted(tmp_path):
+def booted(tmp_path, request):
     """boot(knobs, workload sh, **boot kwargs) -> GuestResult, knobs written first."""
     if not hasattr(guest, "boot"):  # the one-point harness these were measured with
         pytest.skip("written for guest.boot (one point a boot); not yet ported to "
                     "guest.boot_batch and the null_blk disk")
-    ok, why = guest.available()
-    if not ok:
-        pytest.skip(why)
-    try:
-        guest.ensure_built()
-    except UnavailableError as exc:
-        pytest.skip(str(exc))
+    request.getfixturevalue("built_guest")
 
     def boot(knobs, workload, name, **kw):
         run = guest.GuestRun(argv=["sh", "-c", kk.shell_script(knobs, "vda") + workload])
