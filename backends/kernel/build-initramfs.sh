@@ -8,7 +8,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 out=$1
 "$here/debs.sh" busybox-static cpio build-essential e2fsprogs || exit 3
-stage=$(mktemp -d)
+# staged beside OUT, not in TMPDIR: a build killed with SIGKILL (no trap runs) leaves
+# its stage in the build directory, where the next build removes it
+stage="$(dirname "$out")/.initramfs-stage"
+rm -rf "$stage"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,sbin,abt,out,lib64,proc,sys,dev,tmp,mnt}
 cp /bin/busybox "$stage/bin/busybox"
