@@ -96,12 +96,21 @@ def _mounts() -> set[str]:
     return out
 
 
-def _processes() -> set[str]:
+def _processes(tmpdir: Path) -> set[str]:
+    """abt-* and qemu processes started by a trial: every process a trial starts inherits
+    its TMPDIR, so runs of the user's own (a guest sweep, say) on the machine meanwhile
+    are not counted as a trial's leftovers."""
+    mark = b"TMPDIR=" + os.fsencode(tmpdir)
     out = set()
     for d in Path("/proc").glob("[0-9]*"):
         comm = _read(d / "comm").strip()
         if comm.startswith(("abt-", "qemu")):
-            out.add(f"{comm} (pid {d.name})")
+            try:
+                env = (d / "environ").read_bytes().split(b"\0")
+            except OSError:     # gone meanwhile
+                continue
+            if mark in env:
+                out.add(f"{comm} (pid {d.name})")
     return out
 
 
@@ -150,21 +159,21 @@ def snapshot(tmpdir: Path) -> dict[str, set[str]]:
     mounts = _mounts()
     return {"loop": _loops(), "mount": {m for m in mounts if not m.startswith("tracefs ")},
             "tracefs": {m for m in mounts if m.startswith("tracefs ")} | _instances(),
-            "throttle": _throttles(), "process": _processes(), "temp": _temp(tmpdir),
+            "throttle": _throttles(), "process": _processes(tmpdir), "temp": _temp(tmpdir),
             "lock": _lock_held(), "cleanup finds": _cleanup_finds(tmpdir)}
 
 
-def _settle(before: dict, wait: float = PROCESS_EXIT) -> None:
+def _settle(before: dict, tmpdir: Path, wait: float | None = None) -> None:
     """Give killed processes time to exit: a workload killed in the middle of a write to
     a throttled device finishes that write first (state D), and init reaps it later."""
-    deadline = time.monotonic() + wait
-    while _processes() - before["process"] and time.monotonic() < deadline:
+    deadline = time.monotonic() + (PROCESS_EXIT if wait is None else wait)
+    while _processes(tmpdir) - before["process"] and time.monotonic() < deadline:
         time.sleep(0.1)
 
 
 def left_since(before: dict, tmpdir: Path) -> dict[str, list[str]]:
     """What appeared (or, for tracefs, vanished) since `before`, by category."""
-    _settle(before)
+    _settle(before, tmpdir)
     now = snapshot(tmpdir)
     diff = {k: sorted(now[k] - before[k]) for k in now}
     diff["tracefs"] += [f"gone: {m}" for m in sorted(before["tracefs"] - now["tracefs"])]

@@ -50,3 +50,24 @@ def test_the_check_sees_what_a_run_leaves(dirs):
     finally:
         subprocess.run(["losetup", "-d", dev], check=True)
     assert any(str(img) in line for line in left["loop"]) and left["temp"] == [str(img)]
+
+
+def test_the_check_counts_the_trials_processes_only(dirs, monkeypatch):
+    """A process started under the trial's TMPDIR is a leftover; the same program
+    started by somebody else on the machine meanwhile is not."""
+    import shutil
+    import subprocess
+    work, tmpdir = dirs
+    monkeypatch.setattr(faults, "PROCESS_EXIT", 0.0)
+    prog = work / "abt-probe"
+    shutil.copy("/bin/sleep", prog)
+    before = faults.snapshot(tmpdir)
+    ours = subprocess.Popen([prog, "30"], env={"TMPDIR": str(tmpdir)})
+    other = subprocess.Popen([prog, "30"], env={"TMPDIR": str(work)})
+    try:
+        left = faults.left_since(before, tmpdir)
+    finally:
+        for p in (ours, other):
+            p.kill()
+            p.wait()
+    assert left["process"] == [f"abt-probe (pid {ours.pid})"]
