@@ -137,14 +137,28 @@ def _temp(tmpdir: Path) -> set[str]:
     return found
 
 
-def _lock_held() -> set[str]:
+def _started_by_trial(pid: str, tmpdir: Path) -> bool:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return True         # gone or unreadable: do not excuse it
+    return b"TMPDIR=" + os.fsencode(tmpdir) in env
+
+
+def _lock_held(tmpdir: Path) -> set[str]:
+    """The machine lock, when a process of the trial holds it (a run of somebody else's
+    that holds it meanwhile is not the trial's leftover)."""
     from abtlab.system.runlock import lock_dir
     fd = os.open(lock_dir() / "real.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return set()
-    except BlockingIOError:     # say by whom: it may be a run no trial started
-        return {f"the machine lock is held ({_read(lock_dir() / 'real.lock').strip()[:120]})"}
+    except BlockingIOError:     # say by whom
+        who = _read(lock_dir() / "real.lock").strip()
+        pid = who.split()[1].rstrip(":") if who.startswith("pid ") else ""
+        if pid.isdigit() and not _started_by_trial(pid, tmpdir):
+            return set()
+        return {f"the machine lock is held ({who[:120]})"}
     finally:
         os.close(fd)
 
@@ -160,7 +174,7 @@ def snapshot(tmpdir: Path) -> dict[str, set[str]]:
     return {"loop": _loops(), "mount": {m for m in mounts if not m.startswith("tracefs ")},
             "tracefs": {m for m in mounts if m.startswith("tracefs ")} | _instances(),
             "throttle": _throttles(), "process": _processes(tmpdir), "temp": _temp(tmpdir),
-            "lock": _lock_held(), "cleanup finds": _cleanup_finds(tmpdir)}
+            "lock": _lock_held(tmpdir), "cleanup finds": _cleanup_finds(tmpdir)}
 
 
 def _settle(before: dict, tmpdir: Path, wait: float | None = None) -> None:

@@ -70,6 +70,11 @@ def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
     # no disk on the host: the console and the results are the two serial ports
     assert [a for a in argv if a.startswith("file:")] == ["file:c.log", "file:r.txt"]
     assert "-drive" not in argv
+    # a qemu unpacked outside the system brings its own firmware
+    q = guest.Qemu("/c/qemu/root/usr/bin/qemu-system-x86_64", "/c/qemu/root/usr/share", "10.0.2")
+    own = guest.qemu_argv(parse_machine("guest:cpus=4"), "bz", "rd", "c.log", "r.txt", q)
+    assert own[:5] == [q.binary, "-L", "/c/qemu/root/usr/share/qemu", "-L", "/c/qemu/root/usr/share/seabios"]
+    assert own[own.index("-smp") + 1] == "4" and "-icount" in own
     host = guest.qemu_argv(parse_machine("guest:clock=host"), "bz", "rd", "c.log", "r.txt")
     assert "tcg,thread=multi" in host and "-icount" not in host
     with pytest.raises(ConfigError) as err:
@@ -202,3 +207,38 @@ def test_guest_window_gives_fewer_commits(tmp_path, built_guest):
     stock, delayed = ds["commits"].squeeze().values.tolist()
     assert delayed < stock, f"commits: window 5ms {delayed}, stock {stock}"
     assert "delayjc_windows" in ds.attrs
+
+
+def test_several_vcpus_under_the_virtual_clock_need_qemu_8():
+    from abtlab.machine import parse_machine
+    old, new = guest.Qemu(version="7.2.19"), guest.Qemu(version="10.0.2")
+    with pytest.raises(ConfigError) as err:
+        guest.check_smp(parse_machine("guest:cpus=2"), old)
+    assert err.value.field == "--machine guest:cpus" and "qemu 8+" in str(err.value)
+    guest.check_smp(parse_machine("guest:cpus=2"), new)
+    guest.check_smp(parse_machine("guest:cpus=1"), old)
+    guest.check_smp(parse_machine("guest:clock=host,cpus=4"), old)
+
+
+def _fake_qemu(path, version):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho 'QEMU emulator version {version} (fake)'\n")
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("system, cached, expect", [
+    ("10.0.2", None, "system"), ("7.2.19", "10.0.2", "cache"), ("8.2.1", "10.0.2", "system")])
+def test_qemu_sh_prefers_a_new_system_qemu_then_the_cache(tmp_path, system, cached, expect):
+    """qemu.sh picks the system's qemu when it is 8+, else the one in the cache (fakes on
+    PATH and in ABTLAB_QEMU_CACHE: nothing is fetched when either will do)."""
+    _fake_qemu(tmp_path / "bin" / "qemu-system-x86_64", system)
+    if cached:
+        _fake_qemu(tmp_path / "cache" / "root/usr/bin/qemu-system-x86_64", cached)
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "ABTLAB_QEMU_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([str(guest.KERNEL_DIR / "qemu.sh")], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    if expect == "system":
+        assert out == [str(tmp_path / "bin" / "qemu-system-x86_64")]
+    else:
+        assert out == [str(tmp_path / "cache/root/usr/bin/qemu-system-x86_64"),
+                       str(tmp_path / "cache/root/usr/share")]

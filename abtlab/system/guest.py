@@ -5,8 +5,9 @@
 /dev/kvm is not usable on the machines this is built on) once for a batch of points.
 The guest's /init (backends/kernel/init.sh) runs each point on a fresh ext4 made inside
 the guest on a fresh null_blk disk (abtlab.system.guest_disk), with the jbd2/ext4
-tracepoints on, and writes each point's results into its slot of the one virtio disk
-after every point is done. With `clock=virtual` (abtlab.machine) guest time is
+tracepoints on, and sends each point's results out on the second serial port as soon
+as the point ends. `qemu()` is the qemu it runs with (backends/kernel/qemu.sh: 8 or
+later, which the virtual clock needs for more than one vCPU). With `clock=virtual` (abtlab.machine) guest time is
 instruction counted (`-icount shift=S,sleep=off`) and nothing on the host enters a
 point's timing. qemu and the temporary files go on every exit path
 (abtlab.system.cleanup), and a run whose console shows a kernel BUG or WARNING
@@ -15,6 +16,7 @@ point's timing. qemu and the temporary files go on every exit path
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import io
 import os
@@ -32,11 +34,12 @@ from . import cleanup
 
 __all__ = ["KERNEL_LABEL", "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
-           "CMDLINE"]
+           "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR"]
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "backends" / "kernel"
 QEMU = "qemu-system-x86_64"
+ICOUNT_SMP_MAJOR = 8      # qemu 7.2's icount guest hangs bringing up a second vCPU; 8+ boots it
 _BAD_CONSOLE = ("BUG:", "WARNING:", "Kernel panic", "Oops")
 # null_blk makes no device of its own (each point configures one); no address-space
 # randomisation, so a run's instruction stream does not depend on where things landed
@@ -101,9 +104,47 @@ def ensure_built(timeout: float = 1800) -> tuple[Path, Path]:
         if "Error 3" in msg:  # the build scripts' exit 3: Debian packages unavailable
             raise UnavailableError(f"guest build: {msg}")
         raise RunError(f"make -C {KERNEL_DIR} failed: {msg}")
-    if not shutil.which(QEMU):
-        _debs("qemu-system-x86")
+    qemu()
     return (KERNEL_DIR / "out" / "bzImage").resolve(), KERNEL_DIR / "out" / "initramfs.cpio.gz"
+
+
+@dataclass(frozen=True)
+class Qemu:
+    binary: str = QEMU
+    datadir: str = ""        # its firmware (-L), when it is not the system's own
+    version: str = ""
+
+    @property
+    def major(self) -> int:
+        head = self.version.split(".")[0]
+        return int(head) if head.isdigit() else 0
+
+    def describe(self) -> str:
+        where = "system" if not self.datadir else f"Debian bookworm-backports, unpacked in {self.datadir}"
+        return f"qemu {self.version} ({where})"
+
+
+@functools.lru_cache(maxsize=1)
+def qemu() -> Qemu:
+    """The qemu the guest runs with (backends/kernel/qemu.sh): the system's when it is
+    8 or later, else Debian backports' qemu unpacked into the cache, else the system's."""
+    proc = subprocess.run([str(KERNEL_DIR / "qemu.sh")], capture_output=True, text=True,
+                          timeout=900)
+    if proc.returncode != 0 or not proc.stdout.split():
+        raise UnavailableError(f"guest: no qemu: {proc.stderr.strip()}")
+    binary, *data = proc.stdout.split()
+    head = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    version = head.split("version ", 1)[1].split()[0] if "version " in head else ""
+    return Qemu(binary, data[0] if data else "", version)
+
+
+def check_smp(machine, q: Qemu) -> None:
+    """Several vCPUs under the virtual clock need qemu 8+: named before a boot."""
+    if machine.clock == "virtual" and machine.cpus > 1 and q.major < ICOUNT_SMP_MAJOR:
+        raise ConfigError("--machine guest:cpus", machine.label,
+                          f"cpus=1 with clock=virtual on {q.describe()} (its icount guest hangs "
+                          f"bringing up a second vCPU): qemu {ICOUNT_SMP_MAJOR}+ (as root, "
+                          f"backends/kernel/qemu.sh fetches one), or clock=host")
 
 
 def _debs(*pkgs):
@@ -173,7 +214,7 @@ def run_cpio(files: dict) -> bytes:
     return gzip.compress(buf.getvalue())
 
 
-def qemu_argv(machine, kernel, initrd, console, results) -> list:
+def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu()) -> list:
     """The qemu command line for a guest Machine (abtlab.machine): TCG, no disk on the
     host, the console on ttyS0 and the results on ttyS1 (files), no reboot; clock=virtual adds
     `-icount shift=S,sleep=off` (single-threaded TCG), clock=host multi-threaded TCG."""
@@ -184,7 +225,8 @@ def qemu_argv(machine, kernel, initrd, console, results) -> list:
                  "-icount", f"shift={machine.shift},sleep=off"]
     else:
         accel = ["-accel", "tcg,thread=multi"]
-    return [QEMU, *accel, "-smp", str(machine.cpus), "-m", str(machine.mem), "-nodefaults",
+    firmware = ["-L", f"{q.datadir}/qemu", "-L", f"{q.datadir}/seabios"] if q.datadir else []
+    return [q.binary, *firmware, *accel, "-smp", str(machine.cpus), "-m", str(machine.mem), "-nodefaults",
             "-display", "none", "-no-reboot", "-rtc", "base=2020-01-01T00:00:00,clock=vm",
             "-kernel", str(kernel), "-initrd", str(initrd), "-append", CMDLINE,
             "-serial", f"file:{console}", "-serial", f"file:{results}"]
@@ -288,6 +330,7 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
     """Boot the guest once for a batch of points; RunError if the guest itself failed
     (a point that failed inside it has its status set and the others still ran)."""
     kernel, base = ensure_built()
+    check_smp(machine, qemu())
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     initrd, console, out = (workdir / "guest-initrd.gz", workdir / "guest-console.log",
@@ -298,7 +341,7 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
                          f"remove guest files in {workdir}")
     try:
         initrd.write_bytes(base.read_bytes() + run_cpio(files))
-        wall = _start_qemu(qemu_argv(machine, kernel, initrd, console, out), console, timeout)
+        wall = _start_qemu(qemu_argv(machine, kernel, initrd, console, out, qemu()), console, timeout)
         slots, text = read_slots(out, len(runs)), console.read_text(errors="replace")
     finally:
         cleanup.pop(token)
