@@ -174,9 +174,9 @@ def _state(pid) -> str:
         return "gone"
 
 
-def _sweep(tmp_path, name, **kw):
+def _sweep(tmp_path, name, machine="guest", **kw):
     import abtlab
-    return abtlab.run("metarates", out=tmp_path / name, machine="guest", threads="8", files="4",
+    return abtlab.run("metarates", out=tmp_path / name, machine=machine, threads="8", files="4",
                       reps=1, warmup=0, quiet=True, seed=3, **kw)
 
 
@@ -184,13 +184,15 @@ def _sweep(tmp_path, name, **kw):
 @pytest.mark.root
 @pytest.mark.timeout(1500)  # a first kernel build on a busy 2-core machine
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
-def test_guest_is_deterministic_and_traced(tmp_path, built_guest):
+@pytest.mark.parametrize("machine", ["guest", "guest:cpus=2"])
+def test_guest_is_deterministic_and_traced(tmp_path, built_guest, machine):
     """Two boots of the same two-point sweep in virtual time: identical op records and
-    commits; the tracefs commit table counts what /proc/fs/jbd2 counts."""
+    commits (with two vCPUs too: qemu runs them in turn, by instruction count); the
+    tracefs commit table counts what /proc/fs/jbd2 counts."""
     import numpy as np
-    a = _sweep(tmp_path, "a.nc", policy="ext4", device="hdd7200;none")
-    b = _sweep(tmp_path, "b.nc", policy="ext4", device="hdd7200;none")
-    assert a.attrs["clock"] == "virtual" and a.attrs["fs_block_size"] == 4096
+    a = _sweep(tmp_path, "a.nc", machine, policy="ext4", device="hdd7200;none")
+    b = _sweep(tmp_path, "b.nc", machine, policy="ext4", device="hdd7200;none")
+    assert a.attrs["clock"] == "virtual" and a.attrs["guest_cpus"] == ("2" if "cpus=2" in machine else "1") and a.attrs["fs_block_size"] == 4096
     assert (a["commits"] > 0).all()
     np.testing.assert_array_equal(a["commits"].values, a["jbd2_info_commits"].values)
     for v in ("fcr", "commits", "op_t_start", "op_t_end", "commit_end", "commit_handles"):
