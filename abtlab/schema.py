@@ -45,6 +45,9 @@ VARIABLES = {v.name: v for v in [
     Var("elapsed", "s", "wall time from first op start to last op end"),
     Var("commits", "1", "journal commits in the run (tracefs jbd2_end_commit)"),
     Var("jbd2_info_commits", "1", "commit delta from /proc/fs/jbd2/<dev>/info"),
+    Var("jbd2_shadow_waits", "1", "handles that slept on a buffer being written to the log "
+        "(guest kernel's legacy.patch counter in /proc/fs/jbd2/<dev>/info)"),
+    Var("jbd2_shadow_wait", "s", "total time of those sleeps"),
     Var("device_requests", "1", "requests the emulated disk served during the run"),
     Var("device_positionings", "1", "of those, requests that paid seek + rotation"),
     Var("nonblocked_threads", "1", "threads in X for every commit, eq. (4)"),

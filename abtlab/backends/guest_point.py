@@ -1,7 +1,7 @@
 """A workload point run inside the qemu guest (`--machine guest...`), giving the same
 RunResult as on the host: op records, the tracefs per-commit table (parsed by
 abtlab.system.tracefs from the guest's own trace, on the guest's CLOCK_MONOTONIC),
-jbd2_info_commits, delayJC batches, plus the machine's attrs.
+jbd2_info_commits, the patched kernel's shadow waits, delayJC batches, plus the machine's attrs.
 
 `guest_run()` turns (point, ctx) into a GuestRun, `to_result()` a guest PointResult
 into a RunResult; `run_in_guest()` does one point per boot and `run_batch()` many.
@@ -18,7 +18,7 @@ from ..machine import Machine, parse_machine
 from .base import RunResult
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
-           "DELAYJC_KNOBS"]
+           "shadow_waits", "DELAYJC_KNOBS"]
 
 _DATA = PurePosixPath("/mnt/data")
 _OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
@@ -160,12 +160,27 @@ def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
     commits = _commits(pres.files, ops) if pol.journal else _empty_commits()
     b, a = pres.info_before, pres.info_after
     scalars = {"jbd2_info_commits": float(a["transactions"] - b["transactions"]) if a else 0.0}
+    scalars.update(shadow_waits(pres.files))
     attrs = _attrs(pres, pol, machine, ctx)
     attrs.update(parse_dumpe2fs(pres.files.get("dumpe2fs", b"").decode()))
     if pol.kind == "kdelayjc":
         attrs["delayjc_windows"] = a.get("delayjc_windows", 0) - b.get("delayjc_windows", 0)
         attrs["delayjc_resets"] = a.get("delayjc_resets", 0) - b.get("delayjc_resets", 0)
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+# legacy.patch's third line of /proc/fs/jbd2/<dev>/info (both kinds of shadow wait)
+_SHADOW = re.compile(rb"^(\d+) shadow waits, (\d+) us shadow wait$", re.M)
+
+
+def shadow_waits(files: dict) -> dict:
+    """The point's jbd2 shadow waits and their total time (info.after - info.before), or {}
+    on a kernel without the counter."""
+    seen = [_SHADOW.search(files.get(f"info.{k}", b"")) for k in ("before", "after")]
+    if not all(seen):
+        return {}
+    (n0, us0), (n1, us1) = (map(int, m.groups()) for m in seen)
+    return {"jbd2_shadow_waits": float(n1 - n0), "jbd2_shadow_wait": (us1 - us0) / 1e6}
 
 
 def _empty_commits():
