@@ -156,8 +156,8 @@ MEMORY, HDD = guest_disk.NullBlk(256), guest_disk.for_profile("hdd7200", 256)  #
 # the CFS settings stay for the rest of the boot ("default" writes nothing): they come last
 PROBES = [("overwrite.off", kk.parse_knobs(), OVERWRITE, MEMORY),
           ("overwrite.on", kk.parse_knobs(legacy="write_handle"), OVERWRITE, MEMORY),
-          ("stream.off", kk.parse_knobs(), STREAM, HDD),
-          ("stream.on", kk.parse_knobs(legacy="shadow_wait"), STREAM, HDD),
+          *[(f"stream.{k}{n}", kk.parse_knobs(legacy=v), STREAM, HDD)
+            for n in range(3) for k, v in (("off", "none"), ("on", "shadow_wait"))],
           ("mq-deadline", kk.parse_knobs(iosched="mq-deadline"), ELEVATOR, MEMORY),
           ("busy.default", kk.parse_knobs(), BUSY, MEMORY),
           ("busy.cfs34", kk.parse_knobs(sched="cfs34"), BUSY, MEMORY),
@@ -220,13 +220,19 @@ def test_cfs34_gives_longer_slices(probes):
 def test_shadow_wait_lasts_until_the_commit_refiles(probes):
     """Stock 6.1 sleeps on a shadowed buffer until its own log write completes; 3.4's wait
     lasts until the commit refiles it, after the ordered data it waits for, which a
-    streaming writer keeps queueing behind the log write on a one-request-at-a-time disk."""
+    streaming writer keeps queueing behind the log write on a one-request-at-a-time disk.
+    Three off/on pairs in one boot: the stock wait is not always short (one point of
+    another batch: 96 ms a wait), so the test pools them."""
     waits = {k: shadow_waits(p.files) for k, p in probes.items() if k.startswith("stream.")}
     print("shadow waits, s:", waits)
-    per_wait = {k: w["jbd2_shadow_wait"] / w["jbd2_shadow_waits"] for k, w in waits.items()}
     assert all(w["jbd2_shadow_waits"] >= 5 for w in waits.values()), waits
-    # measured 47 vs 104 ms a wait (none), 42 vs 81 (mq-deadline), 51 vs 104 (bfq)
-    assert per_wait["stream.on"] > 1.5 * per_wait["stream.off"], per_wait
+    per_wait = {}
+    for side in ("off", "on"):
+        mine = [w for k, w in waits.items() if k.startswith(f"stream.{side}")]
+        per_wait[side] = (sum(w["jbd2_shadow_wait"] for w in mine)
+                          / sum(w["jbd2_shadow_waits"] for w in mine))
+    # measured 47 vs 98 ms a wait here; 8-point batches: 46.6 vs 82-112 ms
+    assert per_wait["on"] > 1.5 * per_wait["off"], per_wait
 
 
 def _iozone(tmp_path, machine, threads, freq="emulated:3.3", seed=1):
