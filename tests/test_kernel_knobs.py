@@ -222,7 +222,7 @@ def test_shadow_wait_lasts_until_the_commit_refiles(probes):
     lasts until the commit refiles it, after the ordered data it waits for, which a
     streaming writer keeps queueing behind the log write on a one-request-at-a-time disk.
     Three off/on pairs in one boot, pooled: the stock wait is not always the short one
-    (streaming 16 MiB in this batch once gave 96 ms a wait, on and off alike)."""
+    (streaming 16 MiB in this batch on qemu 7.2 gave 96 ms a wait, on and off alike)."""
     waits = {k: shadow_waits(p.files) for k, p in probes.items() if k.startswith("stream.")}
     print("shadow waits, s:", waits)
     assert all(w["jbd2_shadow_waits"] >= 5 for w in waits.values()), waits
