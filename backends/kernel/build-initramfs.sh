@@ -10,6 +10,9 @@ out=$1
 "$here/debs.sh" busybox-static cpio build-essential e2fsprogs || exit 3
 # staged beside OUT, not in TMPDIR: a build killed with SIGKILL (no trap runs) leaves
 # its stage in the build directory, where the next build removes it
+# (one build at a time: runs that start together both run make)
+exec 9>"$(dirname "$out")/.initramfs.lock"
+flock -w 600 9 || { echo "build-initramfs: $(dirname "$out")/.initramfs.lock held for 10 min" >&2; exit 1; }
 stage="$(dirname "$out")/.initramfs-stage"
 rm -rf "$stage"
 trap 'rm -rf "$stage"' EXIT

@@ -13,7 +13,9 @@ series=(delayjc.patch legacy.patch)  # applied in this order
 key=$(cd "$here" && cat "${series[@]}" guest.config | sha256sum | cut -c1-16)
 mkdir -p "$cache" "$here/out"
 
-link() { ln -sfn "$cache/$key/bzImage" "$here/out/bzImage.tmp" && mv -T "$here/out/bzImage.tmp" "$here/out/bzImage"; }
+# a symlink swapped in by rename, through a name of this process: two runs starting at once
+# both link (a shared .tmp name raced: "mv: cannot stat")
+link() { ln -sfn "$cache/$key/bzImage" "$here/out/bzImage.tmp.$$" && mv -T "$here/out/bzImage.tmp.$$" "$here/out/bzImage"; }
 [ -f "$cache/$key/bzImage" ] && { link; echo "$cache/$key/bzImage"; exit 0; }
 
 "$here/debs.sh" linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev || exit 3
