@@ -67,3 +67,15 @@ def test_cli_validates_against_the_run(run_ds, tmp_path, capsys):
     assert "[device_overrides]" not in out              # no --out: the table only
     assert main(["calibrate", str(path), "--validate", "--reps", "0"]) == 2
     assert "reps" in capsys.readouterr().err
+
+
+def test_a_guest_runs_cores_and_disk_depth_are_the_guests(run_ds):
+    """A guest run was made on the guest's vCPUs and in-guest disk, not on the host's
+    cores; a dataset of several machines (joined attrs) gives neither."""
+    ds = run_ds.copy()
+    ds.attrs.update(cpu_logical=2, guest_cpus="4", guest_disk_queue_depth="256")
+    p = calibrate(ds)
+    assert p["cores"] == 4 and p["queue_depth"] == 256
+    ds.attrs.update(guest_cpus="1 | 4", guest_disk_queue_depth="1 | 256")
+    p = calibrate(ds)
+    assert p["cores"] == 2 and "queue_depth" not in p

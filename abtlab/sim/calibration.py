@@ -48,6 +48,12 @@ def _median(fits, key):
     return float(np.median(v)) if v.size else None
 
 
+def _one_int(value) -> int | None:
+    """An attr that is one integer (a dataset of several machines joins theirs: 'a | b')."""
+    text = str(value).strip() if value is not None else ""
+    return int(text) if text.isdigit() else None
+
+
 def calibrate(ds, **sel) -> dict:
     """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors)."""
     from .. import accessor  # noqa: F401  (registers ds.abt)
@@ -57,9 +63,12 @@ def calibrate(ds, **sel) -> dict:
     fits = _fit_runs(ds, sel, f_ref, nonscaling)
     out = {"f_ref_ghz": f_ref, "nonscaling": nonscaling, "write_us_per_kib": 0.0}
     out.update({k: v for k in _CPU if (v := _median(fits, k)) is not None})
-    cores = ds.attrs.get("cpu_logical")
+    # a guest run's cores and disk are the guest's, not the host's that ran qemu
+    cores = _one_int(ds.attrs.get("guest_cpus")) or _one_int(ds.attrs.get("cpu_logical"))
     if cores:
-        out["cores"] = int(cores)
+        out["cores"] = cores
+    if depth := _one_int(ds.attrs.get("guest_disk_queue_depth")):
+        out["queue_depth"] = depth
     dev = {k: v for k in _DEVICE if (v := _median(fits, k)) is not None}
     flush = _median(fits, "flush_us")
     if flush is not None:                     # whole own-data write-back per fsync
