@@ -20,6 +20,18 @@ def test_model_table_rows_and_logs():
     assert len(configs) == 6 and idx.max() == 5
 
 
+def test_each_machine_is_a_configuration_of_its_own():
+    """Host and guest points of one dataset are not pooled into one configuration."""
+    import xarray as xr
+    ds = planted(slope)
+    two = xr.concat([ds, ds * 0.5], dim=xr.DataArray(["host", "guest:kernel=6.1-legacy"], dims="machine",
+                                                    name="machine"))
+    t = data.model_table(two.transpose("policy", "freq_ghz", "threads", "file_size", "record_size",
+                                       "device", "machine", "rep"))
+    configs, idx = data.config_frame(t)
+    assert len(configs) == 2 * 6 and set(configs["machine"]) == {"host", "guest:kernel=6.1-legacy"}
+
+
 @pytest.mark.parametrize("mutate, field", [
     (lambda ds: ds.drop_vars("throughput"), "var"),
     (lambda ds: ds.isel(freq_ghz=[0]), "freq_ghz"),

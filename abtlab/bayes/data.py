@@ -13,8 +13,9 @@ from ..errors import ConfigError
 
 __all__ = ["CONFIG_FACTORS", "model_table", "factors_of", "config_frame", "commit_durations"]
 
+# the machine too: host and guest points (or two guest kernels) are different configurations
 CONFIG_FACTORS = (schema.POLICY, schema.THREADS, schema.FILE_SIZE, schema.RECORD_SIZE,
-                  schema.FILES, schema.DEVICE)
+                  schema.FILES, schema.DEVICE, schema.MACHINE)
 _EXTRA = ("nonblocked_threads", "commits", "mean_commit_wait")
 
 
