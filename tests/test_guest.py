@@ -245,3 +245,15 @@ def test_qemu_sh_prefers_a_new_system_qemu_then_the_cache(tmp_path, system, cach
     else:
         assert out == [str(tmp_path / "cache/root/usr/bin/qemu-system-x86_64"),
                        str(tmp_path / "cache/root/usr/share")]
+
+
+def test_kernel_build_is_the_cache_entry_the_image_links_to(tmp_path, monkeypatch):
+    built = tmp_path / "cache" / "0123456789abcdef"
+    built.mkdir(parents=True)
+    (built / "bzImage").write_bytes(b"k")
+    (tmp_path / "kdir" / "out").mkdir(parents=True)
+    (tmp_path / "kdir" / "out" / "bzImage").symlink_to(built / "bzImage")
+    monkeypatch.setattr(guest, "KERNEL_DIR", tmp_path / "kdir")
+    assert guest.kernel_build() == "0123456789abcdef"
+    (built / "bzImage").unlink()
+    assert guest.kernel_build() == ""

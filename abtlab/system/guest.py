@@ -34,7 +34,7 @@ from . import cleanup
 
 __all__ = ["KERNEL_LABEL", "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
-           "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR"]
+           "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR", "kernel_build"]
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "backends" / "kernel"
@@ -145,6 +145,13 @@ def check_smp(machine, q: Qemu) -> None:
                           f"cpus=1 with clock=virtual on {q.describe()} (its icount guest hangs "
                           f"bringing up a second vCPU): qemu {ICOUNT_SMP_MAJOR}+ (as root, "
                           f"backends/kernel/qemu.sh fetches one), or clock=host")
+
+
+def kernel_build() -> str:
+    """The guest kernel's build (the hash of patch series + config it is cached under):
+    virtual-time numbers repeat exactly only on one build and one qemu."""
+    target = (KERNEL_DIR / "out" / "bzImage").resolve()
+    return target.parent.name if target.exists() else ""
 
 
 def _debs(*pkgs):
