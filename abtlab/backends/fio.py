@@ -88,7 +88,7 @@ class FioBackend(Backend):
                            WRITE_BEGIN, (*WRITE_END, *FSYNC))
             run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
         out = parse_fio(run.stdout)
-        scalars = {**trace_scalars(run.commits, run.fsyncs, run.window),
+        scalars = {**run.scalars, **trace_scalars(run.commits, run.fsyncs, run.window),
                    "throughput": sum(j["bytes_per_s"] for j in out["jobs"]),
                    "jbd2_info_commits": run.jbd2_info_commits}
         if run.batches is not None:

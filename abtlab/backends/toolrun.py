@@ -16,7 +16,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -45,8 +45,8 @@ def find_tool(name: str, env: str, exe=None) -> Path:
     if given is not None:
         path = shutil.which(str(given))
         if path is None:
-            field = "exe" if exe not in (None, "") else env
-            raise ConfigError(field, given, f"the path of an executable {name}")
+            where = "exe" if exe not in (None, "") else env
+            raise ConfigError(where, given, f"the path of an executable {name}")
         return Path(path)
     path = shutil.which(name)
     if path is None:
@@ -181,6 +181,7 @@ class ToolRun:
     jbd2_info_commits: float
     attrs: dict
     batches: dict | None = None
+    scalars: dict = field(default_factory=dict)   # what only the machine gives (guest: shadow waits)
 
 
 def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=900,
@@ -258,8 +259,9 @@ def run_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, 
     win, commits, fsyncs = _in_window(guest_events(pres.files), start_kinds, end_kinds)
     attrs = {**base.attrs, **run.disk.describe(), "mount_options": run.mount_options or "defaults",
              **_tool_attrs(run.argv, start_kinds, end_kinds)}
+    extra = {k: v for k, v in base.scalars.items() if k != "jbd2_info_commits"}
     return ToolRun(pres.stdout, run.argv, win, commits, fsyncs,
-                   base.scalars["jbd2_info_commits"], attrs, base.batches)
+                   base.scalars["jbd2_info_commits"], attrs, base.batches, extra)
 
 
 def _in_window(events, start_kinds, end_kinds):

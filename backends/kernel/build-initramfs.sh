@@ -48,7 +48,7 @@ copy_libs() {   # copy_libs ROOT FILE...: the loader and libraries FILEs need, a
 # the loader and every library the dynamic builds and the preload need
 copy_libs "$stage" "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so" "$stage"/sbin/mke2fs "$stage"/sbin/dumpe2fs
 fio_out="$(dirname "$out")/fio.cpio.gz"
-rm -f "$fio_out"
+rm -f "$fio_out.tmp"
 if [ -x /usr/bin/fio ]; then
     fstage="$stage.fio"
     rm -rf "$fstage" && mkdir -p "$fstage/usr/bin"
@@ -56,6 +56,8 @@ if [ -x /usr/bin/fio ]; then
     cp /usr/bin/fio "$fstage/usr/bin/fio"
     copy_libs "$fstage" /usr/bin/fio
     (cd "$fstage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -6 > "$fio_out.tmp"
+else
+    rm -f "$fio_out"
 fi
 (cd "$stage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -6 > "$out.tmp"
 [ ! -f "$fio_out.tmp" ] || mv "$fio_out.tmp" "$fio_out"
