@@ -16,10 +16,10 @@ from abtlab.system import guest
 DATA = Path(__file__).parent / "data"
 POINT = {"policy": "ext4", "freq_ghz": None, "threads": 4, "file_size": 128 * 1024,
          "record_size": 32 * 1024, "device": "none", "machine": "guest"}
-INFO0 = ("3 transactions (1 requested), each up to 8192 blocks\n0 delayjc windows, 0 delayjc resets\n"
-         "2 shadow waits, 300 us shadow wait\n")
-INFO1 = ("6 transactions (3 requested), each up to 8192 blocks\n0 delayjc windows, 0 delayjc resets\n"
-         "5 shadow waits, 1500 us shadow wait\n")
+INFO0 = ("3 transactions (1 requested), each up to 8192 blocks\n"
+         "0 delayjc windows, 0 delayjc resets\n2 shadow waits, 300 us shadow wait\n")
+INFO1 = ("6 transactions (3 requested), each up to 8192 blocks\n"
+         "0 delayjc windows, 0 delayjc resets\n5 shadow waits, 1500 us shadow wait\n")
 # the guest's trace (no kallsyms: a marker's caller is an address): a start-up commit
 # (tid 4), two jobs writing and fsyncing (end_fsync), the commit of both (tid 5), and a
 # commit after fio's last fsync (tid 6)

@@ -26,8 +26,8 @@ from ..errors import ConfigError, RunError, UnavailableError
 from .base import Availability
 
 __all__ = ["find_tool", "tool_available", "check_tool_options", "Window", "window",
-           "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "run_tool", "WINDOW_EVENTS", "is_regular",
-           "run_tool_in_guest", "is_guest"]
+           "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "run_tool", "WINDOW_EVENTS",
+           "is_regular", "run_tool_in_guest", "is_guest"]
 
 S_IFMT, S_IFREG = 0o170000, 0o100000
 WRITE_BEGIN = ("ext4_da_write_begin", "ext4_write_begin")
@@ -68,8 +68,8 @@ def tool_available(name: str, env: str, how: str) -> Availability:
 
 
 def check_tool_options(options: dict, name: str, env: str) -> dict:
-    """Scratch options as abtlab's workloads, plus `exe`; no guest runs (the guest image
-    carries only abtlab's programs)."""
+    """Scratch options as abtlab's workloads, plus `exe`; no `guest` option (fio reaches
+    the guest machine through its `machine` factor; the other tools run on the host)."""
     from .realfs import check_scratch_options
     if options.get("guest"):
         raise ConfigError("guest", options["guest"], f"false: {name} runs on the host only")
@@ -181,7 +181,7 @@ class ToolRun:
     jbd2_info_commits: float
     attrs: dict
     batches: dict | None = None
-    scalars: dict = field(default_factory=dict)   # what only the machine gives (guest: shadow waits)
+    scalars: dict = field(default_factory=dict)   # only the machine's (guest: shadow waits)
 
 
 def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=900,

@@ -46,7 +46,7 @@ copy_libs() {   # copy_libs ROOT FILE...: the loader and libraries FILEs need, a
     done
 }
 # the loader and every library the dynamic builds and the preload need
-copy_libs "$stage" "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so" "$stage"/sbin/mke2fs "$stage"/sbin/dumpe2fs
+copy_libs "$stage" "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so" "$stage"/sbin/{mke2fs,dumpe2fs}
 fio_out="$(dirname "$out")/fio.cpio.gz"
 rm -f "$fio_out.tmp"
 if [ -x /usr/bin/fio ]; then
@@ -55,7 +55,8 @@ if [ -x /usr/bin/fio ]; then
     trap 'rm -rf "$stage" "$fstage"' EXIT
     cp /usr/bin/fio "$fstage/usr/bin/fio"
     copy_libs "$fstage" /usr/bin/fio
-    (cd "$fstage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -6 > "$fio_out.tmp"
+    (cd "$fstage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) |
+        gzip -6 > "$fio_out.tmp"
 else
     rm -f "$fio_out"
 fi
