@@ -97,7 +97,8 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
                          mount_options=_mount_options(pol, ctx), knobs=writes, knobs_reset=resets)
     if pol.kind == "delayjc":  # the preload needs the dynamically linked build
         from ..delayjc import preload_env
-        run.argv[0] += "" if exe else "-dyn"
+        if exe is None:
+            run.argv[0] += "-dyn"
         run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
     return run, pol
 
