@@ -6,6 +6,9 @@ S-byte file in R-byte records with psync and fsyncs it at the end (end_fsync=1).
 fio reports per-job bandwidth over a runtime counted in whole milliseconds, so for the
 small files of the paper `throughput` (the sum of the jobs' write bandwidths, eq. 3's
 shape) is coarse; the commits and fsyncs come from tracefs as for every tool.
+`--machine guest` runs the same command in the qemu guest, with the guest's fio: Debian's
+/usr/bin/fio and its libraries, in backends/kernel/out/fio.cpio.gz (appended to the
+guest's initramfs for fio points only) when the host had fio at the guest's build.
 """
 from __future__ import annotations
 
@@ -18,12 +21,17 @@ from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio
 from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options,
-                      find_tool, run_tool, tool_available, trace_scalars)
+                      find_tool, is_guest, run_tool, run_tool_in_guest, tool_available,
+                      trace_scalars)
 
 __all__ = ["FioBackend", "fio_argv"]
 
 ENV = "ABTLAB_FIO"
 HOW = "Debian: fio (make setup installs it)"
+GUEST_FIO = "/usr/bin/fio"
+OVERLAY = "fio.cpio.gz"
+NOT_IN_GUEST = ("fio is not in the guest's initramfs: install fio (apt) and rebuild "
+                "(make -C backends/kernel)")
 
 
 def fio_argv(exe, point, data_dir, job="iozone") -> list:
@@ -49,9 +57,9 @@ class FioBackend(Backend):
     description = ("fio on the scratch ext4: IOzone's initial-write pattern or a job file "
                    "(-o job=PATH); found on PATH, in $ABTLAB_FIO or -o exe=")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
-               "record_size": 32 * 1024, "device": "none"}
-    options = {"job": "iozone (default) or the path of a fio job file",
-               "exe": "path of the fio executable", **SCRATCH_OPTIONS}
+               "record_size": 32 * 1024, "device": "none", "machine": "host"}
+    options = {"job": "iozone (default) or the path of a fio job file (host only)",
+               "exe": "path of the fio executable (host only)", **SCRATCH_OPTIONS}
 
     def available(self):
         return tool_available("fio", ENV, HOW)
@@ -61,17 +69,26 @@ class FioBackend(Backend):
         return check_tool_options(options, "fio", ENV)
 
     def validate_point(self, point):
-        check_policy(point, "fio")
+        check_policy(point, "fio", guest=True)
         check_file_sizes(point)
         return point
 
     def run_point(self, point, ctx):
-        exe = find_tool("fio", ENV, ctx.options.get("exe"))
         job = _job(ctx.options.get("job"))
-        run = run_tool(lambda d: fio_argv(exe, point, d, job), point, ctx,
-                       point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC))
+        nbytes = point["threads"] * point["file_size"]
+        if is_guest(point):
+            _check_guest_options(ctx.options, job)
+            run = run_tool_in_guest(lambda d: fio_argv(GUEST_FIO, point, d, job), point, ctx,
+                                    nbytes, WRITE_BEGIN, (*WRITE_END, *FSYNC), GUEST_FIO,
+                                    OVERLAY, NOT_IN_GUEST)
+        else:
+            from ..machine import parse_machine
+            exe = find_tool("fio", ENV, ctx.options.get("exe"))
+            run = run_tool(lambda d: fio_argv(exe, point, d, job), point, ctx, nbytes,
+                           WRITE_BEGIN, (*WRITE_END, *FSYNC))
+            run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
         out = parse_fio(run.stdout)
-        scalars = {**trace_scalars(run.commits, run.fsyncs, run.window),
+        scalars = {**run.scalars, **trace_scalars(run.commits, run.fsyncs, run.window),
                    "throughput": sum(j["bytes_per_s"] for j in out["jobs"]),
                    "jbd2_info_commits": run.jbd2_info_commits}
         if run.batches is not None:
@@ -82,3 +99,13 @@ class FioBackend(Backend):
                  "runtime in whole ms, end_fsync included): eq. (3)'s shape, coarse for small files",
                  "elapsed_definition": "tracefs window (first write to last write or fsync)"}
         return RunResult(scalars=scalars, commits=run.commits, batches=run.batches, attrs=attrs)
+
+
+def _check_guest_options(options, job):
+    """The guest runs its own fio on the iozone pattern: no host executable or job file."""
+    if options.get("exe") not in (None, ""):
+        raise ConfigError("exe", options["exe"], f"no exe with --machine guest (the guest runs "
+                          f"its initramfs's {GUEST_FIO})")
+    if job != "iozone":
+        raise ConfigError("job", options["job"], "iozone with --machine guest (a job file "
+                          "is on the host, not in the guest)")

@@ -18,7 +18,7 @@ from ..machine import Machine, parse_machine
 from .base import RunResult
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
-           "shadow_waits", "DELAYJC_KNOBS"]
+           "guest_events", "shadow_waits", "DELAYJC_KNOBS"]
 
 _DATA = PurePosixPath("/mnt/data")
 _OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
@@ -79,8 +79,10 @@ def machine_for(point, ctx, machine=None) -> Machine:
     return at_virtual_freq(m, point["freq_ghz"]) if ctx.freq_mode == "virtual" else m
 
 
-def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1):
-    """The GuestRun of one point (index: its place in the batch, its null_blk index)."""
+def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1, exe=None):
+    """The GuestRun of one point (index: its place in the batch, its null_blk index).
+    exe: the program's path in the guest when it is not one of abtlab's /abt/NAME (a
+    dynamically linked tool, which the delayJC preload needs no -dyn build of)."""
     from ..system import guest, guest_disk
     from .realfs import _image_mb, _mount_options
     pol = _policy(point["policy"])
@@ -89,12 +91,14 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     disk = guest_disk.for_profile(point.get("device", "none"), _image_mb(ctx.options, data_bytes),
                                   machine.depth, machine.mem)
     writes, resets = _knobs(pol, machine, index)
-    run = guest.GuestRun(argv=[f"/abt/{PurePosixPath(argv[0]).name}"] + argv[1:], disk=disk,
+    prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
+    run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed), env={},
                          mount_options=_mount_options(pol, ctx), knobs=writes, knobs_reset=resets)
     if pol.kind == "delayjc":  # the preload needs the dynamically linked build
         from ..delayjc import preload_env
-        run.argv[0] += "-dyn"
+        if exe is None:
+            run.argv[0] += "-dyn"
         run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
     return run, pol
 
@@ -123,9 +127,10 @@ def clock_samples(files: dict) -> list:
     return out
 
 
-def _commits(files, ops):
-    from ..system.tracefs import RESOLUTION_NS, commits_table, parse_line
-    from .realfs import _window
+def guest_events(files: dict) -> list:
+    """The point's trace events in time order; RunError when events were lost or the
+    trace's clock is not the guest's CLOCK_MONOTONIC."""
+    from ..system.tracefs import RESOLUTION_NS, parse_line
     lost = sum(int(ln.split(":")[1]) for ln in files.get("trace.stats", b"").decode().splitlines())
     if lost:
         raise RunError(f"{lost} trace events lost in the guest: raise trace_kb")
@@ -133,7 +138,15 @@ def _commits(files, ops):
     samples = clock_samples(files)
     if not samples or not all(b - RESOLUTION_NS < t <= a for b, t, a in samples):
         raise RunError(f"guest trace clock and CLOCK_MONOTONIC disagree: {samples}")
-    return _window(commits_table(events), ops)
+    return events
+
+
+def _commits(files, ops):
+    """Commits from the first op on; all of them for a program without op records."""
+    from ..system.tracefs import commits_table
+    from .realfs import _window
+    table = commits_table(guest_events(files))
+    return table if ops is None else _window(table, ops)
 
 
 def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
@@ -152,8 +165,11 @@ def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
             if name in pres.files:
                 saved.append(Path(workdir) / f"guest-{name}")
                 saved[-1].write_bytes(pres.files[name])
-        ops = trace.read(Path(workdir) / "guest-ops.trace", kind=trace.Kind.OPS)
-        batches = load_batches(saved[-1]) if pol.kind == "delayjc" and len(saved) > 1 else None
+        # a third-party tool (fio) writes no op records
+        ops = (trace.read(Path(workdir) / "guest-ops.trace", kind=trace.Kind.OPS)
+               if "ops.trace" in pres.files else None)
+        batches = (load_batches(Path(workdir) / "guest-batches.trace")
+                   if pol.kind == "delayjc" and "batches.trace" in pres.files else None)
     finally:
         for p in saved:
             p.unlink(missing_ok=True)

@@ -6,6 +6,8 @@ preload. The tool writes no abtlab trace, so its timed window is read from trace
 device's ext4 events (first write or file create to the last write or fsync), on the
 same CLOCK_MONOTONIC as the commits. Commits are counted over that window only, not the
 tool's whole process (IOzone's start-up and its `sync(); sleep(2)` are outside it).
+`run_tool_in_guest` runs a tool carried by an initramfs overlay in the qemu guest
+(`--machine guest`) with the same window, read from the guest's own trace.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,8 @@ from ..errors import ConfigError, RunError, UnavailableError
 from .base import Availability
 
 __all__ = ["find_tool", "tool_available", "check_tool_options", "Window", "window",
-           "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "run_tool", "WINDOW_EVENTS", "is_regular"]
+           "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "run_tool", "WINDOW_EVENTS",
+           "is_regular", "run_tool_in_guest", "is_guest"]
 
 S_IFMT, S_IFREG = 0o170000, 0o100000
 WRITE_BEGIN = ("ext4_da_write_begin", "ext4_write_begin")
@@ -42,8 +45,8 @@ def find_tool(name: str, env: str, exe=None) -> Path:
     if given is not None:
         path = shutil.which(str(given))
         if path is None:
-            field = "exe" if exe not in (None, "") else env
-            raise ConfigError(field, given, f"the path of an executable {name}")
+            where = "exe" if exe not in (None, "") else env
+            raise ConfigError(where, given, f"the path of an executable {name}")
         return Path(path)
     path = shutil.which(name)
     if path is None:
@@ -65,8 +68,8 @@ def tool_available(name: str, env: str, how: str) -> Availability:
 
 
 def check_tool_options(options: dict, name: str, env: str) -> dict:
-    """Scratch options as abtlab's workloads, plus `exe`; no guest runs (the guest image
-    carries only abtlab's programs)."""
+    """Scratch options as abtlab's workloads, plus `exe`; no `guest` option (fio reaches
+    the guest machine through its `machine` factor; the other tools run on the host)."""
     from .realfs import check_scratch_options
     if options.get("guest"):
         raise ConfigError("guest", options["guest"], f"false: {name} runs on the host only")
@@ -75,11 +78,18 @@ def check_tool_options(options: dict, name: str, env: str) -> dict:
     return check_scratch_options(options)
 
 
-def check_policy(point: dict, name: str):
+def is_guest(point: dict) -> bool:
+    from ..machine import parse_machine
+    return parse_machine(point.get("machine") or "host").is_guest
+
+
+def check_policy(point: dict, name: str, guest: bool = False):
+    """The point's policy; kdelayjc only on a guest machine, for a tool that runs there."""
     pol = policies.parse(point["policy"])
-    if pol.kind == "kdelayjc":
-        raise ConfigError("policy", point["policy"], f"ext4, nojc, delayjc or batch ({name} "
-                          "runs on the host; kdelayjc needs the guest kernel)")
+    if pol.kind == "kdelayjc" and not (guest and is_guest(point)):
+        where = "on the host; kdelayjc with --machine guest" if guest else "(runs on the host)"
+        raise ConfigError("policy", point["policy"], f"ext4, nojc, delayjc or batch for {name} "
+                          f"{where}: kdelayjc needs the guest kernel")
     return pol
 
 
@@ -171,6 +181,7 @@ class ToolRun:
     jbd2_info_commits: float
     attrs: dict
     batches: dict | None = None
+    scalars: dict = field(default_factory=dict)   # only the machine's (guest: shadow waits)
 
 
 def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=900,
@@ -212,11 +223,45 @@ def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=9
         events = event_filter(jt.read()) if event_filter else jt.read()
         win, commits, fsyncs = _in_window(events, start_kinds, end_kinds)
         attrs = {"freq_mode": "real", **fs.describe(), **thr.describe(),
-                 "tool_command": shlex.join(argv), "tool_path": argv[0],
-                 "tool_window": "tracefs: first ext4 " + "/".join(start_kinds) + " to last "
-                                + "/".join((*start_kinds, *end_kinds)) + " on the scratch device"}
+                 **_tool_attrs(argv, start_kinds, end_kinds)}
     return ToolRun(proc.stdout, argv, win, commits, fsyncs, float(after - before), attrs,
                    _batches(bpath))
+
+
+def _tool_attrs(argv, start_kinds, end_kinds) -> dict:
+    return {"tool_command": shlex.join(argv), "tool_path": argv[0],
+            "tool_window": "tracefs: first ext4 " + "/".join(start_kinds) + " to last "
+                           + "/".join((*start_kinds, *end_kinds)) + " on the scratch device"}
+
+
+def run_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, exe: str,
+                      overlay: str, missing: str) -> ToolRun:
+    """argv_for(data_dir) -> argv, run as the guest's `exe` on the guest machine's fresh
+    ext4 (abtlab.backends.guest_point), traced there. overlay: the archive beside the
+    initramfs that carries the tool; UnavailableError(missing) when the build made none."""
+    from ..system import guest
+    from ..system.tracefs import EVENTS
+    from .guest_point import guest_events, guest_run, machine_for, to_result
+    if ctx.freq_mode == "emulated":
+        raise ConfigError("freq", "emulated", "virtual or native in the guest: a real tool "
+                          "cannot dilate its CPU time")
+    machine = machine_for(point, ctx)
+    archive = guest.ensure_built()[1].with_name(overlay)
+    if not archive.exists():
+        raise UnavailableError(missing)
+    run, pol = guest_run(lambda d, _dilate, _trace: argv_for(d), point, ctx, data_bytes,
+                         machine, exe=exe)
+    res = guest.boot_batch([run], machine, ctx.workdir, events=EVENTS + WINDOW_EVENTS,
+                           timeout=float(ctx.options.get("guest_timeout") or 600),
+                           overlays=[archive])
+    pres = res.points[0]
+    base = to_result(pres, pol, machine, ctx, ctx.workdir)   # RunError for a failed point
+    win, commits, fsyncs = _in_window(guest_events(pres.files), start_kinds, end_kinds)
+    attrs = {**base.attrs, **run.disk.describe(), "mount_options": run.mount_options or "defaults",
+             **_tool_attrs(run.argv, start_kinds, end_kinds)}
+    extra = {k: v for k, v in base.scalars.items() if k != "jbd2_info_commits"}
+    return ToolRun(pres.stdout, run.argv, win, commits, fsyncs,
+                   base.scalars["jbd2_info_commits"], attrs, base.batches, extra)
 
 
 def _in_window(events, start_kinds, end_kinds):

@@ -333,9 +333,10 @@ def _point(files) -> PointResult:
 
 
 def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
-               timeout: float = 600) -> GuestResult:
+               timeout: float = 600, overlays=()) -> GuestResult:
     """Boot the guest once for a batch of points; RunError if the guest itself failed
-    (a point that failed inside it has its status set and the others still ran)."""
+    (a point that failed inside it has its status set and the others still ran).
+    overlays: gzip'd cpio archives appended to the base initramfs (out/fio.cpio.gz)."""
     kernel, base = ensure_built()
     check_smp(machine, qemu())
     workdir = Path(workdir)
@@ -347,7 +348,8 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
     token = cleanup.push(lambda: [p.unlink(missing_ok=True) for p in (initrd, out, console)],
                          f"remove guest files in {workdir}")
     try:
-        initrd.write_bytes(base.read_bytes() + run_cpio(files))
+        extra = b"".join(Path(o).read_bytes() for o in overlays)
+        initrd.write_bytes(base.read_bytes() + extra + run_cpio(files))
         wall = _start_qemu(qemu_argv(machine, kernel, initrd, console, out, qemu()), console, timeout)
         slots, text = read_slots(out, len(runs)), console.read_text(errors="replace")
     finally:

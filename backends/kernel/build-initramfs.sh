@@ -2,6 +2,9 @@
 # build-initramfs.sh OUT: the guest's base initramfs (gzip'd newc cpio): busybox-static,
 # /init, abtlab's C workloads linked statically (/abt/abt-*) and, for LD_PRELOAD runs,
 # dynamic builds (/abt/abt-*-dyn) with libdelayjc.so, the loader and libc copied in.
+# Beside OUT, fio.cpio.gz: Debian's /usr/bin/fio with the libraries the base lacks, appended
+# to the base for fio points only (fio links ~80 MB of libraries: ceph, gluster, ICU data,
+# which every other point's boot would unpack); removed when the host has no fio.
 # Exit 3: a needed Debian package is missing and cannot be installed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,11 +38,28 @@ mkdir -p "$stage/etc" "$stage/sbin"
 cp /sbin/mke2fs /sbin/dumpe2fs "$stage/sbin/" && ln -sf mke2fs "$stage/sbin/mkfs.ext4"
 cp /etc/mke2fs.conf "$stage/etc/"
 gcc $cflags -fPIC -shared -o "$stage/abt/libdelayjc.so" "$src/delayjc/libdelayjc.c" -ldl
-# the loader and every library the dynamic builds and the preload need, at their paths
-for f in "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so" "$stage"/sbin/mke2fs "$stage"/sbin/dumpe2fs; do
-    ldd "$f" | grep -o '/[^ ]*' 
-done | sort -u | while read -r lib; do
-    mkdir -p "$stage$(dirname "$lib")" && cp -L "$lib" "$stage$lib"
-done
+copy_libs() {   # copy_libs ROOT FILE...: the loader and libraries FILEs need, at their
+                # paths under ROOT, but for those the base stage has already
+    local root=$1; shift
+    for f in "$@"; do ldd "$f" | grep -o '/[^ ]*'; done | sort -u | while read -r lib; do
+        [ -e "$stage$lib" ] || { mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib"; }
+    done
+}
+# the loader and every library the dynamic builds and the preload need
+copy_libs "$stage" "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so" "$stage"/sbin/{mke2fs,dumpe2fs}
+fio_out="$(dirname "$out")/fio.cpio.gz"
+rm -f "$fio_out.tmp"
+if [ -x /usr/bin/fio ]; then
+    fstage="$stage.fio"
+    rm -rf "$fstage" && mkdir -p "$fstage/usr/bin"
+    trap 'rm -rf "$stage" "$fstage"' EXIT
+    cp /usr/bin/fio "$fstage/usr/bin/fio"
+    copy_libs "$fstage" /usr/bin/fio
+    (cd "$fstage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) |
+        gzip -6 > "$fio_out.tmp"
+else
+    rm -f "$fio_out"
+fi
 (cd "$stage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -6 > "$out.tmp"
+[ ! -f "$fio_out.tmp" ] || mv "$fio_out.tmp" "$fio_out"
 mv "$out.tmp" "$out"
