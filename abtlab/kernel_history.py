@@ -128,16 +128,18 @@ def history_data(data="auto", point: Point | None = None, quiet=True) -> History
     point = point or make_point()
     data = str(data)
     hist = History(point)
+    if data not in DATA_CHOICES and not Path(data).exists():
+        raise ConfigError("data", data, " | ".join(DATA_CHOICES) + " | the path of a dataset")
+    # the simulator first: cheap, and it checks the point before any machine is touched
+    hist.runs[SIM] = _run("sim", point, quiet, freq=",".join(map(str, point.freqs)),
+                          params={"queue_depth": point.depth})
     if data in DATA_CHOICES:
         _host_row(hist, data, quiet)
         _guest_rows(hist, data, quiet)
-    elif Path(data).exists():
+    else:
         import abtlab
         add_dataset_rows(hist, abtlab.load(data), Path(data).name)
-    else:
-        raise ConfigError("data", data, " | ".join(DATA_CHOICES) + " | the path of a dataset")
-    hist.runs[SIM] = _run("sim", point, quiet, freq=",".join(map(str, point.freqs)),
-                          params={"queue_depth": point.depth})
+    hist.runs = {row: hist.runs[row] for row in ROWS if row in hist.runs}   # in ROWS order
     return hist
 
 
