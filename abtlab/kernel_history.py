@@ -272,6 +272,7 @@ def answer_table(hist: History, policy="ext4", f_low=None, f_high=None, level=0.
                          "n": [f"{a:.0f} / {b:.0f}" if math.isfinite(a) else "-"
                                for a, b in zip(df.n_low.astype(float), df.n_high.astype(float))]})
     table = table[["row", "machine", "data", head, "n", "note"]].fillna("").set_index("row")
+    table.index.name = None                   # one header row in the rendered table
     table.attrs = dict(df.attrs, policy=policy)
     return table
 
