@@ -143,3 +143,16 @@ def test_plot_ratios_labels_every_row(hist):
     assert any(line.get_ydata()[0] == 1.0 for line in ax.get_lines())   # the line at 1
     with pytest.raises(ConfigError):
         khp.plot_timelines(hist)                                          # no traces here
+
+
+def test_history_from_a_stored_dataset(tmp_path):
+    """data = a path: host and guest rows from the file, the simulator at the point."""
+    import abtlab
+    path = tmp_path / "kh.nc"
+    abtlab.save(_run([50.0, 52.0, 48.0], machines=["host", "guest:depth=256"]), path)
+    h = kh.history_data(str(path), kh.make_point(reps=3, threads=64))
+    assert list(h.runs) == [kh.HOST, kh.STOCK, kh.SIM]
+    assert h.missing == {kh.LEGACY: "not in kh.nc (machines: host, guest:depth=256)"}
+    t = kh.answer_table(h)
+    assert t.loc["host", "3.3/1.6 GHz [95% CI]"].startswith("0.50 [")
+    assert t.loc["simulator", "data"] == "SIMULATED"
