@@ -20,8 +20,9 @@ def demo_items(force_sim=False) -> list:
     from .report import NOTEBOOK_DIR, Item, notebook_parameters
     items = []
     for nb in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")):
-        sim = force_sim and "data" in notebook_parameters(nb)
-        items.append(Item(nb, {"data": "sim"} if sim else {}, nb.stem))
+        # every data source of the notebook (data, metarates_data, ...), not only the first
+        sources = [k for k in notebook_parameters(nb) if k == "data" or k.endswith("_data")]
+        items.append(Item(nb, {k: "sim" for k in sources} if force_sim else {}, nb.stem))
     return items
 
 

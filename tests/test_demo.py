@@ -12,7 +12,9 @@ def test_demo_runs_every_study_notebook_with_08():
     names = [it.name for it in demo.demo_items()]
     assert demo.ANSWER_NOTEBOOK in names
     assert names == sorted(p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
-    assert {it.parameters.get("data") for it in demo.demo_items(force_sim=True)} == {"sim"}
+    sim = {it.name: it.parameters for it in demo.demo_items(force_sim=True)}
+    assert {p.get("data") for p in sim.values()} == {"sim"}
+    assert sim["01_slowdown"]["metarates_data"] == "sim"      # no real Metarates under --sim
 
 
 def _executed(tmp_path, table="<table><tr><td>host</td><td>not run: no root</td></tr></table>"):
