@@ -38,6 +38,10 @@ def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
         r, lo, hi = (d[c].to_numpy(float) for c in ("ratio", "ci_low", "ci_high"))
         err = np.vstack([r - np.where(np.isfinite(lo), lo, r), np.where(np.isfinite(hi), hi, r) - r])
         ax.errorbar(x, r, yerr=err, fmt="o", capsize=4, label=pol)
+        for xi, ri in zip(x[np.isfinite(r) & ~(np.isfinite(lo) & np.isfinite(hi))],
+                          r[np.isfinite(r) & ~(np.isfinite(lo) & np.isfinite(hi))]):
+            ax.annotate("CI\nunbounded", (xi, ri), xytext=(4, 0), textcoords="offset points",
+                        fontsize=6, va="center")
     ax.axhline(1.0, color="k", lw=1, ls="--")
     for _, m in df[df.policy == ""].iterrows():
         ax.text(ROWS.index(m.row), 1.0, _wrap(m.note), ha="center", va="bottom", fontsize=7,

@@ -145,6 +145,15 @@ def test_plot_ratios_labels_every_row(hist):
         khp.plot_timelines(hist)                                          # no traces here
 
 
+def test_plot_ratios_says_when_a_ci_is_unbounded(hist):
+    hist.runs[kh.STOCK] = _run([50.0, 60.0, 55.0], low=[10.0, 100.0, 20.0], machines=["guest:depth=256"])
+    assert kh.ratio_table(hist).query("row == 'guest 6.1' and policy == 'ext4'").ci_high.item() == math.inf
+    ax = khp.plot_ratios(hist).axes[0]
+    marks = [t for t in ax.texts if "unbounded" in t.get_text()]
+    assert len(marks) == 2                          # ext4 and nojc of that row (same low runs)
+    assert all(abs(t.xy[0] - kh.ROWS.index(kh.STOCK)) < 0.5 for t in marks)
+
+
 def test_history_from_a_stored_dataset(tmp_path):
     """data = a path: host and guest rows from the file, the simulator at the point."""
     import abtlab
