@@ -4,9 +4,9 @@ One item = one notebook and one set of parameters. `run_batch` executes items in
 <out>/<name>.ipynb and a self-contained <name>.html (images embedded as data: URIs),
 then writes <out>/index.html linking them all with status and run time. A failing item
 is recorded with its error and the batch goes on. Items that do real I/O on this
-machine (notebook metadata `abtlab.real_io` and a `data` parameter that is not "sim" or
-a dataset path) run one at a time with nothing else running, so that their timings are
-not disturbed; the others run in a small process pool.
+machine (notebook metadata `abtlab.real_io` and a `data` parameter that is not "sim",
+"guest" or a dataset path) run one at a time with nothing else running, so that their
+timings are not disturbed; the others run in a small process pool.
 """
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def is_real_io(item: Item) -> bool:
         except (ValueError, SyntaxError):
             data = "auto"
     data = str(data)
-    if data == "sim" or Path(data).exists():
+    if data in ("sim", "guest") or Path(data).exists():   # a guest runs in its own virtual time
         return False
     from .studies import real_available
     return real_available(meta.get("backend", "iozone"))
@@ -204,8 +204,9 @@ def _report(o: Outcome, progress, real=False) -> Outcome:
     return o
 
 
-def write_index(outcomes, out, title="abtlab report") -> Path:
-    """out/index.html: one row per outcome (links, parameters, status, time, error)."""
+def write_index(outcomes, out, title="abtlab report", lead=()) -> Path:
+    """out/index.html: one row per outcome (links, parameters, status, time, error),
+    after the (heading, trusted html) sections of `lead`."""
     rows = []
     for o in outcomes:
         link = (f'<a href="{html.escape(o.html.name)}">{html.escape(o.item.name)}</a>'
@@ -221,7 +222,7 @@ def write_index(outcomes, out, title="abtlab report") -> Path:
             f"its data was measured, emulated or simulated.</p><table><tr><th>report</th><th>notebook</th>"
             f"<th>parameters</th><th>status</th><th>run time</th><th>error</th></tr>{''.join(rows)}</table>")
     from .htmlpage import write_page
-    page = write_page(Path(out) / "index.html", title, [("Notebooks", body)])
+    page = write_page(Path(out) / "index.html", title, [*lead, ("Notebooks", body)])
     page.write_text(page.read_text().replace(
         "</style>", "tr.failed{background:#fdd} tr.ok{background:#efe} td{text-align:left}"
                     " pre{white-space:pre-wrap;margin:0}</style>", 1))

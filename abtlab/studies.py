@@ -5,13 +5,15 @@ exploration, and the commit timeline. Notebooks call these; they hold no logic.
     "auto"  real runs when this machine can do them (root, loop devices, the C
             backends built), otherwise the simulator;
     "sim"   the simulator (simulated data, labelled so);
+    "guest" (studies that offer it) the qemu guest machine: a real Linux kernel in
+            virtual time, no root needed (qemu runs unprivileged);
     a path  a dataset written by `abtlab run`/`abtlab sweep` (e.g. a full sweep).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, UnavailableError
 
 __all__ = ["real_available", "study_data", "delay_policies", "delay_sweep", "delay_table",
            "trace_measures", "trace_metrics", "frequency_workloads",
@@ -27,17 +29,21 @@ def real_available(backend: str = "iozone") -> bool:
     return bool(get(backend).available().ok)
 
 
-def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=True):
+def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=True, guest=None):
     """The dataset a study runs on (see module doc).
 
     sim: factors for abtlab.run("sim", ...); real: factors for the real backend, with
-    a "backend" key (default "iozone"); without `real`, "auto" means the simulator."""
+    a "backend" key (default "iozone"); without `real`, "auto" means the simulator.
+    guest: the same for data="guest", with a "machine" key (a guest spec)."""
     import abtlab
     data = str(data)
+    if data == "guest":
+        return _guest_data(guest, reps, seed, quiet)
     if data not in DATA_CHOICES:
         path = Path(data)
         if not path.exists():
-            raise ConfigError("data", data, "auto | sim | the path of a dataset")
+            raise ConfigError("data", data, "auto | sim | the path of a dataset"
+                              + (" | guest" if guest else ""))
         return abtlab.load(path)
     if not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")
@@ -46,6 +52,26 @@ def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=True):
     if data == "auto" and real and real_available(backend):
         return abtlab.run(backend, reps=reps, seed=seed, quiet=quiet, warmup=1, **real)
     return abtlab.run("sim", reps=reps, seed=seed, quiet=quiet, **dict(sim or {}))
+
+
+def _guest_data(guest, reps, seed, quiet):
+    """The study's point on a guest machine; UnavailableError when it cannot boot here."""
+    import abtlab
+    from .machine import parse_machine
+    from .system import guest as qemu_guest
+    if not guest:
+        raise ConfigError("data", "guest", "auto | sim | the path of a dataset (this study has no guest runs)")
+    factors = dict(guest)
+    backend = factors.pop("backend", "iozone")
+    machine = factors.get("machine")
+    if not machine or not parse_machine(machine).is_guest:
+        raise ConfigError("guest_machine", machine, "a guest spec, e.g. guest:kernel=6.1-legacy,depth=256")
+    if not isinstance(reps, int) or reps < 1:
+        raise ConfigError("reps", reps, "an integer >= 1")
+    ok, why = qemu_guest.available()
+    if not ok:
+        raise UnavailableError(f"data='guest': {why}")
+    return abtlab.run(backend, reps=reps, seed=seed, quiet=quiet, **factors)
 
 
 def delay_policies(windows_ms, max_resets=64) -> list[str]:

@@ -23,6 +23,7 @@ SMALL = {
                    total_bytes=2 ** 20, sim_threads="16,64"),
     "06_frequency_policies": dict(data="sim", workloads=["iozone", "mixed"], reps=2),
     "07_syscalls": dict(data="auto", lock_threads=[1, 2], lock_work=[1, 1000], reps=2, dio=False),
+    "08_kernel_history": dict(data="sim", threads=16, policy="ext4", reps=2),
     "lab_1_faster_cpu": dict(prediction_ext4="slower", prediction_nojc="faster",
                              predicted_ratio=0.9, threads=64, reps=3),
     "lab_2_batching": dict(prediction_commits="more", prediction_nonblocked="fewer", threads=64, reps=2),
@@ -107,3 +108,33 @@ def test_notebooks_leave_no_temporary_files(batch):
     sources pytensor generates while abtlab.bayes samples) are removed."""
     _, _, tmp = batch
     assert sorted(p.name for p in tmp.iterdir()) == []
+
+
+def _text(ipynb) -> str:
+    nb = json.loads(Path(ipynb).read_text())
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for c in nb["cells"] for o in c.get("outputs", []))
+
+
+def test_guest_data_notebooks(built_guest, tmp_path):
+    """Notebook 08 and lab 1 with data="guest": a real kernel in the qemu guest, no host
+    runs; small points (16 and 64 writers, 2 repetitions)."""
+    items = [Item(NOTEBOOK_DIR / "08_kernel_history.ipynb",
+                  dict(data="guest", threads=16, policy="ext4", reps=2), "nb08_guest"),
+             Item(NOTEBOOK_DIR / "lab_1_faster_cpu.ipynb",
+                  dict(data="guest", prediction_ext4="slower", prediction_nojc="faster",
+                       predicted_ratio=0.9, reps=2), "lab1_guest")]
+    outcomes, _ = run_batch(items, tmp_path, workers=2, progress=None, timeout=600)
+    for o in outcomes:
+        assert o.status == "ok", o.error
+    nb08, lab1 = _text(outcomes[0].ipynb), _text(outcomes[1].ipynb)
+    assert "host              SKIPPED: not asked for (data='guest')" in nb08
+    assert "guest 6.1-legacy  ran: guest:kernel=6.1-legacy,depth=256" in nb08
+    from abtlab.demo import answer_html
+    answer = answer_html(outcomes[0])          # the table the demo's index opens with
+    for row, machine in (("guest 6.1", "guest:depth=256"), ("guest 6.1-legacy", "guest:kernel=6.1-legacy,depth=256")):
+        assert re.search(rf"<th>{re.escape(row)}</th>\s*<td>{re.escape(machine)}</td>\s*<td>[^<]*VIRTUAL"
+                         rf"[^<]*</td>\s*<td>\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]</td>", answer), answer
+    assert re.findall(r"\[(CORRECT|NOT QUITE)\]", lab1), lab1[-2000:]
+    assert "data:image/png;base64," in outcomes[1].html.read_text()
+    assert not any(o.real_io for o in outcomes), "guest runs touch no host device: not run alone"

@@ -82,3 +82,19 @@ def test_plots_and_trace_tables(delay_ds):
 def test_frequency_workloads_bad_data():
     with pytest.raises(ConfigError, match="data"):
         studies.frequency_workloads("real")
+
+
+def test_study_data_guest(monkeypatch):
+    """data='guest' runs the study's guest factors; a study without them, a host spec or
+    a machine that cannot boot the guest is refused before anything runs."""
+    from abtlab.errors import UnavailableError
+    from abtlab.system import guest
+    with pytest.raises(ConfigError) as e:
+        studies.study_data("guest", sim=dict(threads="16"))
+    assert e.value.field == "data"
+    with pytest.raises(ConfigError) as e:
+        studies.study_data("guest", guest=dict(machine="host", threads=4))
+    assert e.value.field == "guest_machine"
+    monkeypatch.setattr(guest, "available", lambda: (False, "qemu-system-x86_64 not found"))
+    with pytest.raises(UnavailableError, match="qemu-system-x86_64 not found"):
+        studies.study_data("guest", guest=dict(machine="guest:kernel=6.1-legacy", threads=4))

@@ -114,3 +114,18 @@ def test_accessor_slowdown_on_simulated_run():
     assert float(sd["ratio"].sel(freq_ghz=1.6).squeeze()) == 1.0
     r = sd.sel(freq_ghz=3.3).squeeze()
     assert float(r["ci_low"]) <= float(r["ratio"]) <= float(r["ci_high"])
+
+
+def test_guest_only_sweeps_need_the_guest_not_root(monkeypatch):
+    """Runs that all go to a qemu guest are checked against the guest (qemu runs
+    unprivileged), not against the host's root and loop devices."""
+    from abtlab.system import guest
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(guest, "available", lambda: (True, ""))
+    be = backends.get("iozone")
+    assert sweep._availability(be, {"machine": ["guest", "guest:kernel=6.1-legacy"]})
+    host = sweep._availability(be, {"machine": ["guest", "host"]})
+    assert not host and "root" in host.reason
+    monkeypatch.setattr(guest, "available", lambda: (False, "qemu-system-x86_64 not found"))
+    with pytest.raises(ConfigError, match="qemu-system-x86_64 not found"):
+        abtlab.run("iozone", machine="guest", threads=4, policy="ext4", reps=1, quiet=True)
