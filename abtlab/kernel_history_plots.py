@@ -62,7 +62,7 @@ def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
 
 def _log_ratio_axis(ax, df) -> None:
     """Ratios on a log scale (0.5 and 2 equally far from 1), ticks as plain numbers."""
-    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     vals = df[["ratio", "ci_low", "ci_high"]].to_numpy(float).ravel()
     vals = vals[np.isfinite(vals) & (vals > 0)]
     lo, hi = (min(vals.min(), 0.5), max(vals.max(), 2.0)) if vals.size else (0.5, 2.0)
@@ -71,7 +71,7 @@ def _log_ratio_axis(ax, df) -> None:
     ticks = [t for t in (0.125, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 8, 16, 32) if lo / 1.2 <= t <= hi * 1.2]
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
 
 
 def _wrap(text: str, width: int = 28) -> str:
