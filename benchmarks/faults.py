@@ -96,21 +96,27 @@ def _mounts() -> set[str]:
     return out
 
 
+def _environ(pid: str) -> list[bytes] | None:
+    """A process's environment, None when it is gone or unreadable."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+
+
+def _trial_mark(tmpdir: Path) -> bytes:
+    return b"TMPDIR=" + os.fsencode(tmpdir)
+
+
 def _processes(tmpdir: Path) -> set[str]:
     """abt-* and qemu processes started by a trial: every process a trial starts inherits
     its TMPDIR, so runs of the user's own (a guest sweep, say) on the machine meanwhile
     are not counted as a trial's leftovers."""
-    mark = b"TMPDIR=" + os.fsencode(tmpdir)
     out = set()
     for d in Path("/proc").glob("[0-9]*"):
         comm = _read(d / "comm").strip()
-        if comm.startswith(("abt-", "qemu")):
-            try:
-                env = (d / "environ").read_bytes().split(b"\0")
-            except OSError:     # gone meanwhile
-                continue
-            if mark in env:
-                out.add(f"{comm} (pid {d.name})")
+        if comm.startswith(("abt-", "qemu")) and _trial_mark(tmpdir) in (_environ(d.name) or ()):
+            out.add(f"{comm} (pid {d.name})")
     return out
 
 
@@ -138,11 +144,8 @@ def _temp(tmpdir: Path) -> set[str]:
 
 
 def _started_by_trial(pid: str, tmpdir: Path) -> bool:
-    try:
-        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return True         # gone or unreadable: do not excuse it
-    return b"TMPDIR=" + os.fsencode(tmpdir) in env
+    env = _environ(pid)
+    return env is None or _trial_mark(tmpdir) in env     # gone or unreadable: not excused
 
 
 def _lock_held(tmpdir: Path) -> set[str]:
