@@ -8,7 +8,8 @@
   instructions share that one stream. `host` keeps multi-threaded TCG on the host clock.
 * `cpus=N` (1): virtual CPUs, 1 to 4. Under `clock=virtual` they take turns on one host
   thread (qemu's round-robin TCG), so 4 busy vCPUs each run at a quarter of the
-  instruction rate. More than one needs qemu 8+ (qemu 7.2's icount guest hangs bringing
+  instruction rate. One vCPU repeats exactly; several usually do, but not always (attr
+  `repeatable`: the host can force qemu to switch vCPUs at an instruction it picks). More than one needs qemu 8+ (qemu 7.2's icount guest hangs bringing
   up the second vCPU): abtlab.system.guest.qemu() finds or fetches one, and a boot on an
   older qemu is refused naming `guest:cpus`.
 * `kernel=NAME` (6.1): a named guest kernel build.
@@ -82,7 +83,19 @@ class Machine:
             out["icount"] = (f"-icount shift={self.shift},sleep=off: one guest instruction = "
                              f"{2 ** self.shift} ns of virtual time, shared by all {self.cpus} "
                              f"vCPUs on one host thread")
+        out["repeatable"] = self.repeatable
         return out
+
+    @property
+    def repeatable(self) -> str:
+        """Whether a rerun gives the same numbers, and why not when it may not."""
+        if self.clock != "virtual":
+            return "no: guest time is the host's clock"
+        if self.cpus == 1:
+            return "exact: the same kernel build, qemu and inputs give the same op records"
+        return ("usually: qemu's round-robin moves on to the next vCPU when the host forces "
+                "the running one out (an RCU grace period or main-loop work on a slow host), "
+                "at an instruction the host picks, which changes how the vCPUs interleave")
 
 
 HOST = Machine()

@@ -1,7 +1,7 @@
 """Host seconds per point of the virtual-time guest, and its independence of host load.
 
     .venv/bin/python -m benchmarks.guest [--points 8] [--machine guest] [--device hdd7200]
-        [--no-hog]
+        [--no-hog] [--repeat N]
 
 Runs one boot holding --points repetitions of IOzone (256 threads, 128k files, 32k
 records) and one of Metarates (16 workers x 4 files), each point on a fresh in-guest
@@ -9,6 +9,11 @@ filesystem, and prints host seconds per point with the boot amortized (target: <
 Then runs the same two-point IOzone batch with and without two host CPU hogs (busy
 processes, one per core of a 2-core machine) and prints each point's virtual elapsed time
 and a hash of its op records: identical under the virtual clock. Run it under the lock.
+
+--repeat N instead boots the same two-point batch N times (every other boot beside two CPU
+hogs) and counts the distinct results: 1 for one vCPU; with several vCPUs the host can
+force qemu's round-robin to switch vCPUs at an instruction it picks (attr `repeatable`),
+and this is how often that shows.
 """
 from __future__ import annotations
 
@@ -72,14 +77,36 @@ def _hogs(n):
             p.wait()
 
 
+def _repeat(machine, device, n) -> int:
+    """Boot the same two-point batch n times; print each boot's digests and the count of
+    distinct results."""
+    name, (backend, point) = next(iter(POINTS.items()))
+    seen = {}
+    with tempfile.TemporaryDirectory(prefix="abtlab-bench-guest-") as work:
+        items = _items(backend, point, 2, device, machine, work)
+        for i in range(n):
+            with _hogs(2) if i % 2 else contextlib.nullcontext():
+                _, res = _batch(items, machine, work)
+            key = tuple(map(_digest, res))
+            seen.setdefault(key, []).append(i)
+            print(f"  boot {i} ({'2 CPU hogs' if i % 2 else 'idle host'}): "
+                  + "; ".join(f"elapsed {e} ns, ops {h}, {c} commits" for e, h, c in key), flush=True)
+    print(f"machine {machine.label}, {name}, device {device}: {len(seen)} distinct result(s) "
+          f"in {n} boots ({machine.repeatable.split(':')[0]} repeatable)")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.guest")
     ap.add_argument("--points", type=int, default=8)
     ap.add_argument("--machine", default="guest")
     ap.add_argument("--device", default="hdd7200")
     ap.add_argument("--no-hog", dest="hog", action="store_false")
+    ap.add_argument("--repeat", type=int, default=0)
     args = ap.parse_args(argv)
     machine = parse_machine(args.machine)
+    if args.repeat:
+        return _repeat(machine, args.device, args.repeat)
     with tempfile.TemporaryDirectory(prefix="abtlab-bench-guest-") as work:
         print(f"machine {machine.label}, device {args.device}, {args.points} points per boot")
         for name, (backend, point) in POINTS.items():

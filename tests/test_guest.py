@@ -184,20 +184,37 @@ def _sweep(tmp_path, name, machine="guest", **kw):
 @pytest.mark.root
 @pytest.mark.timeout(1500)  # a first kernel build on a busy 2-core machine
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
-@pytest.mark.parametrize("machine", ["guest", "guest:cpus=2"])
-def test_guest_is_deterministic_and_traced(tmp_path, built_guest, machine):
-    """Two boots of the same two-point sweep in virtual time: identical op records and
-    commits (with two vCPUs too: qemu runs them in turn, by instruction count); the
-    tracefs commit table counts what /proc/fs/jbd2 counts."""
+def test_guest_is_deterministic_and_traced(tmp_path, built_guest):
+    """Two boots of the same two-point sweep in virtual time with one vCPU: identical op
+    records and commits; the tracefs commit table counts what /proc/fs/jbd2 counts."""
     import numpy as np
-    a = _sweep(tmp_path, "a.nc", machine, policy="ext4", device="hdd7200;none")
-    b = _sweep(tmp_path, "b.nc", machine, policy="ext4", device="hdd7200;none")
+    a = _sweep(tmp_path, "a.nc", policy="ext4", device="hdd7200;none")
+    b = _sweep(tmp_path, "b.nc", policy="ext4", device="hdd7200;none")
     assert a.attrs["clock"] == "virtual" and a.attrs["fs_block_size"] == 4096
-    assert a.attrs["guest_cpus"] == ("2" if "cpus=2" in machine else "1")
+    assert a.attrs["guest_cpus"] == "1" and a.attrs["repeatable"].startswith("exact")
     assert (a["commits"] > 0).all()
     np.testing.assert_array_equal(a["commits"].values, a["jbd2_info_commits"].values)
     for v in ("fcr", "commits", "op_t_start", "op_t_end", "commit_end", "commit_handles"):
         np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
+def test_two_vcpus_run_in_virtual_time_and_say_they_may_not_repeat(tmp_path, built_guest):
+    """Two vCPUs boot under the virtual clock (qemu 8+), the run is traced, and the dataset
+    says a rerun only usually repeats (qemu's round-robin can be forced to switch vCPUs
+    by the host: benchmarks.guest --repeat counts how often). Exact equality of two runs
+    is not asserted here: it held in every run on the development machine and failed in
+    one CI run (fcr of the first point 13.76 vs 13.58)."""
+    import numpy as np
+    ds = _sweep(tmp_path, "c2.nc", "guest:cpus=2", policy="ext4", device="hdd7200;none")
+    assert ds.attrs["clock"] == "virtual" and ds.attrs["guest_cpus"] == "2"
+    assert ds.attrs["repeatable"].startswith("usually")
+    assert int(ds.attrs["qemu"].split()[1].split(".")[0]) >= guest.ICOUNT_SMP_MAJOR
+    np.testing.assert_array_equal(ds["commits"].values, ds["jbd2_info_commits"].values)
+    assert (ds["commits"] > 0).all()
 
 
 @pytest.mark.slow

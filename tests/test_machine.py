@@ -29,6 +29,16 @@ def test_keys_round_trip_through_the_label():
     assert "one guest instruction = 4 ns" in g.attrs()["icount"]
 
 
+def test_datasets_say_whether_a_rerun_repeats():
+    """One vCPU in virtual time repeats exactly; several share qemu's round-robin, which
+    the host can force to switch vCPUs; the host clock never repeats."""
+    rep = {spec: machine.parse_machine(spec).attrs()["repeatable"]
+           for spec in ("guest", "guest:cpus=2", "guest:clock=host")}
+    assert rep["guest"].startswith("exact")
+    assert rep["guest:cpus=2"].startswith("usually") and "round-robin" in rep["guest:cpus=2"]
+    assert rep["guest:clock=host"].startswith("no")
+
+
 @pytest.mark.parametrize("spec,key", [
     ("vm", ""), ("guest:cpus=9", "cpus"), ("guest:cpus=two", "cpus"), ("guest:clock=wall", "clock"),
     ("guest:shift=11", "shift"), ("guest:kernel=5.4", "kernel"), ("guest:color=red", "color"),
