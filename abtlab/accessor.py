@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import schema
+from .data import schema
 
 __all__ = ["AbtAccessor"]
 
@@ -16,7 +16,7 @@ class AbtAccessor:
 
     def summary(self, var="throughput"):
         """Mean, 95% CI, RSD and n per point of var."""
-        from .summary import point_stats
+        from .stats.summary import point_stats
         return point_stats(self._ds, var)
 
     def slowdown(self, var="throughput", level=0.95):
@@ -25,11 +25,11 @@ class AbtAccessor:
         return slowdown(self._ds, var, level=level)
 
     def plot_throughput(self, facet=None, ax=None):
-        from .plots import plot_throughput
+        from .present.plots import plot_throughput
         return plot_throughput(self._ds, facet=facet, ax=ax)
 
     def plot(self, var, facet=None, ax=None):
-        from .plots import plot_metric
+        from .present.plots import plot_metric
         return plot_metric(self._ds, var, facet=facet, ax=ax)
 
     def run_ids(self, **sel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__
+from .about import __version__
 from .errors import AbtError
 
 __all__ = ["main", "build_parser"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from . import about
 from .errors import ConfigError, UnavailableError
 
 __all__ = ["lock_grid", "dio_grid", "ratio_ci", "load_reference", "compare",
@@ -34,7 +35,7 @@ PAPER_WORK = (1, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 5000, 10_000, 25_000,
 QUICK_THREADS, QUICK_WORK = (1, 2, 4, 8), (1, 100, 10_000)
 PAPER_BLOCKS = tuple(4096 << k for k in range(13))  # 4 KiB .. 16 MiB
 QUICK_BLOCKS = (4096, 65536)
-REFERENCE_CSV = Path(__file__).resolve().parents[1] / "data" / "reference" / \
+REFERENCE_CSV = about.REFERENCE_DATA / \
     "spinlock_vs_mutex_i7-2600k.csv"
 PAPER_HW_THREADS = 8
 # The one number seed 002 states for direct vs buffered (section 2.1.2, Fig. 3).
@@ -101,7 +102,7 @@ def _sweep(backend, cells, reps, options, seed, progress):
 
 
 def _attrs(backend, extra):
-    from . import __version__
+    from .about import __version__
     from .system import facts
     f = facts.collect()
     return {"backend": backend, "freq_mode": "real", "kernel": f["kernel"], "cpu": f["cpu"],

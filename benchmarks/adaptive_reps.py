@@ -43,10 +43,10 @@ from pathlib import Path
 
 import numpy as np
 
-from abtlab import runner
+from abtlab.sweep import runner
 from abtlab.backends import get
 from abtlab.stats import ci_halfwidth, ratio_halfwidth
-from abtlab.sweep import Reps
+from abtlab.sweep.loop import Reps
 from abtlab.system import cpufreq
 
 GRIDS = {
@@ -132,7 +132,7 @@ def replay(ds, rule):
     separate adaptive sweep also sees whatever the machine did in the meantime (its noise
     level drifts). Returns the dataset with each point cut to the rule's count."""
     import xarray as xr
-    from abtlab import sweep
+    from abtlab.sweep import loop as sweep
     da = ds[rule.metric]
     levels = {d: [v.item() for v in da[d].values] for d in da.dims if d != "rep"}
     points = sweep.expand(levels)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from abtlab import delayjc, policies, trace
+from abtlab.policies import delayjc
+from abtlab import policies, trace
 from abtlab.backends.realfs import scratch_on_device
 
 PROG = Path(__file__).resolve().parents[1] / "backends" / "delayjc" / "abt-fsyncers"

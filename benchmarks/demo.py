@@ -22,7 +22,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sim", action="store_true", help="abtlab demo --sim")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds (default 300)")
     args = ap.parse_args(argv)
-    from abtlab.demo import run_demo_report
+    from abtlab.present.demo import run_demo_report
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="abtlab-demo-bench-") as tmp:
         out = Path(args.out or tmp)

@@ -29,7 +29,7 @@ from pathlib import Path
 from abtlab.backends import get
 from abtlab.backends.base import RunContext
 from abtlab.backends.guest_point import run_batch
-from abtlab.machine import parse_machine
+from abtlab.factors.machine import parse_machine
 from abtlab.system import cleanup
 
 POINTS = {"iozone 256x128k/32k": ("iozone", {"policy": "ext4", "threads": 256, "file_size": 128 * 1024,

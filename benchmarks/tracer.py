@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from abtlab.recorder import library_path
+from abtlab.trace.recorder import library_path
 
 
 def fio_cmd(directory, size, out_json):

@@ -1,9 +1,10 @@
-"""The adaptive repetition rule of abtlab.sweep: how many more runs a point gets."""
+"""The adaptive repetition rule of abtlab.sweep.loop: how many more runs a point gets."""
 import numpy as np
 import pytest
 import xarray as xr
 
-from abtlab import stats, sweep
+from abtlab import stats
+from abtlab.sweep import loop as sweep
 from abtlab.errors import ConfigError
 
 
@@ -108,7 +109,7 @@ def test_reps_for_cv_uses_the_level():
 def test_adaptive_sweep_stops_each_point_at_target_or_max():
     """Simulated sweep, points of different noise: every point ends within the target
     or at the maximum, and the quieter points need fewer runs."""
-    from abtlab import runner
+    from abtlab.sweep import runner
     rule = sweep.Reps(min=4, max=30, target=0.03)
     ds = runner.run("sim", reps=rule, seed=5, quiet=True, threads="16", policy="ext4,nojc",
                     freq="1.6", device="hdd7200")
@@ -129,7 +130,7 @@ def test_bad_rule_names_the_field():
 
 def test_blocked_sim_sweep_gives_paired_slowdown(tmp_path):
     """A blocked spec runs paired blocks; abtlab.stats.slowdown then pairs by rep itself."""
-    from abtlab import spec
+    from abtlab.sweep import spec
     ds = spec.run_spec({"backend": "sim", "seed": 4, "repetitions": 6,
                         "factors": {"threads": [8], "freq": "1.6,3.3", "device": "hdd7200"},
                         "execution": {"order": "blocked"}}, out=tmp_path / "b.nc", quiet=True)

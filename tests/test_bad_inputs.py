@@ -6,10 +6,11 @@ import re
 
 import pytest
 
-from abtlab import backends, sweep
+from abtlab import backends
+from abtlab.sweep import loop as sweep
 from abtlab.cli import main
 from abtlab.errors import ConfigError
-from abtlab.spec import parse_spec
+from abtlab.sweep.spec import parse_spec
 
 needs_iozone = pytest.mark.skipif(not backends.get("iozone").available(),
                                   reason="iozone cannot run here (root, loop devices, built)")
@@ -71,7 +72,7 @@ def test_python_callers_get_the_same_checks(nothing_runs):
 
 def test_a_frequency_mode_error_names_freq(tmp_path, capsys, monkeypatch):
     """The guest refuses an emulated frequency as freq_mode; the user typed --freq."""
-    from abtlab import runner
+    from abtlab.sweep import runner
 
     def guest_refuses(*a, **k):
         raise ConfigError("freq_mode", "emulated", "native in the guest (TCG has no P-states)")

@@ -1,4 +1,4 @@
-"""abtlab.bps_study: fio runs under libabtrace, their metrics, CC and its normalisation.
+"""abtlab.bps.study: fio runs under libabtrace, their metrics, CC and its normalisation.
 
 The measured CCs depend on the machine and are reported, not asserted; what is
 asserted is what the runs must be whatever the timing: the calls fio made, the
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abtlab import bps_study
+from abtlab.bps import study as bps_study
 from abtlab.bps import EXPECTED_SIGN
 from abtlab.errors import ConfigError, UnavailableError
 

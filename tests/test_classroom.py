@@ -1,7 +1,7 @@
-"""abtlab.classroom: prediction checks and lab files."""
+"""abtlab.present.classroom: prediction checks and lab files."""
 import pytest
 
-from abtlab import classroom
+from abtlab.present import classroom
 from abtlab.errors import ConfigError
 
 

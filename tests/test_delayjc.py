@@ -11,7 +11,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from abtlab import delayjc, trace
+from abtlab.policies import delayjc
+from abtlab import trace
 from abtlab.errors import ConfigError, TraceError
 
 FIXED = {"ABT_DELAYJC_POLICY": "fixed", "ABT_DELAYJC_WINDOW_US": "2000",

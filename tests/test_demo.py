@@ -1,11 +1,11 @@
-"""abtlab.demo: its notebooks, and the index page that opens with notebook 08's answer."""
+"""abtlab.present.demo: its notebooks, and the index page that opens with notebook 08's answer."""
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from abtlab import demo
-from abtlab.report import NOTEBOOK_DIR, Item, Outcome, write_index
+from abtlab.present import demo
+from abtlab.present.report import NOTEBOOK_DIR, Item, Outcome, write_index
 
 
 def test_demo_runs_every_study_notebook_with_08():

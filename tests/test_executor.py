@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from abtlab import sweep
+from abtlab.sweep import loop as sweep
 
 
 @pytest.mark.slow

@@ -59,7 +59,7 @@ def test_batch_env_lists_points_and_events():
 
 
 def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
-    from abtlab.machine import parse_machine
+    from abtlab.factors.machine import parse_machine
     argv = guest.qemu_argv(parse_machine("guest:shift=3,mem=2048"), "bz", "rd", "c.log", "r.txt")
     assert argv[:2] == [guest.QEMU, "-accel"] and argv[2] == "tcg,thread=single"
     assert argv[argv.index("-icount") + 1] == "shift=3,sleep=off"
@@ -230,7 +230,7 @@ def test_guest_window_gives_fewer_commits(tmp_path, built_guest):
 
 
 def test_several_vcpus_under_the_virtual_clock_need_qemu_8():
-    from abtlab.machine import parse_machine
+    from abtlab.factors.machine import parse_machine
     old, new = guest.Qemu(version="7.2.19"), guest.Qemu(version="10.0.2")
     with pytest.raises(ConfigError) as err:
         guest.check_smp(parse_machine("guest:cpus=2"), old)

@@ -10,7 +10,7 @@ from abtlab import trace
 from abtlab.backends import guest_point
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, RunError
-from abtlab.machine import parse_machine
+from abtlab.factors.machine import parse_machine
 from abtlab.system import cleanup, guest
 
 DATA = Path(__file__).parent / "data"

@@ -43,7 +43,7 @@ def test_dataset_shape_and_labels(small_sweep):
                                      "record_size", "device", "machine", "rep")
     assert np.isfinite(ds["throughput"]).all()
     assert set(ds.policy.values) == {"ext4", "nojc"}
-    abtlab.schema.validate(ds)
+    abtlab.data.schema.validate(ds)
 
 
 def test_default_filesystem_has_4k_blocks(small_sweep):

@@ -1,4 +1,4 @@
-"""abtlab.kernel_history and its plots: the point, the rows, the answer table (on
+"""abtlab.present.kernel_history and its plots: the point, the rows, the answer table (on
 constructed datasets with known ratios, one row missing) and the figures."""
 import math
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from abtlab import kernel_history as kh
-from abtlab import kernel_history_plots as khp
+from abtlab.present import kernel_history as kh
+from abtlab.present import kernel_history_plots as khp
 from abtlab import stats
 from abtlab.errors import ConfigError
 

@@ -3,7 +3,7 @@ import pytest
 
 from abtlab.backends.guest_point import shadow_waits
 from abtlab.errors import ConfigError
-from abtlab.schema import ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+from abtlab.data.schema import ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 from abtlab.system import kernel_knobs as kk
 
 SHADOW = "/sys/module/jbd2/parameters/legacy_shadow_wait"
@@ -120,7 +120,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 
 import abtlab  # noqa: E402
-from abtlab.machine import parse_machine  # noqa: E402
+from abtlab.factors.machine import parse_machine  # noqa: E402
 from abtlab.system import guest, guest_disk  # noqa: E402
 
 slow_guest = [pytest.mark.slow, pytest.mark.timeout(2400),

@@ -1,6 +1,6 @@
 import pytest
 
-from abtlab import levels
+from abtlab.factors import levels
 from abtlab.errors import ConfigError
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abtlab import readers, trace
+from abtlab.trace import readers
+from abtlab import trace
 from abtlab.errors import ConfigError, TraceError
 from abtlab.trace import Flag, Op
 
@@ -197,7 +198,7 @@ def test_fortified_read_is_recorded(lib, tmp_path):
 
 def test_record_api_and_cli(lib, tmp_path):
     from abtlab.cli import main
-    from abtlab.recorder import record
+    from abtlab.trace.recorder import record
     exe = build(tmp_path, "forker", FORK_C)
     rec = record([exe, tmp_path], out=tmp_path)
     assert rec.returncode == 0 and rec.processes == 3 and rec.records.size == 69
@@ -216,6 +217,6 @@ def test_static_program_gives_clear_error(lib, tmp_path):
     c.write_text("int main(void){return 0;}\n")
     if subprocess.run(["gcc", "-static", "-o", str(exe), str(c)], capture_output=True).returncode:
         pytest.skip("no static libc to link a static program")
-    from abtlab.recorder import record
+    from abtlab.trace.recorder import record
     with pytest.raises(TraceError, match="statically linked"):
         record([exe])

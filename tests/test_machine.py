@@ -3,9 +3,9 @@ import dataclasses
 
 import pytest
 
-from abtlab import machine
+from abtlab.factors import machine
 from abtlab.errors import ConfigError
-from abtlab.runner import build_levels
+from abtlab.sweep.runner import build_levels
 
 
 def test_host_is_the_default_and_guest_has_defaults():
@@ -96,7 +96,7 @@ def test_knob_items_need_the_knobs_module_or_reach_it():
 def test_virtual_frequency_is_an_icount_shift_of_guests_only():
     from abtlab.backends.base import RunContext
     from abtlab.backends.guest_point import machine_for
-    from abtlab.levels import parse_freq
+    from abtlab.factors.levels import parse_freq
     assert parse_freq("virtual:1,0.5,0.125").levels == [1.0, 0.5, 0.125]
     with pytest.raises(ConfigError):
         parse_freq("virtual:0.3")
@@ -113,8 +113,8 @@ def test_virtual_frequency_is_an_icount_shift_of_guests_only():
 
 def test_plot_panels_and_provenance_say_the_clock():
     import xarray as xr
-    from abtlab.plots import _panel_title
-    from abtlab.summary import provenance_label
+    from abtlab.present.plots import _panel_title
+    from abtlab.stats.summary import provenance_label
     ds = xr.Dataset(coords={"machine": ["host", "guest"]},
                     attrs={"freq_mode": "emulated", "clock": "host | virtual"})
     ds = ds.assign_coords(machine.machine_coords(["host", "guest"]))

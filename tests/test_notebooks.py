@@ -1,5 +1,5 @@
 """Every notebook in notebooks/ runs under papermill with small parameters (and one
-without a test fails the suite). All of them run as one batch through abtlab.report,
+without a test fails the suite). All of them run as one batch through abtlab.present.report,
 two at a time, so this module also exercises the batch path end to end."""
 import importlib
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from abtlab.report import NOTEBOOK_DIR, Item, run_batch
+from abtlab.present.report import NOTEBOOK_DIR, Item, run_batch
 
 # small parameters per notebook: the simulator, few points, few repetitions
 SMALL = {
@@ -130,7 +130,7 @@ def test_guest_data_notebooks(built_guest, tmp_path):
     nb08, lab1 = _text(outcomes[0].ipynb), _text(outcomes[1].ipynb)
     assert "host              SKIPPED: not asked for (data='guest')" in nb08
     assert "guest 6.1-legacy  ran: guest:kernel=6.1-legacy,depth=256" in nb08
-    from abtlab.demo import answer_html
+    from abtlab.present.demo import answer_html
     answer = answer_html(outcomes[0])          # the table the demo's index opens with
     for row, machine in (("guest 6.1", "guest:depth=256"), ("guest 6.1-legacy", "guest:kernel=6.1-legacy,depth=256")):
         assert re.search(rf"<th>{re.escape(row)}</th>\s*<td>{re.escape(machine)}</td>\s*<td>[^<]*VIRTUAL"

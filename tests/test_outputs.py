@@ -7,7 +7,9 @@ import os
 import pytest
 
 import abtlab
-from abtlab import backends, store, sweep
+from abtlab import backends
+from abtlab.data import store
+from abtlab.sweep import loop as sweep
 from abtlab.errors import ConfigError, TraceError
 
 backends.register("fake", "fakebackend:FakeBackend")

@@ -7,7 +7,7 @@ import xarray as xr
 
 matplotlib.use("Agg")
 
-from abtlab.plots import plot_metric  # noqa: E402
+from abtlab.present.plots import plot_metric  # noqa: E402
 
 
 def _ds(values, var="nonblocked_threads", threads=64):

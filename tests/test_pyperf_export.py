@@ -1,4 +1,4 @@
-"""abtlab.pyperf_export: a run as a pyperf suite that `pyperf compare_to` reads."""
+"""abtlab.present.pyperf_export: a run as a pyperf suite that `pyperf compare_to` reads."""
 import subprocess
 import sys
 
@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from abtlab.errors import ConfigError
-from abtlab.pyperf_export import benchmark_name, export_pyperf
+from abtlab.present.pyperf_export import benchmark_name, export_pyperf
 
 
 def make_run(scale=None, reps=6, seed=0):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from abtlab import radix
+from abtlab.bps import radix
 
 
 @pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.float64])

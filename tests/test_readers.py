@@ -1,11 +1,12 @@
-"""abtlab.readers: abtlab traces, fio latency logs, Darshan DXT; clear errors on bad files."""
+"""abtlab.trace.readers: abtlab traces, fio latency logs, Darshan DXT; clear errors on bad files."""
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
-from abtlab import readers, trace
+from abtlab.trace import readers
+from abtlab import trace
 from abtlab.errors import ConfigError, TraceError, UnavailableError
 from abtlab.trace import RECORD_DTYPE, Op
 

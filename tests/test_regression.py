@@ -1,9 +1,10 @@
-"""abtlab.regression (abtlab.stats.anova / regress) on constructed data with known answers."""
+"""abtlab.stats.regression (abtlab.stats.anova / regress) on constructed data with known answers."""
 import numpy as np
 import pytest
 import xarray as xr
 
-from abtlab import regression, stats
+from abtlab.stats import regression
+from abtlab import stats
 from abtlab.errors import ConfigError
 from run_data import make_run
 

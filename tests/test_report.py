@@ -1,12 +1,12 @@
-"""abtlab.report: items, grids, parameter checks, and a batch with a failing item."""
+"""abtlab.present.report: items, grids, parameter checks, and a batch with a failing item."""
 import sys
 
 import nbformat
 import pytest
 
-from abtlab import report
+from abtlab.present import report
 from abtlab.errors import ConfigError
-from abtlab.report import Item, load_grid, parse_value, run_batch
+from abtlab.present.report import Item, load_grid, parse_value, run_batch
 
 
 def _notebook(path, params_src, body):

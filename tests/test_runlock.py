@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from abtlab import backends, sweep
+from abtlab import backends
+from abtlab.sweep import loop as sweep
 from abtlab.errors import ConfigError, UnavailableError
 from abtlab.system.runlock import MachineLock, OutputLock
 

@@ -12,7 +12,7 @@ SAMPLES = sorted((Path(__file__).resolve().parents[1] / "data" / "samples").glob
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
 def test_sample_is_a_valid_labelled_run(path):
     ds = abtlab.load(path)
-    abtlab.schema.validate(ds)
+    abtlab.data.schema.validate(ds)
     assert ds.attrs["freq_mode"] in ("real", "emulated")
     assert ds.attrs["command"].startswith("abtlab run")
     assert np.isfinite(ds["throughput"]).all()

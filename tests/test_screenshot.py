@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from abtlab.report import NOTEBOOK_DIR, Item, run_batch
+from abtlab.present.report import NOTEBOOK_DIR, Item, run_batch
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package chromium)")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import abtlab.sim as sim
-from abtlab import schema
+from abtlab.data import schema
 from abtlab.errors import ConfigError
 from abtlab.trace import Op
 

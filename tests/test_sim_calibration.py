@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import abtlab.sim as sim
-from abtlab import store
+from abtlab.data import store
 from abtlab.cli import main
 from abtlab.errors import ConfigError
 from abtlab.sim.calibration import calibrate, to_toml

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import abtlab
-from abtlab import backends, spec
+from abtlab import backends
+from abtlab.sweep import spec
 from abtlab.errors import ConfigError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -72,7 +73,7 @@ def test_cli_sweep(tmp_path):
 def test_adaptive_reps_stop_at_target(tmp_path):
     """Noisy points get more runs, quiet ones stop at min; no point exceeds max."""
     from abtlab.stats import ci_halfwidth
-    from abtlab.sweep import Reps, run
+    from abtlab.sweep.loop import Reps, run
     rule = Reps(min=3, max=12, target=0.02)
     ds = run("fake", {"policy": ["ext4"], "threads": [1, 64]}, reps=rule, quiet=True, seed=1)
     n = ds["throughput"].count("rep").values.ravel()

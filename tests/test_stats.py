@@ -24,7 +24,7 @@ def test_point_summary_matches_t_interval_and_skips_nan():
 
 
 def test_point_summary_single_rep_has_no_ci_and_point_stats_agrees():
-    from abtlab.summary import point_stats
+    from abtlab.stats.summary import point_stats
     ds = make_run(reps=4)
     ds["throughput"][1, 1, 1, 1:] = np.nan
     s = stats.point_summary(ds)
@@ -210,7 +210,8 @@ def test_test_slowdown_bad_input():
 # ------------------------------------------------------------ simulated run, CLI
 @pytest.fixture(scope="module")
 def sim_run(tmp_path_factory):
-    from abtlab import sim, store
+    from abtlab import sim
+    from abtlab.data import store
     ds = sim.simulate(reps=3, threads=[4, 8], freq_ghz=[1.6, 3.3], policy=["ext4", "nojc"],
                       traces=False)
     path = tmp_path_factory.mktemp("stats") / "run.nc"

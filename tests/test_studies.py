@@ -1,8 +1,8 @@
-"""abtlab.studies: data sources of the notebooks, the delay table and the optimal delay."""
+"""abtlab.present.studies: data sources of the notebooks, the delay table and the optimal delay."""
 import matplotlib
 import pytest
 
-from abtlab import studies
+from abtlab.present import studies
 from abtlab.errors import ConfigError
 
 matplotlib.use("Agg")

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import abtlab
-from abtlab import backends, schema, store, sweep
+from abtlab import backends
+from abtlab.data import schema, store
+from abtlab.sweep import loop as sweep
 from abtlab.errors import ConfigError
 
 HERE = Path(__file__).parent
@@ -74,7 +76,8 @@ def test_torn_part_is_discarded_and_rerun(tmp_path):
 
 _SCRIPT = """
 import sys; sys.path.insert(0, {here!r})
-from abtlab import backends, sweep
+from abtlab import backends
+from abtlab.sweep import loop as sweep
 backends.register("fake", "fakebackend:FakeBackend")
 sweep.run("fake", {levels!r}, reps=4, out={out!r}, seed=7, quiet=True, resume={resume},
           options={{"delay": {delay}}})

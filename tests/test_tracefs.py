@@ -9,8 +9,7 @@ import pytest
 
 from abtlab.errors import ConfigError
 from abtlab.system import cleanup
-from abtlab.system.tracefs import (JournalTrace, clock_check, commits_table, fsyncs_table,
-                                   parse_line)
+from abtlab.system.tracefs import JournalTrace, clock_check, commits_table, fsyncs_table, parse_line
 
 LINES = """\
 # tracer: nop

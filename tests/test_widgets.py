@@ -1,8 +1,8 @@
-"""abtlab.widgets: the callbacks as plain functions, the explorers without a browser."""
+"""abtlab.present.widgets: the callbacks as plain functions, the explorers without a browser."""
 import matplotlib
 import pytest
 
-from abtlab import widgets
+from abtlab.present import widgets
 from abtlab.errors import ConfigError
 
 matplotlib.use("Agg")

@@ -1,7 +1,7 @@
 """The backend interface: one small class per workload driver.
 
 A backend says what it can run here (`available()` with a reason), which factors it
-sweeps, and runs one point, returning a `RunResult`. `abtlab.sweep` turns many
+sweeps, and runs one point, returning a `RunResult`. `abtlab.sweep.loop` turns many
 results into one run dataset, so every backend gets repetitions, storage, traces and
 plots for free.
 """

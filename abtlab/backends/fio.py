@@ -20,9 +20,7 @@ from .base import Backend, RunResult
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio
-from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options,
-                      find_tool, is_guest, run_tool, run_tool_in_guest, tool_available,
-                      trace_scalars)
+from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, find_tool, is_guest, run_tool, run_tool_in_guest, tool_available, trace_scalars)
 
 __all__ = ["FioBackend", "fio_argv"]
 
@@ -82,7 +80,7 @@ class FioBackend(Backend):
                                     nbytes, WRITE_BEGIN, (*WRITE_END, *FSYNC), GUEST_FIO,
                                     OVERLAY, NOT_IN_GUEST)
         else:
-            from ..machine import parse_machine
+            from ..factors.machine import parse_machine
             exe = find_tool("fio", ENV, ctx.options.get("exe"))
             run = run_tool(lambda d: fio_argv(exe, point, d, job), point, ctx, nbytes,
                            WRITE_BEGIN, (*WRITE_END, *FSYNC))

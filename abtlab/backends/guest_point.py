@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from .. import policies, trace
 from ..errors import ConfigError, RunError
-from ..machine import Machine, parse_machine
+from ..factors.machine import Machine, parse_machine
 from .base import RunResult
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
@@ -74,7 +74,7 @@ def _dilate(point, ctx) -> float:
 
 def machine_for(point, ctx, machine=None) -> Machine:
     """The point's guest machine; under `--freq virtual:F` its icount shift is F's."""
-    from ..machine import at_virtual_freq
+    from ..factors.machine import at_virtual_freq
     m = parse_machine(machine or point.get("machine") or "guest")
     return at_virtual_freq(m, point["freq_ghz"]) if ctx.freq_mode == "virtual" else m
 
@@ -96,7 +96,7 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed), env={},
                          mount_options=_mount_options(pol, ctx), knobs=writes, knobs_reset=resets)
     if pol.kind == "delayjc":  # the preload needs the dynamically linked build
-        from ..delayjc import preload_env
+        from ..policies.delayjc import preload_env
         if exe is None:
             run.argv[0] += "-dyn"
         run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
@@ -151,7 +151,7 @@ def _commits(files, ops):
 
 def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
     """A guest PointResult -> RunResult (RunError naming the step that failed)."""
-    from ..delayjc import load_batches
+    from ..policies.delayjc import load_batches
     from ..system.geometry import parse_dumpe2fs
     if pres.status != "ok":
         log = {"mkfs": pres.files.get("mkfs.log", b""), "knobs": pres.files.get("where", b"")
@@ -228,7 +228,7 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
                                    "right after the call (guest CPU time); device and blocked "
                                    "time not dilated")
     if ctx.freq_mode == "virtual":
-        from ..machine import VIRTUAL_REF_GHZ
+        from ..factors.machine import VIRTUAL_REF_GHZ
         attrs["freq_emulation"] = (f"virtual: F GHz = icount shift log2({VIRTUAL_REF_GHZ:g}/F), one "
                                    "guest instruction every 1/F ns, for all guest code (kernel "
                                    "threads too); instructions, not cycles: 1 GHz at one "
@@ -303,7 +303,7 @@ def batches(tasks, limit_default=32):
 def execute_batch(tasks):
     """Run a batch of sweep tasks in one guest boot; yield (task, part) in order, then
     raise the first point's RunError (the parts before it are kept by the sweep)."""
-    from ..assemble import result_to_part
+    from ..data.assemble import result_to_part
     from ..system import leftovers
     from . import get
     from .base import RunContext

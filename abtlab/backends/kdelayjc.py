@@ -96,7 +96,7 @@ class KernelKnobs(cleanup.Undoable):
 def run_any(argv_for, point, ctx, data_bytes) -> RunResult:
     """What a driver calls instead of realfs.run_workload: a guest machine runs the point
     in the qemu guest; on the host, kdelayjc policies go to the kernel delayjc path."""
-    from ..machine import parse_machine
+    from ..factors.machine import parse_machine
     machine = parse_machine(point.get("machine", "host"))
     if machine.is_guest:
         return run_in_guest(argv_for, point, ctx, data_bytes, machine)

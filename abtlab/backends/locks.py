@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .. import about
 from .. import trace
 from ..errors import ConfigError, RunError, UnavailableError
 from .base import Availability, Backend, RunResult
@@ -20,7 +21,7 @@ __all__ = ["LocksBackend", "run_kv", "syscalls_program", "LOCKS", "MAX_THREADS",
 
 LOCKS = ("spin", "mutex")
 MAX_THREADS, MAX_WORK = 100, 1_000_000
-BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
+BACKENDS_DIR = about.BACKENDS
 _BAD_ARG = re.compile(r"^[\w-]+: (--[\w-]+|option|argument): (.*)$", re.S)
 
 

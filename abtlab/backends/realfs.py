@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import about
 from .. import policies, trace
 from ..errors import RunError, UnavailableError
 from .base import Availability, RunResult
@@ -22,7 +23,7 @@ __all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "rea
            "run_workload", "run_and_measure", "scratch_on_device", "check_scratch_options",
            "Prepared", "add_measures"]
 
-BACKENDS_DIR = Path(__file__).resolve().parents[2] / "backends"
+BACKENDS_DIR = about.BACKENDS
 
 # run options every real workload driver accepts (not swept)
 SCRATCH_OPTIONS = {
@@ -84,7 +85,7 @@ def _image_mb(options, data_bytes: int) -> int:
 def check_data_fits(data_bytes: int, field: str, given, per: str) -> None:
     """Refuse, before any run, a point whose data cannot fit the largest scratch image."""
     from ..errors import ConfigError
-    from ..levels import MAX_IMAGE_MB
+    from ..factors.levels import MAX_IMAGE_MB
     if _image_mb({}, data_bytes) > MAX_IMAGE_MB:
         most = (MAX_IMAGE_MB - 128 - 4 * _geometry({}).journal_mb) // 3
         raise ConfigError(field, given, f"a size whose data fits the largest scratch image "
@@ -127,7 +128,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         bpath = Path(ctx.workdir) / f"batches-{os.getpid()}.trace"
         env = dict(os.environ)
         if policy.kind == "delayjc":
-            from ..delayjc import preload_env
+            from ..policies.delayjc import preload_env
             env.update(preload_env(policy, bpath))
         before = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
         disk0 = thr.snapshot() if hasattr(thr, "snapshot") else None
@@ -223,5 +224,5 @@ def _window(commits: dict, ops) -> dict:
 
 
 def _batches(path):
-    from ..delayjc import load_batches
+    from ..policies.delayjc import load_batches
     return load_batches(path) if Path(path).exists() else None

@@ -5,7 +5,7 @@ freq_mode="simulated". Options (ctx.options): workload (iozone | metarates), cor
 and any other abtlab.sim.SimParams field."""
 from __future__ import annotations
 
-from ..levels import parse_words
+from ..factors.levels import parse_words
 from .base import Availability, Backend, RunResult
 
 __all__ = ["SimBackend"]

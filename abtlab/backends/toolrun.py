@@ -79,7 +79,7 @@ def check_tool_options(options: dict, name: str, env: str) -> dict:
 
 
 def is_guest(point: dict) -> bool:
-    from ..machine import parse_machine
+    from ..factors.machine import parse_machine
     return parse_machine(point.get("machine") or "host").is_guest
 
 
@@ -283,7 +283,7 @@ def _env(policy, ctx):
     env = dict(os.environ)
     if policy.kind != "delayjc":
         return env, None
-    from ..delayjc import preload_env
+    from ..policies.delayjc import preload_env
     bpath = Path(ctx.workdir) / f"batches-{os.getpid()}.trace"
     env.update(preload_env(policy, bpath))
     return env, bpath
@@ -293,7 +293,7 @@ def _batches(bpath):
     """delayJC batches of every process of the tool (one stats file each), then removed."""
     if bpath is None or not bpath.exists():
         return None
-    from ..delayjc import load_batches
+    from ..policies.delayjc import load_batches
     try:
         return load_batches(bpath)
     finally:

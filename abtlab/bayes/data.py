@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import schema
+from ..data import schema
 from ..errors import ConfigError
 
 __all__ = ["CONFIG_FACTORS", "model_table", "factors_of", "config_frame", "commit_durations"]

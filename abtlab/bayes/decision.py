@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import policies, schema
+from .. import policies
+from ..data import schema
 from ..errors import ConfigError
 from .data import model_table
 from .sampling import diagnostics, sample

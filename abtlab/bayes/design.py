@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import schema
+from ..data import schema
 from ..errors import ConfigError
 
 __all__ = ["ConfigDesign"]

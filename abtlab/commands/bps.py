@@ -45,7 +45,7 @@ def register(sub):
 
 def metrics_main(args) -> int:
     from ..bps import metrics
-    from ..readers import read
+    from ..trace.readers import read
     for path in args.paths:
         res = metrics(read(path, fmt=args.format), block_size=args.block_size)
         if args.json:
@@ -59,7 +59,7 @@ def metrics_main(args) -> int:
 
 
 def study_main(args) -> int:
-    from ..bps_study import compare_with_paper, correlations, run_study
+    from ..bps.study import compare_with_paper, correlations, run_study
     ds = run_study(args.directory, sizes=_int_list("--sizes", args.sizes),
                    jobs=_int_list("--jobs", args.jobs), spacings=_int_list("--spacings", args.spacings),
                    total_bytes=_int_list("--total", args.total)[0], reps=args.reps,

@@ -25,7 +25,7 @@ def main(args):
 
     from ..errors import ConfigError
     from ..sim.calibration import calibrate, to_toml
-    from ..store import load
+    from ..data.store import load
     if not pathlib.Path(args.run).is_file():
         raise ConfigError("run", args.run, "an existing run dataset file (.nc)")
     if args.validate and args.reps < 1:

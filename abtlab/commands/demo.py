@@ -11,7 +11,7 @@ def register(sub):
 
 
 def main(args):
-    from ..demo import run_demo_report
+    from ..present.demo import run_demo_report
     outcomes, page = run_demo_report(args.out, quiet=args.quiet, force_sim=args.sim)
     ok = sum(o.status == "ok" for o in outcomes)
     print(f"report: {page} ({ok} of {len(outcomes)} notebooks ran without error)")

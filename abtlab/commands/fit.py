@@ -33,8 +33,8 @@ def _show(title, frame):
 def main(args):
     from ..bayes import compare, decision
     from ..errors import ConfigError
-    from ..store import load
-    from ..summary import provenance_label
+    from ..data.store import load
+    from ..stats.summary import provenance_label
     if args.model not in MODELS:
         raise ConfigError("model", args.model, " | ".join(MODELS))
     ds = load(args.run)

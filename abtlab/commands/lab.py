@@ -22,7 +22,7 @@ def register(sub):
 
 def _list(args):
     import nbformat
-    from ..classroom import lab_notebooks
+    from ..present.classroom import lab_notebooks
     for p in lab_notebooks():
         title = next((c.source.splitlines()[0].lstrip("# ") for c in nbformat.read(p, 4).cells
                       if c.cell_type == "markdown"), "")
@@ -31,15 +31,15 @@ def _list(args):
 
 
 def _copy(args):
-    from ..classroom import copy_labs
+    from ..present.classroom import copy_labs
     for p in copy_labs(args.dest, overwrite=args.overwrite):
         print(p)
     return 0
 
 
 def _check(args):
-    from ..classroom import lab_notebooks
-    from ..report import Item, run_batch
+    from ..present.classroom import lab_notebooks
+    from ..present.report import Item, run_batch
     data = "auto" if args.real else "sim"
     items = [Item(p, {"data": data}) for p in lab_notebooks()]
     outcomes, index = run_batch(items, args.out, workers=args.workers, title="abtlab classroom labs")

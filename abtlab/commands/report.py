@@ -21,7 +21,7 @@ def register(sub):
 
 def main(args):
     from ..errors import ConfigError
-    from ..report import Item, load_grid, parse_value, run_batch
+    from ..present.report import Item, load_grid, parse_value, run_batch
     if bool(args.grid) == bool(args.notebooks):
         raise ConfigError("notebooks", args.notebooks or None, "notebook paths or --grid FILE (one of the two)")
     if args.grid and args.parameter:

@@ -84,7 +84,7 @@ def main(args):
 
 
 def _main(args):
-    from ..runner import run
+    from ..sweep.runner import run
     factors = {k: getattr(args, k) for k in ("threads", "file_size", "record_size", "files",
                                              "policy", "device", "machine") if getattr(args, k) is not None}
     factors.update(_kv(args.factor, "--factor"))

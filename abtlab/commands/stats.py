@@ -44,8 +44,8 @@ def _drop_constant(df, keep=()):
 
 def main(args):
     from .. import stats
-    from ..store import load
-    from ..summary import provenance_label
+    from ..data.store import load
+    from ..stats.summary import provenance_label
     ds = load(args.run)
     print(f"{args.run}: {args.var}, backend {ds.attrs.get('backend', '?')}, "
           f"{provenance_label(ds)} (freq_mode={ds.attrs.get('freq_mode', '?')})")
@@ -66,7 +66,7 @@ def main(args):
     if args.anova:
         _show(f"ANOVA (type 2) of log({args.var})", stats.anova(ds, args.var, order=args.order))
     if args.pyperf:
-        from ..pyperf_export import export_pyperf
+        from ..present.pyperf_export import export_pyperf
         r = export_pyperf(ds, args.pyperf, args.var)
         print(f"\nwrote {r['path']}: {r['benchmarks']} benchmarks, {r['runs']} runs"
               + (f", {len(r['skipped'])} points without data skipped" if r["skipped"] else ""))

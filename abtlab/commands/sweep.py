@@ -6,7 +6,7 @@ __all__ = ["register"]
 
 def register(sub):
     p = sub.add_parser("sweep", help="run a sweep spec (TOML): factors, repetition rule, execution",
-                       description="See abtlab/spec.py for the format. Each finished run is "
+                       description="See abtlab/sweep/spec.py for the format. Each finished run is "
                                    "written atomically; --resume continues after a crash or kill -9.")
     p.add_argument("spec")
     p.add_argument("--out", help="output NetCDF (overrides the spec's out)")
@@ -22,7 +22,7 @@ def register(sub):
 
 
 def main(args):
-    from ..spec import load_spec, run_spec
+    from ..sweep.spec import load_spec, run_spec
     spec = load_spec(args.spec)
     if args.machine is not None:
         spec.factors["machine"] = args.machine

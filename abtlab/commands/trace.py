@@ -21,7 +21,7 @@ def register(sub):
 
 def main(args) -> int:
     from ..bps import metrics
-    from ..recorder import record
+    from ..trace.recorder import record
     rec = record(args.command, out=args.out, max_records=args.max_records)
     m = metrics(rec.records)
     dropped = sum(rec.dropped.values())

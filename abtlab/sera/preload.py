@@ -11,13 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import about
 from .. import trace
 from ..errors import ConfigError
 from .table import FrequencyTable
 
 __all__ = ["LIBRARY", "write_table", "environment", "read_decisions"]
 
-LIBRARY = Path(__file__).resolve().parents[2] / "backends" / "sera" / "libsera.so"
+LIBRARY = about.BACKENDS / "sera" / "libsera.so"
 _POSIX_OPS = ("read", "write", "sync")
 
 

@@ -1,4 +1,4 @@
-"""Simulated RunResults -> one run dataset (abtlab.assemble, with the simulator's attrs)."""
+"""Simulated RunResults -> one run dataset (abtlab.data.assemble, with the simulator's attrs)."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -15,7 +15,7 @@ def assemble_sim_dataset(levels: dict, reps: int, results: list, command: str,
                          start_time: str, traces: bool = True):
     """levels: factor dim -> list of values (grid order = itertools.product, rep last);
     results: RunResults in that order. traces=False leaves the op and commit tables empty."""
-    from ..assemble import assemble_results
+    from ..data.assemble import assemble_results
     from ..backends.base import RunResult
     points = [dict(zip(levels, combo)) for combo in itertools.product(*levels.values())]
     runs = [(points[k // reps], k % reps,
@@ -28,7 +28,7 @@ def assemble_sim_dataset(levels: dict, reps: int, results: list, command: str,
 
 def _attrs(first, levels, command, start_time):
     import platform
-    from .. import __version__
+    from ..about import __version__
     per_point = {f"sim_{k}" for k in levels} | {"sim_policy", "sim_freq_ghz"}
     attrs = {k: v for k, v in first.items() if k not in per_point}
     attrs.update(kernel=f"simulated (host {platform.release()})",

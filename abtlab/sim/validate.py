@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import schema
+from ..data import schema
 from ..errors import ConfigError
 
 __all__ = ["compare", "simulate_like", "format_table", "METRICS"]

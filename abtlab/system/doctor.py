@@ -11,11 +11,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import about
 from . import cpufreq, device, tracefs
 
 __all__ = ["Check", "report", "render"]
 
-BACKENDS = Path(__file__).resolve().parents[2] / "backends"
+BACKENDS = about.BACKENDS
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def collect() -> dict:
     """Flat dict of str/int facts, ready to be dataset attrs."""
     import psutil
 
-    from .. import __version__
+    from ..about import __version__
     logical = psutil.cpu_count(logical=True) or os.cpu_count() or 0
     physical = psutil.cpu_count(logical=False) or 0
     return {

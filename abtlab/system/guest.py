@@ -7,7 +7,7 @@ The guest's /init (backends/kernel/init.sh) runs each point on a fresh ext4 made
 the guest on a fresh null_blk disk (abtlab.system.guest_disk), with the jbd2/ext4
 tracepoints on, and sends each point's results out on the second serial port as soon
 as the point ends. `qemu()` is the qemu it runs with (backends/kernel/qemu.sh: 8 or
-later, which the virtual clock needs for more than one vCPU). With `clock=virtual` (abtlab.machine) guest time is
+later, which the virtual clock needs for more than one vCPU). With `clock=virtual` (abtlab.factors.machine) guest time is
 instruction counted (`-icount shift=S,sleep=off`) and nothing on the host enters a
 point's timing. qemu and the temporary files go on every exit path
 (abtlab.system.cleanup), and a run whose console shows a kernel BUG or WARNING
@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 from . import cleanup
 
@@ -37,7 +38,7 @@ __all__ = ["KERNEL_LABEL", "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult
            "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR", "kernel_build"]
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "backends" / "kernel"
+KERNEL_DIR = about.BACKENDS / "kernel"
 QEMU = "qemu-system-x86_64"
 ICOUNT_SMP_MAJOR = 8      # qemu 7.2's icount guest hangs bringing up a second vCPU; 8+ boots it
 _BAD_CONSOLE = ("BUG:", "WARNING:", "Kernel panic", "Oops")
@@ -222,7 +223,7 @@ def run_cpio(files: dict) -> bytes:
 
 
 def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu()) -> list:
-    """The qemu command line for a guest Machine (abtlab.machine): TCG, no disk on the
+    """The qemu command line for a guest Machine (abtlab.factors.machine): TCG, no disk on the
     host, the console on ttyS0 and the results on ttyS1 (files), no reboot; clock=virtual adds
     `-icount shift=S,sleep=off` (single-threaded TCG), clock=host multi-threaded TCG."""
     if not getattr(machine, "is_guest", False):

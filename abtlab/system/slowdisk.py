@@ -33,6 +33,7 @@ import time
 import warnings
 from pathlib import Path
 
+from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 from . import cleanup, leftovers
 from ._shell import sh
@@ -49,7 +50,7 @@ _OPTS = {"seek_us": "--seek-us", "rotation_us": "--rotation-us", "bw_mbps": "--b
 
 def program() -> Path:
     """The built abt-slowdisk, or UnavailableError saying how to get it."""
-    path = Path(__file__).resolve().parents[2] / "backends" / "slowdisk" / "abt-slowdisk"
+    path = about.BACKENDS / "slowdisk" / "abt-slowdisk"
     if not path.exists():
         raise UnavailableError(f"{path} is not built: install fuse3 libfuse3-dev pkg-config, "
                                f"then `make -C {path.parents[1]}`")

@@ -1,0 +1,261 @@
+"""The correlation study of seed 001 (Table 1, Figs. 5-12), driven by fio under libabtrace.
+
+Three sets of runs, each varying one thing:
+- "size":        one job reads a file with request sizes 4 KiB .. 8 MiB (Figs. 5-8);
+- "concurrency": 1..8 jobs, each reading its own file, the total data fixed (Figs. 9-11);
+- "sieving":     an Hpio-like pattern: regions of `region_size` bytes separated by holes of
+                 `spacing` bytes, read the way data sieving does, in `sieve_buffer` chunks
+                 that cover the holes too (Fig. 12). The application requires the regions
+                 only: BPS counts those, bandwidth counts the bytes moved.
+Each run's fio process is recorded by libabtrace; its data calls (pread/pwrite of
+the psync engine) give BPS, IOPS, bandwidth and ARPT (abtlab.bps.metrics), and its
+wall time is the run time the metrics are correlated with (Pearson CC), normalised
+as the paper does: |CC| when the sign is the one Table 1 expects, -|CC| otherwise.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from .. import about
+from . import EXPECTED_SIGN, METRICS, metrics
+from ..errors import ConfigError, RunError, UnavailableError
+from ..trace import Op
+
+__all__ = ["SETS", "fio_available", "run_study", "correlations", "compare_with_paper"]
+
+SETS = ("size", "concurrency", "sieving")
+KiB, MiB = 1024, 1024 * 1024
+DEFAULT_SIZES = tuple(4 * KiB << i for i in range(12))          # 4 KiB .. 8 MiB
+DEFAULT_JOBS = tuple(range(1, 9))
+DEFAULT_SPACINGS = (8, 64, 256, 1024, 4096)                       # seed 001: 8 B .. 4096 B
+FIO_DATA_OPS = (Op.PREAD, Op.PWRITE)                              # the psync engine's calls
+RUN_VARS = ("runtime", *METRICS, "blocks", "ops", "bytes", "required_bytes", "overlap_s",
+            "elapsed_s", "dropped")
+UNITS = {"runtime": "s", "blocks": "1", "ops": "1", "bytes": "bytes", "required_bytes": "bytes",
+         "overlap_s": "s", "elapsed_s": "s", "dropped": "1", **{k: v[0] for k, v in METRICS.items()}}
+
+
+def fio_available() -> tuple[bool, str]:
+    if shutil.which("fio") is None:
+        return False, "fio is not on PATH (make installs the Debian package)"
+    return True, ""
+
+
+def _positive_ints(field, values, lo=1, hi=None):
+    vals = tuple(values)
+    if not vals or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo
+                       or (hi is not None and v > hi) for v in vals):
+        raise ConfigError(field, values, f"a non-empty list of integers in {lo}..{hi or 'inf'}")
+    return vals
+
+
+def _plan(sizes, jobs, spacings, sets, reps, seed):
+    if not sets or any(s not in SETS for s in sets):
+        raise ConfigError("sets", sets, " | ".join(SETS))
+    points = [("size", {"request_size": s}) for s in sizes if "size" in sets]
+    points += [("concurrency", {"jobs": j}) for j in jobs if "concurrency" in sets]
+    points += [("sieving", {"spacing": sp}) for sp in spacings if "sieving" in sets]
+    plan = [(name, p, r) for r in range(reps) for name, p in points]
+    random.Random(seed).shuffle(plan)   # interleave so drift does not masquerade as an effect
+    return plan
+
+
+def _make_file(path, nbytes):
+    """Fill a file with non-zero bytes once; later runs reuse it."""
+    if os.path.exists(path) and os.path.getsize(path) >= nbytes:
+        return
+    chunk = np.random.default_rng(0).integers(1, 255, MiB, dtype=np.uint8).tobytes()
+    with open(path, "wb") as f:
+        for off in range(0, nbytes, MiB):
+            f.write(chunk[: min(MiB, nbytes - off)])
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fio_args(directory, set_name, p, cfg):
+    """fio command line and required bytes of one run."""
+    common = ["fio", "--output=/dev/null", "--disk_util=0", "--ioengine=psync", "--rw=read",
+              "--group_reporting", f"--direct={int(cfg['direct'])}", "--name=bps"]
+    total = cfg["total_bytes"]
+    if set_name == "size":
+        f = os.path.join(directory, "bps.size")
+        _make_file(f, total)
+        return common + [f"--filename={f}", f"--bs={p['request_size']}", f"--size={total}"], total
+    if set_name == "concurrency":
+        n = p["jobs"]
+        per = total // n // cfg["job_bs"] * cfg["job_bs"]    # whole blocks: fio reads no partial one
+        for i in range(n):
+            _make_file(os.path.join(directory, f"bps.job.{i}"), per)
+        return common + [f"--directory={directory}", "--filename_format=bps.job.$jobnum",
+                         f"--numjobs={n}", f"--bs={cfg['job_bs']}", f"--size={per}"], per * n
+    # the sieve reads whole buffers (fio reads whole blocks): the extent rounds up to them
+    buf = cfg["sieve_buffer"]
+    extent = -(-cfg["regions"] * (cfg["region_size"] + p["spacing"]) // buf) * buf
+    f = os.path.join(directory, f"bps.sieve.{p['spacing']}")
+    _make_file(f, extent)
+    return (common + [f"--filename={f}", f"--bs={cfg['sieve_buffer']}", f"--size={extent}"],
+            cfg["regions"] * cfg["region_size"])
+
+
+def _one_run(directory, set_name, p, cfg):
+    from ..trace.recorder import record
+    cmd, required = _fio_args(directory, set_name, p, cfg)
+    rec = record(cmd)
+    if rec.returncode != 0:
+        raise RunError(f"fio exited with {rec.returncode}: {' '.join(cmd)}")
+    data = rec.records[np.isin(rec.records["op"], FIO_DATA_OPS)]
+    m = metrics(data, block_size=cfg["block_size"], required_bytes=required)
+    m.update(runtime=rec.wall_s, required_bytes=required, dropped=sum(rec.dropped.values()))
+    return m
+
+
+def _config(directory, total_bytes, job_bs, region_size, regions, spacings, sieve_buffer,
+            direct, block_size):
+    if not os.path.isdir(os.fspath(directory)):
+        raise ConfigError("directory", os.fspath(directory), "an existing directory")
+    for name, v in (("total_bytes", total_bytes), ("job_bs", job_bs), ("region_size", region_size),
+                    ("sieve_buffer", sieve_buffer), ("block_size", block_size)):
+        _positive_ints(name, [v])
+    align = 4096 if direct else 1   # O_DIRECT wants aligned sizes
+    if regions is None:             # the widest spacing spans about total_bytes
+        regions = max(1, total_bytes // (region_size + max(spacings)))
+    _positive_ints("regions", [regions])
+    if total_bytes < 8 * max(job_bs, align):
+        raise ConfigError("total_bytes", total_bytes, f">= 8 x job_bs ({8 * job_bs})")
+    return dict(total_bytes=total_bytes, job_bs=job_bs, region_size=region_size, regions=regions,
+                sieve_buffer=sieve_buffer, direct=bool(direct), block_size=block_size, align=align)
+
+
+def _attrs(directory, cfg, argv):
+    from ..about import __version__
+    from ..system.facts import collect
+    facts = collect()
+    fstype, opts = _mount_of(os.fspath(directory))
+    fio_v = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
+    return {"backend": "fio", "freq_mode": "real", "filesystem": fstype, "mount_options": opts,
+            "kernel": facts["kernel"], "cpu": facts["cpu"], "abtlab_version": __version__,
+            "command": argv, "fio_version": fio_v, "recorder": "libabtrace (LD_PRELOAD)",
+            "cache": "O_DIRECT reads" if cfg["direct"] else "buffered reads (page cache; files "
+                     "written just before, so mostly cached: the paper flushed caches)",
+            **{k: (int(v) if isinstance(v, (bool, np.bool_)) else v) for k, v in cfg.items()}}
+
+
+def _mount_of(path):
+    """(fstype, options) of the mount holding path, from /proc/self/mounts."""
+    path, best = os.path.realpath(path), ("unknown", "")
+    with open("/proc/self/mounts") as f:
+        mounts = [ln.split()[1:4] for ln in f]
+    for mnt, fstype, opts in sorted(mounts, key=lambda m: len(m[0])):
+        if path == mnt or path.startswith(mnt.rstrip("/") + "/"):
+            best = (fstype, opts)
+    return best
+
+
+def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAULT_SPACINGS,
+              sets=SETS, reps: int = 1, total_bytes: int = 32 * MiB, job_bs: int = 64 * KiB,
+              region_size: int = 256, regions: int | None = None, sieve_buffer: int = 64 * KiB,
+              direct: bool = False, block_size: int = 512, seed: int = 0, progress=None):
+    """Run the three sets of seed 001 with fio in `directory`; one dataset row per run.
+
+    Returns an xarray.Dataset on dim "run" with coords set, request_size, jobs,
+    spacing (0 where a set does not vary it), rep, and variables runtime (wall
+    time of fio, s) and the metrics of abtlab.bps. The files it reads live in a
+    private subdirectory of `directory`, removed on every exit path.
+    progress(i, n, set, params) is called before each run.
+    """
+    import xarray as xr
+    ok, why = fio_available()
+    if not ok:
+        raise UnavailableError(why)
+    sizes = _positive_ints("sizes", sizes, 512, 2**30)
+    jobs = _positive_ints("jobs", jobs, 1, 64)
+    spacings = _positive_ints("spacings", spacings, 0)
+    reps = _positive_ints("reps", [reps])[0]
+    cfg = _config(directory, total_bytes, job_bs, region_size, regions, spacings, sieve_buffer,
+                  direct, block_size)
+    plan = _plan(sizes, jobs, spacings, tuple(sets), reps, seed)
+    start = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    rows = []
+    work = tempfile.mkdtemp(prefix="abtlab-bps.", dir=os.fspath(directory))
+    try:
+        for i, (name, p, rep) in enumerate(plan):
+            if progress:
+                progress(i, len(plan), name, p)
+            rows.append((name, p, rep, _one_run(work, name, p, cfg)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    coords = {"set": ("run", [r[0] for r in rows]), "rep": ("run", [r[2] for r in rows])}
+    for key in ("request_size", "jobs", "spacing"):
+        coords[key] = ("run", [int(r[1].get(key, 0)) for r in rows])
+    data = {v: ("run", np.array([float(r[3][v]) for r in rows]), {"units": UNITS[v]})
+            for v in RUN_VARS}
+    ds = xr.Dataset(data, coords=coords)
+    argv = (f"run_study({os.fspath(directory)!r}, sizes={list(sizes)}, jobs={list(jobs)}, "
+            f"spacings={list(spacings)}, sets={list(sets)}, reps={reps})")
+    ds.attrs.update(_attrs(directory, cfg, argv), start_time=start,
+                    end_time=_dt.datetime.now(_dt.timezone.utc).isoformat())
+    return ds
+
+
+def _set_means(ds, set_name):
+    """Per set, the rep-averaged value of every variable at each level (the paper averaged 5 runs)."""
+    import pandas as pd
+    sub = ds.where(ds["set"] == set_name, drop=True)
+    if sub.sizes.get("run", 0) == 0:
+        return None
+    key = {"size": "request_size", "concurrency": "jobs", "sieving": "spacing"}[set_name]
+    df = pd.DataFrame({v: sub[v].values for v in ("runtime", *METRICS)})
+    df[key] = sub[key].values
+    return df.groupby(key).mean()
+
+
+def correlations(ds):
+    """Pearson CC of each metric with run time, per set, normalised per seed 001 Table 1.
+
+    Returns a pandas DataFrame with one row per (set, metric): cc, expected sign,
+    normalized (= |cc| if the sign is the expected one, else -|cc|) and n (levels).
+    A final set "mean" averages the normalised CC over the sets, the paper's summary.
+    """
+    import pandas as pd
+    rows = []
+    for set_name in SETS:
+        df = _set_means(ds, set_name)
+        if df is None:
+            continue
+        for m in METRICS:
+            x, y = df[m].to_numpy(float), df["runtime"].to_numpy(float)
+            ok = np.isfinite(x) & np.isfinite(y)
+            cc = float(np.corrcoef(x[ok], y[ok])[0, 1]) if ok.sum() >= 3 and np.ptp(x[ok]) > 0 \
+                else float("nan")
+            rows.append({"set": set_name, "metric": m, "cc": cc, "expected": EXPECTED_SIGN[m],
+                         "normalized": cc * EXPECTED_SIGN[m], "n": int(ok.sum())})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        raise ConfigError("ds", "no runs of a known set", " | ".join(SETS))
+    mean = out.groupby("metric", sort=False)["normalized"].mean()
+    extra = [{"set": "mean", "metric": m, "cc": float("nan"), "expected": EXPECTED_SIGN[m],
+              "normalized": float(v), "n": int(out[out.metric == m].n.sum())} for m, v in mean.items()]
+    return pd.concat([out, pd.DataFrame(extra)], ignore_index=True)
+
+
+def compare_with_paper(corr, reference=None):
+    """Measured normalised CC next to seed 001's, one row per (set, metric)."""
+    import pandas as pd
+    from pathlib import Path
+    ref_path = reference or about.REFERENCE_DATA / "bps_published.csv"
+    ref = pd.read_csv(ref_path, comment="#", dtype=str).dropna(subset=["study_set"])
+    paper = {}
+    for _, r in ref.iterrows():
+        for m in r["study_metrics"].split(";"):
+            paper[(r["study_set"], m)] = (r["normalized"], r["figure"])
+    out = corr[["set", "metric", "cc", "normalized", "n"]].copy()
+    out["paper"] = [paper.get((s, m), ("n/a", ""))[0] for s, m in zip(out["set"], out["metric"])]
+    out["figure"] = [paper.get((s, m), ("", ""))[1] for s, m in zip(out["set"], out["metric"])]
+    return out

@@ -1,0 +1,107 @@
+"""Dataset conventions: the names, units and required attributes of every run dataset.
+
+This module *describes*; `abtlab.system` *collects*. Every dim, variable and attr
+name used elsewhere comes from the constants here, so one place says what a run is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+__all__ = ["Var", "VARIABLES", "FACTOR_DIMS", "REQUIRED_ATTRS", "FREQ_MODES", "validate",
+           "REP", "OP_DIM", "COMMIT_DIM", "BATCH_DIM", "RUN_ID", "SWEEP_SPEC"]
+
+# dims of swept factors (a backend uses the subset it has) and of raw repetitions
+POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, REP = (
+    "policy", "freq_ghz", "threads", "file_size", "record_size", "files", "device", "rep")
+MACHINE = "machine"
+FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, MACHINE,
+               "workload", "mode", "block_size", "lock", "work")
+# ragged traces live on their own dims, tagged with the run they belong to
+OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"
+RUN_ID = "run_id"
+SWEEP_SPEC = "sweep_spec"    # attr: JSON of what `--resume` must match (factors, options, seed)
+# attrs of a guest run's kernel knobs (abtlab.system.kernel_knobs); "kernel" stays uname -r
+ATTR_KERNEL_PRESET, ATTR_LEGACY, ATTR_SCHED, ATTR_IOSCHED = (
+    "kernel_preset", "kernel_legacy", "kernel_sched", "kernel_iosched")
+FREQ_MODES = ("real", "emulated", "simulated", "virtual")
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    units: str
+    long_name: str
+
+
+VARIABLES = {v.name: v for v in [
+    Var("throughput", "bytes/s", "IOzone initial-write throughput, eq. (3)"),
+    Var("fcr", "files/s", "Metarates file creation rate, eq. (9): files per second of one "
+        "worker's create path (open, any write, fsync, close), not an aggregate"),
+    Var("fcr_aggregate", "files/s", "aggregate file creation rate: all files / wall time from "
+        "the first open to the last close (as mdtest's rate; not eq. 9)"),
+    Var("fcr_approx", "files/s", "file creation rate from fsync time only, eq. (10)"),
+    Var("elapsed", "s", "wall time from first op start to last op end"),
+    Var("commits", "1", "journal commits in the run (tracefs jbd2_end_commit)"),
+    Var("jbd2_info_commits", "1", "commit delta from /proc/fs/jbd2/<dev>/info"),
+    Var("jbd2_shadow_waits", "1", "handles that slept on a buffer being written to the log "
+        "(guest kernel's legacy.patch counter in /proc/fs/jbd2/<dev>/info)"),
+    Var("jbd2_shadow_wait", "s", "total time of those sleeps"),
+    Var("device_requests", "1", "requests the emulated disk served during the run"),
+    Var("device_positionings", "1", "of those, requests that paid seek + rotation"),
+    Var("nonblocked_threads", "1", "threads in X for every commit, eq. (4)"),
+    Var("blocked_full", "1", "threads fully blocked (Y) by some commit, eq. (5)"),
+    Var("blocked_partial", "1", "threads partially blocked (Z) by some commit, eq. (6)"),
+    Var("mean_commit_wait", "s", "mean time from a thread's fsync start to the end of the commit that covered it"),
+    Var("mean_fsync", "s", "mean fsync duration"),
+    Var("mean_write", "s", "mean T_write per thread (write+fsync with fsync on)"),
+    Var("batches", "1", "delayJC batches (flushes)"),
+    Var("fsync_calls", "1", "fsync/fdatasync calls made by the workload"),
+    Var("bps", "blocks/s", "blocks per second of overlapped I/O time (seed 001)"),
+    Var("iops", "ops/s", "I/O operations per second of run time"),
+    Var("bandwidth", "bytes/s", "bytes moved per second of run time"),
+    Var("arpt", "s", "average response time per request"),
+    Var("power_w", "W", "mean power of the run (RAPL, or a labelled power model)"),
+    Var("energy_j", "J", "energy of the run (RAPL, or a labelled power model)"),
+    Var("edp", "J s", "energy-delay product"),
+    Var(RUN_ID, "1", "index of this run's records in the op/commit/batch tables"),
+]}
+
+# ragged per-record tables: column name -> (dim, units)
+OP_COLUMNS = {"op_run": "1", "op_tid": "1", "op_kind": "1", "op_flags": "1",
+              "op_bytes": "bytes", "op_t_start": "ns", "op_t_end": "ns"}
+COMMIT_COLUMNS = {"commit_run": "1", "commit_tid": "1", "commit_start": "ns",
+                  "commit_locking": "ns", "commit_flushing": "ns", "commit_logging": "ns",
+                  "commit_end": "ns", "commit_handles": "1", "commit_blocks": "1"}
+BATCH_COLUMNS = {"batch_run": "1", "batch_open": "ns", "batch_close": "ns",
+                 "batch_members": "1", "batch_resets": "1",
+                 "batch_flush_start": "ns", "batch_flush_end": "ns", "batch_window_us": "us"}
+
+REQUIRED_ATTRS = {
+    "backend": "driver name from the registry",
+    "freq_mode": "real | emulated | simulated",
+    "filesystem": "filesystem type and journal mode of the runs",
+    "mount_options": "mount options of the scratch filesystem",
+    "kernel": "uname -r",
+    "cpu": "CPU model and logical count",
+    "abtlab_version": "package version",
+    "command": "the command line or call that made the run",
+    "start_time": "ISO 8601 UTC",
+    "end_time": "ISO 8601 UTC",
+}
+
+
+def validate(ds) -> None:
+    """Raise ConfigError naming the first thing in ds that breaks the conventions."""
+    for key in REQUIRED_ATTRS:
+        if key not in ds.attrs:
+            raise ConfigError(f"attrs.{key}", None, REQUIRED_ATTRS[key])
+    if ds.attrs["freq_mode"] not in FREQ_MODES:
+        raise ConfigError("attrs.freq_mode", ds.attrs["freq_mode"], " | ".join(FREQ_MODES))
+    for name, var in ds.data_vars.items():
+        if name in VARIABLES or name in OP_COLUMNS or name in COMMIT_COLUMNS or name in BATCH_COLUMNS:
+            if "units" not in var.attrs:
+                raise ConfigError(f"{name}.attrs.units", None, "a units string")
+    if REP in ds.dims and ds.sizes[REP] < 1:
+        raise ConfigError("rep", ds.sizes[REP], "at least one repetition")

@@ -1,0 +1,250 @@
+"""Save and load run datasets; write each finished run atomically so none is lost.
+
+A finished repetition is written as its own small NetCDF file in `<out>.parts/`
+(temporary name, fsync, rename), so a killed sweep resumes from what is on disk.
+A part that does not open cleanly (torn write, foreign file) is moved aside to
+`<out>.parts/rejected/` and its run is repeated: never loaded, never silently lost.
+Once the dataset is written, the parts go and the rejected ones move to `<out>.rejected/`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, TraceError
+
+__all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name", "keep_rejected",
+           "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume", "drop_unstarted"]
+
+
+def _clean_attrs(attrs: dict) -> dict:
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, (dict, list, tuple)):
+            out[k] = json.dumps(v, default=str)
+        elif isinstance(v, (bool, np.bool_)):
+            out[k] = int(v)
+        elif v is None:
+            out[k] = ""
+        else:
+            out[k] = v
+    return out
+
+
+def _fsync_dir(path: Path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save(ds, path) -> Path:
+    """Write ds to path atomically: NetCDF (h5netcdf), or Zarr when path ends in .zarr."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        raise ConfigError("out", str(path), "a path in an existing, writable directory")
+    ds = ds.copy()
+    ds.attrs = _clean_attrs(ds.attrs)
+    for v in ds.variables.values():
+        v.attrs = _clean_attrs(v.attrs)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    if path.suffix == ".zarr":
+        ds.to_zarr(tmp, mode="w")
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    else:
+        ds.to_netcdf(tmp, engine="h5netcdf")
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    _fsync_dir(path.parent if str(path.parent) else Path("."))
+    return path
+
+
+def load(path):
+    """Load a run dataset fully into memory (NetCDF or Zarr)."""
+    import xarray as xr
+
+    from .. import accessor  # noqa: F401  (registers ds.abt)
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError("path", str(path), "an existing .nc or .zarr run dataset")
+    try:
+        if path.suffix == ".zarr" or path.is_dir():
+            return xr.open_zarr(path).load()
+        return xr.load_dataset(path, engine="h5netcdf")
+    except Exception as exc:  # h5py/h5netcdf raise KeyError, TypeError... on corrupt metadata
+        raise TraceError(f"{path} is not a readable run dataset: "
+                         f"{type(exc).__name__}: {exc}") from None
+
+
+def parts_dir(out) -> Path:
+    return Path(f"{out}.parts")
+
+
+def part_name(index: int, rep: int) -> str:
+    return f"p{index:05d}-r{rep:04d}.nc"
+
+
+def write_part(out, name: str, ds) -> Path:
+    d = parts_dir(out)
+    d.mkdir(parents=True, exist_ok=True)
+    return save(ds, d / name)
+
+
+def keep_rejected(out) -> Path | None:
+    """Move `<out>.parts/rejected/` (if any) to `<out>.rejected/`, so removing the parts
+    after the merge does not delete what was set aside for inspection."""
+    rej = parts_dir(out) / "rejected"
+    if not rej.is_dir() or not any(rej.iterdir()):
+        return None
+    dest = Path(str(out) + ".rejected")
+    dest.mkdir(exist_ok=True)
+    for p in rej.iterdir():
+        os.replace(p, dest / p.name)
+    return dest
+
+
+def read_parts(out) -> dict:
+    """Return {part name: Dataset} of every intact part; move torn ones aside."""
+    import xarray as xr
+    d = parts_dir(out)
+    found = {}
+    if not d.exists():
+        return found
+    for p in sorted(d.glob("p*-r*.nc")):
+        try:
+            ds = xr.load_dataset(p, engine="h5netcdf")
+            if "point_index" not in ds.attrs:
+                raise ValueError("no point_index attribute")
+        except Exception as exc:  # torn or foreign: keep it for inspection, rerun the point
+            rej = d / "rejected"
+            rej.mkdir(exist_ok=True)
+            os.replace(p, rej / p.name)
+            import warnings
+            warnings.warn(f"discarded unreadable part {p.name} ({exc}); its run will be repeated")
+            continue
+        found[p.name] = ds
+    for stale in d.glob(".*.tmp-*"):  # a write interrupted before its rename
+        stale.unlink(missing_ok=True)
+    return found
+
+
+# -- outputs checked before anything runs, and what --resume must match ----------------
+SPEC_FILE = "spec.json"
+_FLAGS = {"threads": "--threads", "file_size": "--file-size", "record_size": "--record",
+          "files": "--files", "policy": "--policy", "device": "--device", "freq_ghz": "--freq",
+          "freq_mode": "--freq", "fsync": "--no-fsync", "direct": "--direct",
+          "processes": "--processes", "seed": "--seed", "reps": "--reps"}
+
+
+def is_dataset(path) -> bool:
+    """True when path holds a dataset abtlab wrote (NetCDF or Zarr with its attrs)."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return (path / ".zattrs").is_file() or (path / "zarr.json").is_file()
+        import h5netcdf
+        with h5netcdf.File(path, "r") as f:
+            return "abtlab_version" in f.attrs and "backend" in f.attrs
+    except Exception:       # not HDF5, truncated, unreadable: not a dataset of ours
+        return False
+
+
+def check_out(out, resume=False, force=False) -> None:
+    """Refuse an output that cannot be written, or whose writing would destroy something,
+    before any run: ConfigError('out') saying what is accepted."""
+    out = Path(out)
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError("out", str(out), "a path in an existing, writable directory")
+    if out.is_dir() and out.suffix != ".zarr":
+        raise ConfigError("out", str(out), "a file path (.nc), not a directory")
+    if out.exists() and not force:
+        if not is_dataset(out):
+            raise ConfigError("out", str(out), "a new path or an abtlab dataset "
+                              "(it is another file: --force replaces it)")
+        if not resume:
+            raise ConfigError("out", str(out), "a new path (it is a finished abtlab dataset: "
+                              "--resume checks it against this command, --force replaces it)")
+    if parts_dir(out).exists() and not (resume or force):
+        raise ConfigError("out", str(out), "a path without unfinished parts "
+                          "(pass resume=True / --resume to continue it, --force to start over)")
+
+
+def start_fresh(out) -> None:
+    """--force: drop the unfinished parts and spec of an earlier sweep to this output."""
+    shutil.rmtree(parts_dir(out), ignore_errors=True)
+
+
+def drop_unstarted(out) -> bool:
+    """Remove `<out>.parts` when it holds only the spec (a sweep stopped before its first
+    repetition), so the same command runs again without --resume; True if removed.
+    Parts and rejected parts are never removed here."""
+    d = parts_dir(out)
+    try:
+        names = {p.name for p in d.iterdir()}
+    except OSError:
+        return False
+    if any(n != SPEC_FILE and not n.startswith(f".{SPEC_FILE}.tmp-") for n in names):
+        return False
+    shutil.rmtree(d, ignore_errors=True)
+    return True
+
+
+def _normal(spec: dict) -> dict:
+    return json.loads(json.dumps(spec, default=str, sort_keys=True))
+
+
+def write_spec(out, spec: dict) -> None:
+    """Keep what a later --resume must match beside the parts (once, when they start)."""
+    d = parts_dir(out)
+    d.mkdir(parents=True, exist_ok=True)
+    if not (d / SPEC_FILE).exists():
+        tmp = d / f".{SPEC_FILE}.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(_normal(spec), sort_keys=True))
+        os.replace(tmp, d / SPEC_FILE)
+
+
+def stored_spec(out) -> tuple[dict | None, str]:
+    """(the spec an earlier sweep to out ran with, where it was read) or (None, "")."""
+    from .schema import SWEEP_SPEC
+    f = parts_dir(out) / SPEC_FILE
+    try:
+        if f.is_file():
+            return json.loads(f.read_text()), str(f)
+        if Path(out).exists():
+            return json.loads(load(out).attrs.get(SWEEP_SPEC) or "null"), str(out)
+    except (ValueError, TraceError) as exc:
+        raise TraceError(f"{f if f.is_file() else out}: unreadable sweep spec ({exc})") from None
+    return None, ""
+
+
+def check_resume(out, spec: dict) -> None:
+    """Refuse to resume out with another command: ConfigError naming the first field
+    (factor, option, seed, repetitions, order) that differs from what is stored."""
+    stored, where = stored_spec(out)
+    if stored is None:
+        return
+    new = _normal(spec)
+    for section in ("backend", "factors", "options", "seed", "reps", "order"):
+        old_v, new_v = stored.get(section), new.get(section)
+        if isinstance(new_v, dict) or isinstance(old_v, dict):
+            old_v, new_v = old_v or {}, new_v or {}
+            for key in sorted(set(old_v) | set(new_v)):
+                if old_v.get(key) != new_v.get(key):
+                    _mismatch(key, new_v.get(key), old_v.get(key), where)
+        elif old_v != new_v:
+            _mismatch(section, new_v, old_v, where)
+
+
+def _mismatch(key, given, stored, where):
+    name = f"{key} ({_FLAGS[key]})" if key in _FLAGS else key
+    raise ConfigError(name, given, f"{stored!r}, as in {where} that --resume continues "
+                                   f"(a new --out, or --force to start over)")

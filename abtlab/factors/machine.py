@@ -1,0 +1,225 @@
+"""The machine a point runs on: the host, or the qemu TCG guest (abtlab.system.guest).
+
+`--machine host` (the default) is today's behaviour. `--machine guest[:key=value,...]`:
+
+* `clock=virtual|host` (virtual): `virtual` boots with `-icount shift=S,sleep=off`, so
+  guest time advances by instructions executed (one every 2^S ns) and jumps to the next
+  guest timer when every vCPU is idle; icount runs all vCPUs on one host thread and their
+  instructions share that one stream. `host` keeps multi-threaded TCG on the host clock.
+* `cpus=N` (1): virtual CPUs, 1 to 4. Under `clock=virtual` they take turns on one host
+  thread (qemu's round-robin TCG), so 4 busy vCPUs each run at a quarter of the
+  instruction rate. One vCPU repeats exactly; several usually do, but not always (attr
+  `repeatable`: the host can force qemu to switch vCPUs at an instruction it picks). More than one needs qemu 8+ (qemu 7.2's icount guest hangs bringing
+  up the second vCPU): abtlab.system.guest.qemu() finds or fetches one, and a boot on an
+  older qemu is refused naming `guest:cpus`.
+* `kernel=NAME` (6.1): a named guest kernel build.
+* `shift=S` (0): icount shift, 0 to 10 (virtual clock only).
+* `mem=MB` (1024): guest memory; the in-guest disk lives in it (null_blk memory_backed).
+* `depth=N` (1): hardware queue depth of the in-guest disk (1 = one request at a time).
+* the kernel knobs of abtlab.system.kernel_knobs (`legacy=`, `sched=`, `iosched=`), kept
+  as written and handed to its `parse_knobs` when that module is present.
+
+Lists: `;` separates specs (commas belong to a spec); plain names may also be
+comma-separated (`host,guest`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+
+__all__ = ["Machine", "HOST", "parse_machine", "parse_machines", "KERNELS", "KNOB_KEYS",
+           "CLOCKS", "FIELD", "machine_coords", "at_virtual_freq", "check_virtual_freq",
+           "VIRTUAL_REF_GHZ"]
+
+FIELD = "--machine"
+CLOCKS = ("virtual", "host")
+KERNELS = ("6.1",)
+KNOB_KEYS = ("legacy", "sched", "iosched")
+_DEFAULTS = {"clock": "virtual", "cpus": 1, "kernel": "6.1", "shift": 0, "mem": 1024, "depth": 1}
+_RANGES = {"cpus": (1, 4), "shift": (0, 10), "mem": (256, 16384), "depth": (1, 256)}
+_ACCEPTED = ("host | guest[:clock=virtual|host,cpus=1..4,kernel=NAME,shift=0..10,"
+             "mem=256..16384,depth=1..256" + "".join(f",{k}=..." for k in KNOB_KEYS) + "]")
+
+
+@dataclass(frozen=True)
+class Machine:
+    kind: str = "host"              # "host" | "guest"
+    clock: str = "host"             # "virtual" | "host"
+    cpus: int = 0                   # guest vCPUs (0 on the host: not set by abtlab)
+    kernel: str = ""                # guest kernel name ("" on the host: the running one)
+    shift: int = 0                  # icount shift (virtual clock)
+    mem: int = 0                    # guest memory, MiB
+    depth: int = 1                  # in-guest disk hardware queue depth
+    knobs: tuple = field(default=())  # (key, value) of KNOB_KEYS, as written
+
+    @property
+    def is_guest(self) -> bool:
+        return self.kind == "guest"
+
+    @property
+    def label(self) -> str:
+        """The canonical spec: keys that differ from the defaults, in a fixed order."""
+        if not self.is_guest:
+            return "host"
+        parts = [f"{k}={getattr(self, k)}" for k in _DEFAULTS if getattr(self, k) != _DEFAULTS[k]]
+        parts += [f"{k}={v}" for k, v in self.knobs]
+        return "guest" + (":" + ",".join(parts) if parts else "")
+
+    @property
+    def ns_per_insn(self) -> int:
+        """Virtual nanoseconds per guest instruction (icount), 0 on the host clock."""
+        return 2 ** self.shift if self.clock == "virtual" else 0
+
+    def attrs(self) -> dict:
+        """Dataset attrs describing the machine (str values)."""
+        if not self.is_guest:
+            return {"machine": "host", "clock": "host"}
+        out = {"machine": self.label, "clock": self.clock, "guest_cpus": str(self.cpus),
+               "guest_kernel_name": self.kernel, "guest_disk_queue_depth": str(self.depth)}
+        if self.clock == "virtual":
+            out["icount"] = (f"-icount shift={self.shift},sleep=off: one guest instruction = "
+                             f"{2 ** self.shift} ns of virtual time, shared by all {self.cpus} "
+                             f"vCPUs on one host thread")
+        out["repeatable"] = self.repeatable
+        return out
+
+    @property
+    def repeatable(self) -> str:
+        """Whether a rerun gives the same numbers, and why not when it may not."""
+        if self.clock != "virtual":
+            return "no: guest time is the host's clock"
+        if self.cpus == 1:
+            return "exact: the same kernel build, qemu and inputs give the same op records"
+        return ("usually: qemu's round-robin moves on to the next vCPU when the host forces "
+                "the running one out (an RCU grace period or main-loop work on a slow host), "
+                "at an instruction the host picks, which changes how the vCPUs interleave")
+
+
+HOST = Machine()
+
+
+def _int(key, value, spec):
+    lo, hi = _RANGES[key]
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = None
+    if n is None or not lo <= n <= hi:
+        raise ConfigError(f"{FIELD} guest:{key}", spec, f"{key}= an integer from {lo} to {hi}")
+    return n
+
+
+def _items(body, spec) -> dict:
+    out = {}
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if not eq or not value.strip():
+            raise ConfigError(f"{FIELD} guest:{key}", spec, "key=value items: " + _ACCEPTED)
+        if key not in _DEFAULTS and key not in KNOB_KEYS:
+            raise ConfigError(f"{FIELD} guest:{key}", spec, _ACCEPTED)
+        if key in out:
+            raise ConfigError(f"{FIELD} guest:{key}", spec, "each key once")
+        out[key] = value.strip()
+    return out
+
+
+def _kernels() -> tuple:
+    try:
+        from ..system.kernel_knobs import KERNELS as names
+    except ImportError:
+        return KERNELS
+    return tuple(names)
+
+
+def parse_machine(spec) -> Machine:
+    """One spec -> Machine; ConfigError naming `--machine` and the key."""
+    if isinstance(spec, Machine):
+        return spec
+    text = str(spec).strip()
+    kind, sep, body = text.partition(":")
+    kind = kind.strip().lower()
+    if kind == "host" and not body.strip():
+        return HOST
+    if kind != "guest":
+        raise ConfigError(FIELD, spec, _ACCEPTED)
+    items = {**_DEFAULTS, **_items(body, text)}
+    if items["clock"] not in CLOCKS:
+        raise ConfigError(f"{FIELD} guest:clock", text, " | ".join(CLOCKS))
+    if items["kernel"] not in _kernels():
+        raise ConfigError(f"{FIELD} guest:kernel", text, " | ".join(_kernels()))
+    nums = {k: _int(k, items[k], text) for k in _RANGES}
+    if items["clock"] == "host" and nums["shift"] != 0:
+        raise ConfigError(f"{FIELD} guest:shift", text, "shift only with clock=virtual")
+    knobs = tuple((k, items[k]) for k in KNOB_KEYS if k in items)
+    m = Machine("guest", items["clock"], nums["cpus"], items["kernel"], nums["shift"],
+                nums["mem"], nums["depth"], knobs)
+    _check_knobs(m, text)
+    return m
+
+
+def _check_knobs(m: Machine, text: str) -> None:
+    """Hand kernel and knob items to kernel_knobs.parse_knobs when it exists."""
+    try:
+        from ..system.kernel_knobs import parse_knobs
+    except ImportError:
+        if m.knobs:
+            raise ConfigError(f"{FIELD} guest:{m.knobs[0][0]}", text,
+                              "no kernel knobs in this build (abtlab.system.kernel_knobs)") from None
+        return
+    parse_knobs(m.kernel, **dict(m.knobs))
+
+
+VIRTUAL_REF_GHZ = 1.0   # freq virtual:F = icount shift log2(REF/F): one instruction every 1/F ns
+
+
+def at_virtual_freq(m: Machine, freq_ghz: float) -> Machine:
+    """The machine whose icount shift stands for freq_ghz (`--freq virtual:...`)."""
+    shift = round(math.log2(VIRTUAL_REF_GHZ / float(freq_ghz)))
+    return dataclasses.replace(m, shift=shift)
+
+
+def check_virtual_freq(machines) -> None:
+    """`--freq virtual:...` sets the icount shift: only guests on the virtual clock, without
+    a shift of their own."""
+    for m in map(parse_machine, machines):
+        if not m.is_guest or m.clock != "virtual" or m.shift:
+            raise ConfigError("freq", f"virtual with --machine {m.label}",
+                              "virtual:... only with guest machines on clock=virtual and no shift=")
+
+
+def machine_coords(labels) -> dict:
+    """Coords along the machine dim: its clock and kernel, so mixed datasets say per level."""
+    ms = [parse_machine(m) for m in labels]
+    return {"clock": ("machine", [m.clock for m in ms]),
+            "kernel": ("machine", [_kernel_label(m) for m in ms])}
+
+
+def _kernel_label(m: Machine) -> str:
+    if not m.is_guest:
+        return "host"
+    try:
+        from ..system.kernel_knobs import parse_knobs
+    except ImportError:
+        return m.kernel
+    return parse_knobs(m.kernel, **dict(m.knobs)).label
+
+
+def parse_machines(text) -> list[Machine]:
+    """A ';'-separated list (or a Python list) of specs; plain names may be comma-separated."""
+    if isinstance(text, (list, tuple)):
+        parts = list(text)
+    else:
+        parts = []
+        for chunk in filter(str.strip, str(text).split(";")):
+            parts.extend(chunk.split(",") if ":" not in chunk else [chunk])
+    out = [parse_machine(p) for p in parts if str(p).strip()]
+    if not out:
+        raise ConfigError(FIELD, text, _ACCEPTED)
+    labels = [m.label for m in out]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(FIELD, text, "distinct machines")
+    return out

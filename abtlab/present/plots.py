@@ -1,0 +1,85 @@
+"""Plots of run datasets. Every title says whether data is measured, emulated or simulated."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import schema
+from ..stats.summary import point_stats, provenance_label
+
+__all__ = ["plot_metric", "plot_throughput"]
+
+_LABELS = {"throughput": ("throughput", 2 ** 20, "MiB/s"), "fcr": ("file creation rate", 1, "files/s"),
+           "nonblocked_threads": ("nonblocked threads", 1, "threads"), "commits": ("journal commits", 1, "commits"),
+           "mean_commit_wait": ("mean commit wait", 1e-3, "ms")}
+
+
+def plot_metric(ds, var="throughput", facet=None, ax=None):
+    """var (mean and 95% CI over reps) against freq_ghz, one line per policy.
+
+    facet: a factor to draw one panel per level (e.g. "threads"); other factors with
+    more than one level become separate lines."""
+    import matplotlib.pyplot as plt
+    stats = point_stats(ds, var)
+    name, scale, unit = _LABELS.get(var, (var, 1, ds[var].attrs.get("units", "")))
+    panels = list(ds[facet].values) if facet else [None]
+    if ax is None:
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+        axes = axes[0]
+    else:
+        axes, fig = np.atleast_1d(ax), np.atleast_1d(ax)[0].figure
+    nonneg = bool(np.nanmin(ds[var].values) >= 0) if np.isfinite(ds[var].values).any() else False
+    for a, level in zip(axes, panels):
+        sub = stats.sel({facet: level}) if facet else stats
+        _lines(a, sub, scale, var, nonneg)
+        a.set_xlabel("CPU frequency (GHz)" + (" [emulated]" if ds.attrs.get("freq_mode") == "emulated" else ""))
+        a.set_ylabel(f"{name} ({unit})")
+        a.set_title(_panel_title(ds, facet, level) if facet else name, fontsize=10)
+        a.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{ds.attrs.get('backend', '')} {name} vs frequency - {provenance_label(ds)}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _panel_title(ds, facet, level) -> str:
+    """facet=level, with the clock of a machine panel (host, or a guest's virtual time)."""
+    title = f"{facet}={level}"
+    if facet == schema.MACHINE and "clock" in ds.coords:
+        title += f" [{ds['clock'].sel({facet: level}).item()} clock]"
+    return title
+
+
+def _band(s, var, nonneg):
+    """The 95% CI band, clipped to what the quantity can be: a t-interval from a few
+    repetitions reaches below zero for a count or a rate, and past N for nonblocked
+    threads out of N."""
+    lo, hi = s["ci_low"].values.astype(float), s["ci_high"].values.astype(float)
+    if nonneg:
+        lo = np.maximum(lo, 0.0)
+    if var == "nonblocked_threads" and "threads" in s.coords and s["threads"].size == 1:
+        hi = np.minimum(hi, float(s["threads"]))
+    return lo, hi
+
+
+def _lines(ax, sub, scale, var="", nonneg=False):
+    sub = sub.squeeze([d for d in sub["mean"].dims if d != schema.FREQ and sub.sizes[d] == 1], drop=False)
+    other = [d for d in sub["mean"].dims if d != schema.FREQ]
+    x = sub[schema.FREQ].values
+    stacked = sub.stack(line=other) if other else sub.expand_dims(line=[0])
+    for i in range(stacked.sizes["line"]):
+        s = stacked.isel(line=i)
+        label = ", ".join(f"{s[d].values}" if d == "policy" else f"{d}={s[d].values}" for d in other)
+        if not label:  # a single line: name it by its policy when there is one
+            label = str(s["policy"].values) if "policy" in s.coords else "mean"
+        n = s["n"].values if "n" in s else None
+        if n is not None and np.size(n) and np.nanmin(n) < 5:   # a wide band: say why
+            label += f" (n={int(np.nanmin(n))})"
+        m = s["mean"].values / scale
+        ax.plot(x, m, marker="o", label=label)
+        lo, hi = _band(s, var, nonneg)
+        ax.fill_between(x, lo / scale, hi / scale, alpha=0.2)
+
+
+def plot_throughput(ds, facet=None, ax=None):
+    var = "throughput" if "throughput" in ds else "fcr"
+    return plot_metric(ds, var, facet=facet, ax=ax)

@@ -1,0 +1,263 @@
+"""Building blocks of the study notebooks: where the data comes from, the delay
+exploration, and the commit timeline. Notebooks call these; they hold no logic.
+
+`data` parameter of every study notebook:
+    "auto"  real runs when this machine can do them (root, loop devices, the C
+            backends built), otherwise the simulator;
+    "sim"   the simulator (simulated data, labelled so);
+    "guest" (studies that offer it) the qemu guest machine: a real Linux kernel in
+            virtual time, no root needed (qemu runs unprivileged);
+    a path  a dataset written by `abtlab run`/`abtlab sweep` (e.g. a full sweep).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError, UnavailableError
+
+__all__ = ["real_available", "study_data", "delay_policies", "delay_sweep", "delay_table",
+           "trace_measures", "trace_metrics", "frequency_workloads",
+           "optimal_delay", "plot_delay_tradeoff", "plot_commit_timeline", "DATA_CHOICES"]
+
+DATA_CHOICES = ("auto", "sim")
+_MS = 1e-3
+
+
+def real_available(backend: str = "iozone") -> bool:
+    """True when `backend` can run on this machine now."""
+    from ..backends import get
+    return bool(get(backend).available().ok)
+
+
+def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=True, guest=None):
+    """The dataset a study runs on (see module doc).
+
+    sim: factors for abtlab.run("sim", ...); real: factors for the real backend, with
+    a "backend" key (default "iozone"); without `real`, "auto" means the simulator.
+    guest: the same for data="guest", with a "machine" key (a guest spec)."""
+    import abtlab
+    data = str(data)
+    if data == "guest":
+        return _guest_data(guest, reps, seed, quiet)
+    if data not in DATA_CHOICES:
+        path = Path(data)
+        if not path.exists():
+            raise ConfigError("data", data, "auto | sim | the path of a dataset"
+                              + (" | guest" if guest else ""))
+        return abtlab.load(path)
+    if not isinstance(reps, int) or reps < 1:
+        raise ConfigError("reps", reps, "an integer >= 1")
+    real = dict(real or {})
+    backend = real.pop("backend", "iozone")
+    if data == "auto" and real and real_available(backend):
+        return abtlab.run(backend, reps=reps, seed=seed, quiet=quiet, warmup=1, **real)
+    return abtlab.run("sim", reps=reps, seed=seed, quiet=quiet, **dict(sim or {}))
+
+
+def _guest_data(guest, reps, seed, quiet):
+    """The study's point on a guest machine; UnavailableError when it cannot boot here."""
+    import abtlab
+    from ..factors.machine import parse_machine
+    from ..system import guest as qemu_guest
+    if not guest:
+        raise ConfigError("data", "guest", "auto | sim | the path of a dataset (this study has no guest runs)")
+    factors = dict(guest)
+    backend = factors.pop("backend", "iozone")
+    machine = factors.get("machine")
+    if not machine or not parse_machine(machine).is_guest:
+        raise ConfigError("guest_machine", machine, "a guest spec, e.g. guest:kernel=6.1-legacy,depth=256")
+    if not isinstance(reps, int) or reps < 1:
+        raise ConfigError("reps", reps, "an integer >= 1")
+    ok, why = qemu_guest.available()
+    if not ok:
+        raise UnavailableError(f"data='guest': {why}")
+    return abtlab.run(backend, reps=reps, seed=seed, quiet=quiet, **factors)
+
+
+def delay_policies(windows_ms, max_resets=64) -> list[str]:
+    """ext4 plus one delayJC spec per window (ms)."""
+    if not windows_ms or any(not isinstance(w, (int, float)) or w <= 0 for w in windows_ms):
+        raise ConfigError("windows_ms", windows_ms, "a non-empty list of windows in ms > 0")
+    if not isinstance(max_resets, int) or max_resets < 0:
+        raise ConfigError("max_resets", max_resets, "an integer >= 0")
+    return ["ext4"] + [f"delayjc:window={w:g}ms,max_resets={max_resets}" for w in windows_ms]
+
+
+def delay_sweep(windows_ms=(1, 4, 16, 64), max_resets=64, threads=(256,), freqs=(1.6, 3.3),
+                reps=3, seed=0, **sim):
+    """Simulated ext4 and delayJC at each window; a `window_ms` coordinate on the policy
+    dim (0 = ext4). sim: other simulator factors/fields (device, cores, ...)."""
+    from ..sim import simulate
+    pols = delay_policies(list(windows_ms), max_resets)
+    ds = simulate(reps=reps, seed=seed, policy=pols, threads=list(threads),
+                  freq_ghz=list(freqs), **sim)
+    return ds.assign_coords(window_ms=("policy", [0.0] + [float(w) for w in windows_ms]))
+
+
+def delay_table(ds):
+    """Mean throughput (MiB/s), nonblocked threads and commit wait (ms) per point, as a
+    DataFrame with a window_ms column (0 = ext4)."""
+    keep = [d for d in ds["throughput"].dims if d != "rep"]
+    m = ds[["throughput", "nonblocked_threads", "mean_commit_wait", "commits"]].mean("rep")
+    df = m.to_dataframe().reset_index()
+    df["throughput"] /= 2 ** 20
+    df["mean_commit_wait"] /= _MS
+    df = df.rename(columns={"throughput": "throughput_mib_s", "mean_commit_wait": "commit_wait_ms"})
+    if "window_ms" not in df:      # a dataset from `abtlab run`: the window from the spec
+        df["window_ms"] = df["policy"].map(_window_ms)
+    return df[[*keep, "window_ms", "throughput_mib_s", "nonblocked_threads", "commit_wait_ms",
+               "commits"]]
+
+
+def _window_ms(spec: str) -> float:
+    from ..policies import parse
+    p = parse(spec)
+    if p.kind == "ext4":
+        return 0.0
+    if p.kind != "delayjc" or p.params.get("mode") == "adaptive":
+        return float("nan")
+    return p.params["window_us"] / 1e3
+
+
+def optimal_delay(ds, max_commit_wait_ms=None):
+    """Per frequency and thread count, the window of highest mean throughput among those
+    whose mean commit wait is no worse than ext4's at the same point (seed 000's
+    reliability criterion; ext4 itself, window 0, always qualifies), or no worse than
+    max_commit_wait_ms when given."""
+    if max_commit_wait_ms is not None and not (isinstance(max_commit_wait_ms, (int, float))
+                                               and max_commit_wait_ms > 0):
+        raise ConfigError("max_commit_wait_ms", max_commit_wait_ms, "a number of ms > 0, or None")
+    df = delay_table(ds)
+    groups = [c for c in ("freq_ghz", "threads", "file_size", "record_size", "device") if c in df]
+    ext4 = df[df.window_ms == 0].set_index(groups)
+    if ext4.empty:
+        raise ConfigError("ds.policy", list(ds.policy.values), "ext4 among the policies")
+    bound = (ext4["commit_wait_ms"] if max_commit_wait_ms is None
+             else ext4["commit_wait_ms"] * 0 + max_commit_wait_ms)
+    df = df.join(bound.rename("wait_bound_ms"), on=groups)
+    ok = df[(df.commit_wait_ms <= df.wait_bound_ms) | (df.window_ms == 0)]
+    best = ok.loc[ok.groupby(groups)["throughput_mib_s"].idxmax()].set_index(groups)
+    best["gain_over_ext4"] = best["throughput_mib_s"] / ext4["throughput_mib_s"].reindex(best.index)
+    best.attrs["freq_mode"] = ds.attrs.get("freq_mode", "")
+    return best.reset_index()
+
+
+def plot_delay_tradeoff(ds, threads=None):
+    """Throughput and commit wait against the delay window, one line per frequency;
+    ext4 (no delay) dashed. Title says the data is simulated when it is."""
+    import matplotlib.pyplot as plt
+    from ..stats.summary import provenance_label
+    df = delay_table(ds)
+    threads = int(df.threads.max()) if threads is None else threads
+    df = df[df.threads == threads]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for (col, label), ax in zip((("throughput_mib_s", "throughput (MiB/s)"),
+                                 ("commit_wait_ms", "mean commit wait (ms)")), axes):
+        for i, (f, g) in enumerate(df.groupby("freq_ghz")):
+            d = g[g.window_ms > 0].sort_values("window_ms")
+            line, = ax.plot(d.window_ms, d[col], marker="o", label=f"delayJC, {f:g} GHz")
+            ax.axhline(g[g.window_ms == 0][col].mean(), ls="--", color=line.get_color(),
+                       label=f"ext4, {f:g} GHz")
+        ax.set_xscale("log")
+        ax.set_xlabel("delay window (ms)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"delayJC window, {threads} threads - {provenance_label(ds)}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
+    """Each thread's write span (first write to last write) coloured by its worst class
+    over all commits (X not blocked, Z partially, Y fully; eqs. 4-6) with the journal
+    commits shaded. run_id: one run of ds (default: the first one with commits)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from .. import accessor  # noqa: F401  (registers ds.abt)
+    from ..model import classify
+    from ..stats.summary import provenance_label
+    if "op_run" not in ds:
+        raise ConfigError("ds", "no traces", "a dataset with op and commit traces")
+    ids = ds.abt.run_ids()
+    if run_id is None:
+        with_commits = set(np.unique(ds["commit_run"].values))
+        run_id = next((int(r) for r in ids if r in with_commits), int(ids[0]))
+    elif run_id not in ids:
+        raise ConfigError("run_id", run_id, f"one of {list(ids)[:10]}...")
+    ops, commits = ds.abt.ops(run_id), ds.abt.commits(run_id)
+    res = classify(ops, commits)
+    t0 = int(ops["t_start_ns"].min())
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 4))
+    else:
+        fig = ax.figure
+    worst = res["write_class"].max(axis=1) if res["write_class"].size else np.zeros(len(res["tid"]), int)
+    colors = {0: "tab:green", 1: "tab:red", 2: "tab:orange"}
+    for i, tid in enumerate(res["tid"][:max_threads]):
+        sel = ops[ops["tid"] == tid]
+        ax.hlines(i, (sel["t_start_ns"].min() - t0) / 1e6, (sel["t_end_ns"].max() - t0) / 1e6,
+                  color=colors[int(worst[i])], lw=2)
+    for s, e in zip(res["commit_start"], res["commit_end"]):
+        ax.axvspan((s - t0) / 1e6, (e - t0) / 1e6, color="tab:blue", alpha=0.15)
+    for code, name in ((0, "X: not blocked"), (2, "Z: partially blocked"), (1, "Y: fully blocked")):
+        ax.plot([], [], color=colors[code], lw=2, label=f"{name} ({int(np.sum(worst == code))})")
+    ax.fill_between([], [], color="tab:blue", alpha=0.15, label=f"journal commit ({len(res['commit_start'])})")
+    ax.set_xlabel("time since the first operation (ms)")
+    ax.set_ylabel("thread")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"threads and journal commits, run {run_id} - {provenance_label(ds)}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _runs(ds):
+    """(run_id, {factor: level}) of every run of ds that has a trace."""
+    import numpy as np
+    from .. import accessor  # noqa: F401  (registers ds.abt)
+    if "op_run" not in ds:
+        raise ConfigError("ds", "no traces", "a dataset with op and commit traces")
+    rid = ds["run_id"]
+    for idx in np.ndindex(rid.shape):
+        r = int(rid.values[idx])
+        if r >= 0:
+            yield r, {d: rid[d].values[i].item() for d, i in zip(rid.dims, idx)}
+
+
+def trace_measures(ds, workload="iozone"):
+    """The model's measures (eqs. 1-10) recomputed from each run's op and commit
+    traces: a DataFrame, one row per run (factor levels + measures)."""
+    import pandas as pd
+    from ..model import measures
+    fsync = str(ds.attrs.get("sim_fsync", "True")) != "False"
+    rows = []
+    for r, lv in _runs(ds):
+        size = lv.get("file_size") if workload == "iozone" else None
+        m = measures(ds.abt.ops(r), ds.abt.commits(r), workload, file_size=size, fsync=fsync)
+        rows.append({**lv, "run_id": r, **m})
+    return pd.DataFrame(rows)
+
+
+def trace_metrics(ds, block_size=512):
+    """abtlab.bps metrics (BPS, IOPS, bandwidth, ARPT) of each run's op trace beside the
+    run's elapsed time: a DataFrame, one row per run."""
+    import pandas as pd
+    from ..bps import metrics
+    rows = []
+    for r, lv in _runs(ds):
+        elapsed = float(ds["elapsed"].sel({k: v for k, v in lv.items()}).item())
+        rows.append({**lv, "run_id": r, "elapsed": elapsed, **metrics(ds.abt.ops(r), block_size)})
+    return pd.DataFrame(rows)
+
+
+def frequency_workloads(data="sim", names=("iozone", "metarates", "fio-seq", "mixed"),
+                        freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0):
+    """SERA-IO comparison workloads: "sim" (simulator), or "auto": emulated-frequency
+    runs of iozone and metarates when this machine can run them, else the simulator."""
+    from .. import sera
+    if data not in DATA_CHOICES:
+        raise ConfigError("data", data, " | ".join(DATA_CHOICES))
+    if data == "auto" and real_available("iozone"):
+        real = tuple(n for n in names if n in ("iozone", "metarates"))
+        return sera.emulated_workloads(real, freqs=freqs, reps=reps, seed=seed)
+    return sera.sim_workloads(tuple(names), freqs=freqs, reps=reps, seed=seed)

@@ -1,0 +1,344 @@
+"""Run a backend over a grid of factor levels, repetitions interleaved in random order.
+
+Every finished repetition is written atomically to `<out>.parts/` before the next
+starts, so a killed sweep resumes (`resume=True`) without re-running or losing a run.
+Repetitions are fixed (`reps=5`) or adaptive (`reps=Reps(min=3, max=50, target=0.05)`):
+a point gets more runs only while the CI half-width of its mean (or of its slowdown
+ratio against the lowest frequency) is wider than the target.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import itertools
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..about import __version__
+from ..data import store
+from ..data.assemble import assemble
+from ..backends import get as get_backend
+from ..errors import ConfigError, RunError
+from .executor import Task, make_executor
+from .progress import Progress
+
+__all__ = ["expand", "run", "run_seed", "Reps", "ORDERS"]
+
+ORDERS = ("random", "blocked", "sequential")
+
+
+@dataclass(frozen=True)
+class Reps:
+    """Adaptive repetitions: at least `min`, at most `max` runs per point; stop a point
+    once the relative CI half-width (at `level`) of `metric` is <= target. on="slowdown"
+    uses the ratio to the lowest frequency of the same configuration instead."""
+    min: int = 3
+    max: int = 50
+    target: float = 0.05
+    level: float = 0.95
+    metric: str = "throughput"
+    on: str = "mean"
+
+    def __post_init__(self):
+        if not (isinstance(self.min, int) and self.min >= 2):
+            raise ConfigError("repetitions.min", self.min, "an integer >= 2")
+        if not (isinstance(self.max, int) and self.max >= self.min):
+            raise ConfigError("repetitions.max", self.max, f"an integer >= min ({self.min})")
+        if not (0 < float(self.target) < 10):
+            raise ConfigError("repetitions.target", self.target, "a relative half-width in (0, 10)")
+        if not (0.5 <= float(self.level) < 1):
+            raise ConfigError("repetitions.level", self.level, "a confidence level in [0.5, 1)")
+        if self.on not in ("mean", "slowdown"):
+            raise ConfigError("repetitions.on", self.on, "mean | slowdown")
+
+
+def expand(levels: dict) -> list[dict]:
+    """Every combination of factor levels, in a stable order."""
+    keys = list(levels)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(levels[k] for k in keys))]
+
+
+def run_seed(base_seed: int, point_index: int, rep: int) -> int:
+    """Seed for one repetition: independent of execution order, so runs are reproducible."""
+    h = hashlib.sha256(f"{base_seed}:{point_index}:{rep}".encode()).digest()
+    return int.from_bytes(h[:4], "little")
+
+
+def _now():
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# run options that are on/off: a string such as "false" or "maybe" is refused, not taken as true
+BOOL_OPTIONS = ("fsync", "direct", "processes", "guest")
+
+
+def _availability(be, levels):
+    """The backend's own check; for runs that all go to a qemu guest the guest's, since
+    they need neither root nor loop devices on this machine (qemu runs unprivileged)."""
+    machines = levels.get("machine")
+    if not be.simulated and machines and all(str(m).startswith("guest") for m in machines):
+        from ..backends.base import Availability
+        from ..system import guest
+        return Availability(*guest.available())
+    return be.available()
+
+
+def _check(be, reps, levels, options):
+    avail = _availability(be, levels)
+    if not avail:
+        raise ConfigError("backend", be.name, f"a backend that can run here ({avail.reason})")
+    if not isinstance(reps, Reps) and not (isinstance(reps, int) and not isinstance(reps, bool)
+                                           and reps >= 1):
+        raise ConfigError("reps", reps, "an integer >= 1 or a Reps rule")
+    if not levels:
+        raise ConfigError("factors", levels, "at least one factor with its levels")
+    for k, v in levels.items():
+        if not v:
+            raise ConfigError(k, v, "at least one level")
+    for k in BOOL_OPTIONS:
+        if k in options and not isinstance(options[k], (bool, np.bool_)):
+            raise ConfigError(k, options[k], "true or false (a boolean, not a string)")
+
+
+def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
+        quiet: bool = False, order: str = "random", warmup: int = 0, options: dict | None = None,
+        attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
+        scheduler=None, workers: int = 2, force: bool = False, wait: bool = True):
+    """Run every point of levels x reps; return the assembled xarray.Dataset.
+
+    backend: a registry name or Backend instance. levels: factor -> list of levels.
+    reps: an int (fixed) or a Reps rule (adaptive). out: NetCDF path; without it, parts
+    go to a temporary directory that is removed. An existing dataset at out is never
+    replaced without resume (which first checks the stored spec against this call) or
+    force. order: "random" (points and repetitions interleaved at random), "blocked"
+    (repetition r of one configuration runs at every frequency back to back, in random
+    order, blocks in random order: slowdown ratios are then paired and drift between
+    blocks cancels) or "sequential". scheduler: None/"serial", "local" (a dask
+    LocalCluster of `workers`), a scheduler address or a dask Client. A run on real
+    devices holds the machine (`system.runlock`): it waits for another, or with
+    wait=False fails at once.
+    """
+    from .. import accessor  # noqa: F401  (registers ds.abt)
+    from ..system.runlock import MachineLock, OutputLock
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    levels = {k: list(v) for k, v in levels.items()}
+    options = be.validate_options(dict(options or {}))
+    freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
+    _check(be, reps, levels, options)
+    if order not in ORDERS:
+        raise ConfigError("order", order, " | ".join(ORDERS))
+    points = [be.validate_point(p) for p in expand(levels)]
+    spec = {"backend": be.name, "factors": levels, "options": {**options, "freq_mode": freq_mode},
+            "seed": seed, "reps": str(reps), "order": order}
+    with contextlib.ExitStack() as held:
+        if out is not None:
+            held.enter_context(OutputLock(out))
+            if (finished := _prepare_out(Path(out), spec, resume, force)) is not None:
+                return finished
+        if _on_host_devices(be, levels, options):
+            held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
+        return _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
+                      warmup, options, attrs, command, freq_mode, scheduler, workers, spec)
+
+
+def _prepare_out(out: Path, spec, resume, force):
+    """Check out before anything runs; return the finished dataset a resume finds there
+    (nothing left to run), else None."""
+    store.check_out(out, resume=resume, force=force)
+    if force:
+        store.start_fresh(out)
+        return None
+    if resume:
+        store.check_resume(out, spec)
+        if out.exists() and not store.parts_dir(out).exists():
+            return store.load(out)
+    return None
+
+
+def _on_host_devices(be, levels, options) -> bool:
+    """Whether a sweep touches this machine's devices (loop devices, mounts, tracefs):
+    every real backend, except runs that all go to a qemu guest."""
+    if be.simulated or options.get("guest"):
+        return False
+    if all(str(m).startswith("guest") for m in levels.get("machine", ["host"])):
+        return False
+    from ..backends.kdelayjc import KIND, knobs_present
+    kinds = [str(getattr(p, "kind", p)).strip().lower() for p in levels.get("policy", ["ext4"])]
+    return knobs_present() or not all(k.startswith(KIND) for k in kinds)
+
+
+def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, warmup,
+           options, attrs, command, freq_mode, scheduler, workers, spec):
+    tmp_out = None
+    if out is None:
+        tmp_out = Path(tempfile.mkdtemp(prefix="abtlab-sweep-")) / "run.nc"
+        out = tmp_out
+    out = Path(out)
+    started = _now()
+    done = store.read_parts(out) if resume else {}
+    if tmp_out is None:
+        store.write_spec(out, spec)
+    f_ref = max(levels["freq_ghz"]) if "freq_ghz" in levels else None
+
+    def task(i, r, q=quiet):
+        return Task(backend if isinstance(backend, str) else be, points[i], i, r,
+                    run_seed(seed, i, r), options, f_ref, freq_mode, q)
+
+    ex = make_executor(scheduler, workers=workers, real_io=not be.simulated)
+    try:
+        if warmup and not resume:
+            # discarded: the first runs pay cold caches, page-ins and lazy init
+            for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
+                pass
+        _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, seed)
+    except RunError as exc:
+        raise RunError(f"{be.name}: {exc}") from exc
+    finally:
+        ex.close()
+        if tmp_out is None:     # stopped before any repetition: nothing to resume
+            store.drop_unstarted(out)
+    from ..data.schema import SWEEP_SPEC
+    from ..system.facts import collect
+    meta = {**collect(), "backend": be.name, "abtlab_version": __version__, "start_time": started,
+            "end_time": _now(), "command": command or " ".join(sys.argv), "seed": seed,
+            "reps": str(reps), "order": order, SWEEP_SPEC: json.dumps(spec, default=str),
+            **(attrs or {})}
+    ds = assemble(list(done.values()), levels, meta)
+    if "machine" in levels:  # each machine level's clock and kernel (abtlab.factors.machine)
+        from ..factors.machine import machine_coords
+        ds = ds.assign_coords(machine_coords(levels["machine"]))
+    if tmp_out is None:
+        store.save(ds, out)
+        store.keep_rejected(out)
+        shutil.rmtree(store.parts_dir(out), ignore_errors=True)
+    else:
+        shutil.rmtree(tmp_out.parent, ignore_errors=True)
+    return ds
+
+
+def _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, seed):
+    """Run until every point has its repetitions (more for an adaptive rule)."""
+    rng = np.random.default_rng(seed)
+    rule = reps if isinstance(reps, Reps) else None
+    wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
+    prog = Progress(sum(wanted.values()) - len(done), label=be.name, quiet=quiet)
+    while True:
+        todo = [(i, r) for i, n in wanted.items() for r in range(n)
+                if store.part_name(i, r) not in done]
+        if not todo:
+            if rule is None:
+                return
+            more = _more_reps(rule, points, levels, done, wanted, paired=order == "blocked")
+            if not more:
+                return
+            prog.total += sum(n - wanted[i] for i, n in more.items())
+            wanted.update(more)
+            continue
+        todo = _ordered(todo, points, order, rng)
+        for t, part in ex.map([task(i, r) for i, r in todo]):
+            name = store.part_name(t.index, t.rep)
+            store.write_part(out, name, part)
+            done[name] = part
+            prog.step(_short(t.point))
+
+
+def _ordered(todo, points, order, rng):
+    """The (point, rep) runs still to do, in the sweep's order."""
+    if order == "sequential":
+        return todo
+    if order == "random":
+        return [todo[k] for k in rng.permutation(len(todo))]
+    blocks: dict = {}
+    for i, r in todo:
+        blocks.setdefault((_config(points[i]), r), []).append((i, r))
+    keys = list(blocks)
+    return [run for k in rng.permutation(len(keys))
+            for run in (blocks[keys[k]][j] for j in rng.permutation(len(blocks[keys[k]])))]
+
+
+def _values_by_point(done, metric) -> dict:
+    """point index -> {rep: metric} over its finished runs (one pass over the parts)."""
+    out: dict = {}
+    for p in done.values():
+        if metric in p:
+            out.setdefault(int(p.attrs["point_index"]), {})[int(p.attrs["rep"])] = float(p[metric])
+    return out
+
+
+def _more_reps(rule, points, levels, done, wanted, paired=False):
+    """Points whose CI is still too wide get more runs: as many as their observed RSD
+    says the target needs (t-quantile at that count), at most doubling per round so a
+    misleading pilot cannot spend the whole budget at once. paired (a blocked sweep):
+    every point of a configuration gets the same count, so blocks stay complete."""
+    from ..stats import reps_for_cv
+    by_rep = _values_by_point(done, rule.metric)
+    own = {i: _mean_spread(by_rep.get(i, {}), rule.level) for i in wanted}
+    spread = own
+    if rule.on == "slowdown" and "freq_ghz" in levels:
+        f_low = min(levels["freq_ghz"])
+        ref = {_config(p): i for i, p in enumerate(points) if p["freq_ghz"] == f_low}
+        pair = {i: ref[_config(points[i])] for i in wanted}
+        # the ratio's spread: paired by block, or (delta method) the two in quadrature
+        spread = {i: (_paired_spread(by_rep.get(i, {}), by_rep.get(r, {}), rule.level) if paired
+                      else tuple(float(v) for v in np.hypot(own[i], own[r])))
+                  for i, r in pair.items() if r != i}
+        for i, r in pair.items():    # a reference takes the widest of its ratios
+            if r == i:
+                spread[i] = max([spread[j] for j, rj in pair.items() if rj == i and j != i]
+                                or [own[i]])
+    need = {}
+    for i, (hw, cv) in spread.items():
+        n = wanted[i]
+        if hw > rule.target and n < rule.max:
+            k = reps_for_cv(cv, rule.target, rule.level) if np.isfinite(cv) else n + 1
+            need[i] = int(min(rule.max, max(n + 1, min(k, 2 * n))))
+    if paired:
+        cfg_need: dict = {}
+        for i, k in need.items():
+            cfg_need[_config(points[i])] = max(k, cfg_need.get(_config(points[i]), 0))
+        need = {i: cfg_need[_config(p)] for i, p in enumerate(points)
+                if _config(p) in cfg_need and cfg_need[_config(p)] > wanted[i]}
+    return need
+
+
+def _mean_spread(vals: dict, level):
+    """(relative CI half-width of the mean, RSD) of one point's runs."""
+    from ..stats import ci_halfwidth
+    x = np.array(list(vals.values()))
+    return ci_halfwidth(x, level), _cv(x)
+
+
+def _paired_spread(a: dict, b: dict, level):
+    """(relative CI half-width, per-run relative spread) of mean(a)/mean(b) over the
+    blocks both have: the spread of the per-block difference of relative deviations,
+    so drift shared within a block cancels."""
+    from ..stats import ratio_halfwidth
+    reps = sorted(set(a) & set(b))
+    x, y = np.array([a[r] for r in reps]), np.array([b[r] for r in reps])
+    if x.size < 2 or x.mean() == 0 or y.mean() == 0:
+        return np.inf, np.inf
+    hw = ratio_halfwidth(x, y, level, method="delta" if (x > 0).all() and (y > 0).all()
+                         else "fieller", paired=True)
+    return hw, float(np.std(x / x.mean() - y / y.mean(), ddof=1))
+
+
+def _cv(x):
+    """Relative standard deviation of a point's runs (inf when it cannot be estimated)."""
+    if x.size < 2 or x.mean() == 0:
+        return np.inf
+    return float(x.std(ddof=1) / abs(x.mean()))
+
+
+def _config(point):
+    return tuple((k, v) for k, v in point.items() if k != "freq_ghz")
+
+
+def _short(point):
+    return " ".join(f"{k}={v}" for k, v in point.items())

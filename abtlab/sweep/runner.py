@@ -1,0 +1,94 @@
+"""`abtlab.run` / `abtlab run`: turn user-facing options into factor levels and sweep."""
+from __future__ import annotations
+
+from .. import policies
+from ..backends import get as get_backend
+from ..errors import ConfigError
+from ..factors.levels import (MAX_THREADS, check_real_freq, parse_freq, parse_ints, parse_sizes, parse_words)
+from ..factors.machine import parse_machines
+
+__all__ = ["build_levels", "run"]
+
+# factor -> parser(value) -> list of levels
+_PARSERS = {
+    "policy": lambda v: [p.label for p in policies.parse_list(v)],
+    "threads": lambda v: parse_ints(v, "threads", hi=MAX_THREADS),
+    "files": lambda v: parse_ints(v, "files"),
+    "file_size": lambda v: parse_sizes(v, "file_size"),
+    "record_size": lambda v: parse_sizes(v, "record_size"),
+    "device": lambda v: _devices(v),
+    "machine": lambda v: [m.label for m in parse_machines(v)],
+}
+
+
+def _devices(v):
+    from ..system.device import parse_profile
+    words = parse_words(v, "device")
+    for w in words:
+        parse_profile(w)
+    return words
+
+
+def _freq_axis(be, freq):
+    """A simulator's frequencies are simulated whatever the prefix; a real backend's must
+    say emulated:, real: or native."""
+    if be.simulated:
+        axis = parse_freq(freq if freq is not None else "2.0", default_mode="simulated")
+        axis.mode = "simulated"
+        return axis
+    axis = parse_freq(freq if freq is not None else "native")
+    if axis.mode == "simulated":
+        raise ConfigError("freq", freq, "emulated:... | real:... | native for a real backend")
+    check_real_freq(axis, freq)
+    return axis
+
+
+def build_levels(backend, freq=None, **factors):
+    """Return (levels, options) for a backend from user values (strings or lists)."""
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    levels, options = {}, {}
+    for name, default in be.factors.items():
+        if name == "freq_ghz":
+            axis = _freq_axis(be, freq)
+            levels[name] = axis.levels
+            options["freq_mode"] = axis.mode
+            continue
+        value = factors.pop(name, None)
+        parse = {**_PARSERS, **be.factor_parsers}.get(name)
+        if value is None:
+            levels[name] = [default]
+        elif parse is not None:
+            levels[name] = parse(value)
+        else:
+            levels[name] = be.parse_factor(name, value)
+    allowed = set(getattr(be, "options", {}) or {}) | {"freq_mode"}
+    for key in factors:
+        if key not in allowed:
+            raise ConfigError(key, factors[key], f"a factor ({', '.join(be.factors)}) or option "
+                              f"({', '.join(sorted(allowed - {'freq_mode'})) or 'none'}) of backend {be.name}")
+    options.update(factors)
+    if options.get("freq_mode") == "virtual":
+        from ..factors.machine import check_virtual_freq
+        check_virtual_freq(levels.get("machine", ["host"]))
+    return levels, options
+
+
+def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
+        warmup=0, command=None, scheduler=None, workers=2, order="random", force=False,
+        wait=True, **factors):
+    """Run backend over every combination of the given factor lists.
+
+    Example: abtlab.run("iozone", threads="16,64", policy="ext4,nojc",
+                        freq="emulated:1.6,3.3", device="none", reps=5, out="r.nc")
+    Non-factor keywords (fsync, direct, processes, workload, ...) are backend options.
+    force: replace what is at `out`; wait=False: fail at once if another real run holds
+    the machine (see abtlab.sweep.loop.run).
+    """
+    from . import loop as sweep
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    levels, options = build_levels(be, freq=freq, **factors)
+    freq_mode = options.pop("freq_mode", None)
+    return sweep.run(be.name if isinstance(backend, str) else be, levels, reps=reps, out=out,
+                     seed=seed, resume=resume, quiet=quiet, warmup=warmup, options=options,
+                     command=command, freq_mode=freq_mode, scheduler=scheduler, workers=workers,
+                     order=order, force=force, wait=wait)

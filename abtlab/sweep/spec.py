@@ -1,0 +1,127 @@
+"""Sweep specs: a TOML file (or the same dict in Python) naming everything a sweep needs.
+
+    backend = "iozone"
+    seed = 1
+    warmup = 1
+    [factors]                       # lists, or the strings `abtlab run` accepts
+    threads = [64, 256]
+    file_size = "128k"
+    record_size = "32k"
+    policy = ["ext4", "nojc", "delayjc:window=16ms"]
+    freq = "emulated:1.6,2.0,2.6,3.3"
+    device = ["none", "hdd7200"]
+    machine = ["host", "guest:clock=virtual,cpus=2"]   # abtlab.factors.machine
+    [options]                       # backend options (not swept)
+    fsync = true
+    [repetitions]                   # or: repetitions = 5
+    min = 3
+    max = 50
+    target = 0.05                   # relative 95% CI half-width of the mean
+    metric = "throughput"
+    on = "mean"                     # or "slowdown": the ratio to the lowest frequency
+    [execution]
+    scheduler = "serial"            # "local" (dask LocalCluster) or "tcp://host:8786"
+    workers = 2
+    order = "random"                # or "blocked": each repetition of a configuration runs
+                                    # at every frequency back to back (paired ratios)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..data.tomlfile import read_toml
+
+__all__ = ["Spec", "load_spec", "parse_spec", "run_spec"]
+
+_TOP = {"backend", "seed", "warmup", "out", "factors", "options", "repetitions", "execution"}
+
+
+@dataclass
+class Spec:
+    backend: str
+    factors: dict
+    options: dict = field(default_factory=dict)
+    reps: object = 3
+    seed: int = 0
+    warmup: int = 0
+    out: str | None = None
+    scheduler: str | None = None
+    workers: int = 2
+    order: str = "random"
+
+
+def load_spec(path) -> Spec:
+    return parse_spec(read_toml(path, "spec", "an existing TOML file"))
+
+
+def _int(data, key, lo, default):
+    v = data.get(key, default)
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+        raise ConfigError(key, v, f"an integer >= {lo}")
+    return v
+
+
+def parse_spec(data: dict) -> Spec:
+    from ..backends import get, names
+    from .loop import Reps
+    unknown = set(data) - _TOP
+    if unknown:
+        raise ConfigError(sorted(unknown)[0], data[sorted(unknown)[0]], ", ".join(sorted(_TOP)))
+    if "backend" not in data:
+        raise ConfigError("backend", None, ", ".join(names()))
+    get(data["backend"])  # unknown names raise naming the field
+    reps = data.get("repetitions", 3)
+    if isinstance(reps, dict):
+        bad = set(reps) - {"min", "max", "target", "level", "metric", "on"}
+        if bad:
+            raise ConfigError(f"repetitions.{sorted(bad)[0]}", reps, "min, max, target, level, metric, on")
+        reps = Reps(**reps)
+    elif not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise ConfigError("repetitions", reps, "an integer >= 1 or a table {min, max, target, ...}")
+    ex = data.get("execution", {})
+    bad = set(ex) - {"scheduler", "workers", "order"}
+    if bad:
+        raise ConfigError(f"execution.{sorted(bad)[0]}", ex, "scheduler, workers, order")
+    from .loop import ORDERS
+    if ex.get("order", "random") not in ORDERS:
+        raise ConfigError("execution.order", ex["order"], " | ".join(ORDERS))
+    seed, warmup = _int(data, "seed", 0, 0), _int(data, "warmup", 0, 0)
+    factors = data.get("factors")
+    if not isinstance(factors, dict) or not factors:
+        raise ConfigError("factors", factors, "a [factors] table with at least one factor "
+                                              "= list or string (e.g. threads = [64, 256])")
+    options = data.get("options", {})
+    if not isinstance(options, dict):
+        raise ConfigError("options", options, "a table of backend option = value")
+    from .loop import BOOL_OPTIONS
+    for key in BOOL_OPTIONS:
+        if key in options and not isinstance(options[key], bool):
+            raise ConfigError(f"options.{key}", options[key], "true or false (a TOML boolean, "
+                                                              "without quotes)")
+    return Spec(backend=data["backend"], factors=dict(factors), options=dict(options),
+                reps=reps, seed=seed, warmup=warmup,
+                out=data.get("out"), scheduler=ex.get("scheduler"), workers=_int(ex, "workers", 1, 2),
+                order=ex.get("order", "random"))
+
+
+def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None,
+             force=False, wait=True):
+    """Run a sweep spec; `out` overrides the spec's own."""
+    from .runner import run
+    if isinstance(spec, (str, Path)):
+        spec = load_spec(spec)
+    elif isinstance(spec, dict):
+        spec = parse_spec(spec)
+    out = out or spec.out
+    if out is None:
+        raise ConfigError("out", None, "an output path (in the spec or --out)")
+    factors = dict(spec.factors)
+    freq = factors.pop("freq", factors.pop("freq_ghz", None))
+    if isinstance(freq, list):
+        freq = ",".join(str(f) for f in freq)
+    return run(spec.backend, out=out, reps=spec.reps, seed=spec.seed, resume=resume, quiet=quiet,
+               freq=freq, warmup=spec.warmup, command=command, scheduler=spec.scheduler,
+               workers=spec.workers, order=spec.order, force=force, wait=wait,
+               **factors, **spec.options)
