@@ -23,6 +23,7 @@ from . import backends, data, errors, policies, trace  # noqa: E402  (all light)
 
 def load(path):
     """Read a run dataset written by `abtlab run`, `abtlab sweep` or `save`."""
+    from .present import accessor  # noqa: F401  (registers ds.abt)
     from .data.store import load as _load
     return _load(path)
 
@@ -35,11 +36,13 @@ def save(ds, path):
 
 def sweep_spec(spec, out=None, resume=False, quiet=False):
     """Run a sweep spec (TOML path or dict); see abtlab.sweep.spec."""
+    from .present import accessor  # noqa: F401  (registers ds.abt)
     from .sweep.spec import run_spec
     return run_spec(spec, out=out, resume=resume, quiet=quiet)
 
 
 def run(backend, out=None, **factors):
     """Run a backend over the lists in factors; return (and optionally save) the dataset."""
+    from .present import accessor  # noqa: F401  (registers ds.abt)
     from .sweep.runner import run as _run
     return _run(backend, out=out, **factors)

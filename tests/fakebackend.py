@@ -3,7 +3,8 @@ import time
 
 import numpy as np
 
-from abtlab.backends.base import Backend, RunResult
+from abtlab.backends.base import Backend
+from abtlab.data.result import RunResult
 from abtlab.trace import RECORD_DTYPE
 
 

@@ -4,6 +4,7 @@ import pytest
 import xarray as xr
 
 from abtlab import stats
+from abtlab.stats import intervals
 from abtlab.sweep import loop as sweep
 from abtlab.errors import ConfigError
 
@@ -102,8 +103,8 @@ def test_reps_for_cv_uses_the_level():
         stats.reps_for_cv(0.1, 0.05, 0.80)
     for level in (0.8, 0.95, 0.99):
         n = stats.reps_for_cv(0.1, 0.05, level)
-        assert stats._tcrit(level, n - 1) * 0.1 / np.sqrt(n) <= 0.05
-        assert stats._tcrit(level, n - 2) * 0.1 / np.sqrt(n - 1) > 0.05
+        assert intervals._tcrit(level, n - 1) * 0.1 / np.sqrt(n) <= 0.05
+        assert intervals._tcrit(level, n - 2) * 0.1 / np.sqrt(n - 1) > 0.05
 
 
 def test_adaptive_sweep_stops_each_point_at_target_or_max():

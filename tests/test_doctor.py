@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 import platform
 
-from abtlab.system import cpufreq, doctor, facts
+from abtlab.backends import doctor
+from abtlab.system import cpufreq, facts
 
 NAMES = {"root", "loop devices", "mkfs.ext4", "tracefs + jbd2 events", "block throttling",
          "cpufreq", "RAPL energy", "perf", "iozone (backend iozone-tool)",

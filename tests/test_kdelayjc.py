@@ -2,20 +2,21 @@
 
 import pytest
 
-from abtlab.backends import kdelayjc
+from abtlab.backends import dispatch, kdelayjc
 from abtlab.backends.base import RunContext
+from abtlab.policies.kdelayjc import parse_kdelayjc
 from abtlab.errors import ConfigError, RunError
 from abtlab.system import cleanup
 
 
 def test_parse_spec_and_label_round_trip():
-    pol = kdelayjc.parse_kdelayjc("kdelayjc:window=2ms,max_resets=8")
+    pol = parse_kdelayjc("kdelayjc:window=2ms,max_resets=8")
     assert pol.kind == "kdelayjc"
     assert pol.params == {"window_us": 2000, "max_resets": 8}
     assert pol.label == "kdelayjc:window=2ms,max_resets=8"
-    assert kdelayjc.parse_kdelayjc(pol.label) == pol
-    assert kdelayjc.parse_kdelayjc("kdelayjc:window=1500us").params == {"window_us": 1500, "max_resets": 0}
-    assert kdelayjc.parse_kdelayjc("kdelayjc:window=0").params["window_us"] == 0
+    assert parse_kdelayjc(pol.label) == pol
+    assert parse_kdelayjc("kdelayjc:window=1500us").params == {"window_us": 1500, "max_resets": 0}
+    assert parse_kdelayjc("kdelayjc:window=0").params["window_us"] == 0
     assert pol.journal and pol.mount_options() == "" and pol.preload_env() == {}
 
 
@@ -31,7 +32,7 @@ def test_parse_spec_and_label_round_trip():
 ])
 def test_bad_specs_name_the_field(spec, field):
     with pytest.raises(ConfigError) as err:
-        kdelayjc.parse_kdelayjc(spec)
+        parse_kdelayjc(spec)
     assert err.value.field == field
 
 
@@ -85,7 +86,7 @@ def test_bare_metal_kernel_sets_knobs_around_the_host_run(tmp_path, monkeypatch)
                       resets=(root / "delayjc_max_resets").read_text().strip())
         return realfs.RunResult(scalars={"jbd2_info_commits": 3.0})
     monkeypatch.setattr(realfs, "run_workload", fake_run_workload)
-    res = kdelayjc.run_any(_argv, {"policy": "kdelayjc:window=10ms,max_resets=8"},
+    res = dispatch.run_any(_argv, {"policy": "kdelayjc:window=10ms,max_resets=8"},
                            RunContext(workdir=tmp_path), 1)
     assert during == {"point": {"policy": "ext4"}, "window": "10000", "resets": "8"}
     assert "host kernel" in res.attrs["policy_mechanism"]
@@ -98,10 +99,10 @@ def test_run_any_sends_kdelayjc_to_the_guest_without_knobs(tmp_path, monkeypatch
     calls = []
     monkeypatch.setattr(realfs, "run_workload",
                         lambda *a, **k: calls.append("host") or realfs.RunResult(scalars={}))
-    monkeypatch.setattr(kdelayjc, "run_in_guest", lambda *a, **k: calls.append(a[4]) or "g")
+    monkeypatch.setattr(dispatch, "run_in_guest", lambda *a, **k: calls.append(a[4]) or "g")
     ctx = RunContext(workdir=tmp_path)
-    assert kdelayjc.run_any(_argv, {"policy": "kdelayjc:window=2ms"}, ctx, 1) == "g"
-    assert kdelayjc.run_any(_argv, {"policy": "ext4"}, ctx, 1).attrs["clock"] == "host"
-    assert kdelayjc.run_any(_argv, {"policy": "ext4", "machine": "host"}, ctx, 1).attrs["machine"] == "host"
-    assert kdelayjc.run_any(_argv, {"policy": "ext4", "machine": "guest:shift=1"}, ctx, 1) == "g"
+    assert dispatch.run_any(_argv, {"policy": "kdelayjc:window=2ms"}, ctx, 1) == "g"
+    assert dispatch.run_any(_argv, {"policy": "ext4"}, ctx, 1).attrs["clock"] == "host"
+    assert dispatch.run_any(_argv, {"policy": "ext4", "machine": "host"}, ctx, 1).attrs["machine"] == "host"
+    assert dispatch.run_any(_argv, {"policy": "ext4", "machine": "guest:shift=1"}, ctx, 1) == "g"
     assert [getattr(c, "label", c) for c in calls] == ["guest", "host", "host", "guest:shift=1"]

@@ -114,7 +114,7 @@ def test_virtual_frequency_is_an_icount_shift_of_guests_only():
 def test_plot_panels_and_provenance_say_the_clock():
     import xarray as xr
     from abtlab.present.plots import _panel_title
-    from abtlab.stats.summary import provenance_label
+    from abtlab.stats.values import provenance_label
     ds = xr.Dataset(coords={"machine": ["host", "guest"]},
                     attrs={"freq_mode": "emulated", "clock": "host | virtual"})
     ds = ds.assign_coords(machine.machine_coords(["host", "guest"]))

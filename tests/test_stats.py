@@ -24,7 +24,7 @@ def test_point_summary_matches_t_interval_and_skips_nan():
 
 
 def test_point_summary_single_rep_has_no_ci_and_point_stats_agrees():
-    from abtlab.stats.summary import point_stats
+    from abtlab.stats.intervals import point_stats
     ds = make_run(reps=4)
     ds["throughput"][1, 1, 1, 1:] = np.nan
     s = stats.point_summary(ds)

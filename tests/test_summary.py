@@ -1,6 +1,6 @@
 import xarray as xr
 
-from abtlab.stats.summary import provenance_label
+from abtlab.stats.values import provenance_label
 
 
 def test_labels_say_what_was_emulated():

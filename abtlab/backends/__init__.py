@@ -10,7 +10,8 @@ import importlib
 import warnings
 
 from ..errors import ConfigError
-from .base import Availability, Backend, RunResult
+from ..data.result import RunResult
+from .base import Availability, Backend
 
 __all__ = ["get", "names", "register", "Backend", "RunResult", "Availability"]
 

@@ -1,7 +1,7 @@
 """The backend interface: one small class per workload driver.
 
 A backend says what it can run here (`available()` with a reason), which factors it
-sweeps, and runs one point, returning a `RunResult`. `abtlab.sweep.loop` turns many
+sweeps, and runs one point, returning a `RunResult` (abtlab.data.result). `abtlab.sweep.loop` turns many
 results into one run dataset, so every backend gets repetitions, storage, traces and
 plots for free.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
+from ..data.result import RunResult
 
-__all__ = ["Backend", "RunResult", "Availability", "RunContext"]
+__all__ = ["Backend", "Availability", "RunContext"]
 
 
 @dataclass
@@ -21,23 +21,6 @@ class Availability:
 
     def __bool__(self):
         return self.ok
-
-
-@dataclass
-class RunResult:
-    """One repetition of one point.
-
-    scalars: variable name (schema.VARIABLES) -> float.
-    ops: structured array of trace.RECORD_DTYPE (may be empty).
-    commits: dict of column (schema.COMMIT_COLUMNS without the commit_ prefix) -> array.
-    batches: dict of column (schema.BATCH_COLUMNS without the batch_ prefix) -> array.
-    attrs: facts about this run to merge into dataset attrs (freq_mode, filesystem, ...).
-    """
-    scalars: dict
-    ops: np.ndarray | None = None
-    commits: dict | None = None
-    batches: dict | None = None
-    attrs: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .. import trace
 from ..errors import ConfigError
-from .base import Backend, RunResult
+from ..data.result import RunResult
+from .base import Backend
 from .locks import _available, _int_in, run_kv, syscalls_program
 
 __all__ = ["DioBackend", "MODES", "WORKLOADS", "MIN_BLOCK", "MAX_BLOCK", "mount_of"]

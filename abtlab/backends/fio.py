@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigError
-from .base import Backend, RunResult
+from ..data.result import RunResult
+from .base import Backend
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio

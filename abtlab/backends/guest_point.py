@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from .. import policies, trace
 from ..errors import ConfigError, RunError
 from ..factors.machine import Machine, parse_machine
-from .base import RunResult
+from ..data.result import RunResult
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
            "guest_events", "shadow_waits", "DELAYJC_KNOBS"]
@@ -28,7 +28,7 @@ FREQ_MODES = ("native", "emulated", "virtual")
 
 
 def _policy(spec):
-    from .kdelayjc import KIND, parse_kdelayjc
+    from ..policies.kdelayjc import KIND, parse_kdelayjc
     if str(getattr(spec, "kind", spec)).strip().lower().startswith(KIND):
         return parse_kdelayjc(spec)
     return policies.parse(spec)

@@ -8,7 +8,8 @@ of per-child S / T_write: eq. (3)'s definition, measured by IOzone's own clock.
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .base import Backend, RunResult
+from ..data.result import RunResult
+from .base import Backend
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_iozone

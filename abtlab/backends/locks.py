@@ -15,7 +15,8 @@ from pathlib import Path
 from .. import about
 from .. import trace
 from ..errors import ConfigError, RunError, UnavailableError
-from .base import Availability, Backend, RunResult
+from ..data.result import RunResult
+from .base import Availability, Backend
 
 __all__ = ["LocksBackend", "run_kv", "syscalls_program", "LOCKS", "MAX_THREADS", "MAX_WORK"]
 

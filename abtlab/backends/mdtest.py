@@ -13,7 +13,8 @@ import shutil
 
 from .. import policies
 from ..errors import ConfigError
-from .base import Backend, RunResult
+from ..data.result import RunResult
+from .base import Backend
 from .metarates import write_bytes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_mdtest

@@ -17,10 +17,11 @@ import numpy as np
 from .. import about
 from .. import policies, trace
 from ..errors import RunError, UnavailableError
-from .base import Availability, RunResult
+from ..data.result import RunResult
+from .base import Availability
 
 __all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "real_available",
-           "run_workload", "run_and_measure", "scratch_on_device", "check_scratch_options",
+           "run_workload", "scratch_on_device", "check_scratch_options",
            "Prepared", "add_measures"]
 
 BACKENDS_DIR = about.BACKENDS
@@ -186,14 +187,6 @@ class Prepared:
     data_bytes: int
     workload: str
     measure_kw: dict = field(default_factory=dict)
-
-
-def run_and_measure(argv_for, point, ctx, data_bytes, workload, **measure_kw) -> RunResult:
-    """Run the workload on its machine (host, or the guest: --machine), then add the
-    model's measures and the delayJC batch count."""
-    from .kdelayjc import run_any
-    res = run_any(argv_for, point, ctx, data_bytes)
-    return add_measures(res, Prepared(argv_for, data_bytes, workload, measure_kw))
 
 
 def add_measures(res: RunResult, prep: Prepared) -> RunResult:

@@ -6,7 +6,8 @@ and any other abtlab.sim.SimParams field."""
 from __future__ import annotations
 
 from ..factors.levels import parse_words
-from .base import Availability, Backend, RunResult
+from ..data.result import RunResult
+from .base import Availability, Backend
 
 __all__ = ["SimBackend"]
 

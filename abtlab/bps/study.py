@@ -248,7 +248,6 @@ def correlations(ds):
 def compare_with_paper(corr, reference=None):
     """Measured normalised CC next to seed 001's, one row per (set, metric)."""
     import pandas as pd
-    from pathlib import Path
     ref_path = reference or about.REFERENCE_DATA / "bps_published.csv"
     ref = pd.read_csv(ref_path, comment="#", dtype=str).dropna(subset=["study_set"])
     paper = {}

@@ -34,7 +34,7 @@ def main(args):
     from ..bayes import compare, decision
     from ..errors import ConfigError
     from ..data.store import load
-    from ..stats.summary import provenance_label
+    from ..stats.values import provenance_label
     if args.model not in MODELS:
         raise ConfigError("model", args.model, " | ".join(MODELS))
     ds = load(args.run)

@@ -45,7 +45,7 @@ def _drop_constant(df, keep=()):
 def main(args):
     from .. import stats
     from ..data.store import load
-    from ..stats.summary import provenance_label
+    from ..stats.values import provenance_label
     ds = load(args.run)
     print(f"{args.run}: {args.var}, backend {ds.attrs.get('backend', '?')}, "
           f"{provenance_label(ds)} (freq_mode={ds.attrs.get('freq_mode', '?')})")

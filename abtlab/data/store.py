@@ -71,7 +71,6 @@ def load(path):
     """Load a run dataset fully into memory (NetCDF or Zarr)."""
     import xarray as xr
 
-    from .. import accessor  # noqa: F401  (registers ds.abt)
     path = Path(path)
     if not path.exists():
         raise ConfigError("path", str(path), "an existing .nc or .zarr run dataset")

@@ -138,17 +138,18 @@ def history_data(data="auto", point: Point | None = None, quiet=True) -> History
         _host_row(hist, data, quiet)
         _guest_rows(hist, data, quiet)
     else:
-        import abtlab
-        add_dataset_rows(hist, abtlab.load(data), Path(data).name)
+        from ..data.store import load as load_dataset
+        add_dataset_rows(hist, load_dataset(data), Path(data).name)
     hist.runs = {row: hist.runs[row] for row in ROWS if row in hist.runs}   # in ROWS order
     return hist
 
 
 def _run(backend, point: Point, quiet, **kw):
-    import abtlab
-    return abtlab.run(backend, threads=point.threads, file_size=point.file_size,
-                      record_size=point.record_size, policy=",".join(point.policies),
-                      device=point.device, reps=point.reps, seed=point.seed, quiet=quiet, **kw)
+    from . import accessor  # noqa: F401  (registers ds.abt)
+    from ..sweep.runner import run as run_sweep
+    return run_sweep(backend, threads=point.threads, file_size=point.file_size,
+                     record_size=point.record_size, policy=",".join(point.policies),
+                     device=point.device, reps=point.reps, seed=point.seed, quiet=quiet, **kw)
 
 
 def _emulated(point: Point) -> str:
@@ -220,7 +221,7 @@ def ratio_table(hist: History, f_low=None, f_high=None, level=0.95):
     (Fieller) and the one-sided test of "slower at f_high" (abtlab.stats.test_slowdown),
     the kind of data, and for a missing study row the reason in `note`."""
     import pandas as pd
-    from ..stats.summary import provenance_label
+    from ..stats.values import provenance_label
     pt = hist.point
     f_low = pt.freqs[0] if f_low is None else f_low
     f_high = pt.freqs[-1] if f_high is None else f_high
@@ -283,7 +284,7 @@ def mechanism_table(hist: History, policy="ext4"):
     mechanism moves: throughput (MB/s of the row's own clock), journal commits,
     nonblocked threads (class X) and the mean commit wait (ms)."""
     import pandas as pd
-    from ..stats.summary import provenance_label
+    from ..stats.values import provenance_label
     cols = {"throughput": ("throughput_MB_s", 1e-6), "commits": ("commits", 1),
             "nonblocked_threads": ("nonblocked_threads", 1), "mean_commit_wait": ("commit_wait_ms", 1e3)}
     frames = []

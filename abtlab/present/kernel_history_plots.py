@@ -90,9 +90,9 @@ def plot_timelines(hist: History, policy="ext4", freqs=None, max_threads=64):
     writes coloured by class (X not blocked, Z partially, Y fully blocked; eqs. 4-6)
     with the journal commits drawn over them (abtlab.present.studies.plot_commit_timeline)."""
     import matplotlib.pyplot as plt
-    from .. import accessor  # noqa: F401  (registers ds.abt)
+    from ..data import runs
     from .studies import plot_commit_timeline
-    from ..stats.summary import provenance_label
+    from ..stats.values import provenance_label
     freqs = list(freqs or (hist.point.freqs[0], hist.point.freqs[-1]))
     rows = [r for r in ROWS if r in hist.runs and "op_run" in hist.runs[r]]
     if not rows:
@@ -105,7 +105,7 @@ def plot_timelines(hist: History, policy="ext4", freqs=None, max_threads=64):
             raise ConfigError("policy", policy, f"a policy of row {row!r}")
         for j, f in enumerate(freqs):
             ax = axes[i, j]
-            ids = ds.abt.run_ids(**{schema.POLICY: policy, schema.FREQ: f})
+            ids = runs.run_ids(ds, **{schema.POLICY: policy, schema.FREQ: f})
             plot_commit_timeline(ds, int(ids[0]), ax=ax, max_threads=max_threads)
             ax.set_title(f"{row}, {policy}, {f:g} GHz [{_kind(provenance_label(ds), ', ')}]",
                          fontsize=8)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import schema
-from ..stats.summary import point_stats, provenance_label
+from ..stats.intervals import point_stats
+from ..stats.values import provenance_label
 
 __all__ = ["plot_metric", "plot_throughput"]
 

@@ -62,7 +62,7 @@ def export_pyperf(ds, path, var="throughput") -> dict:
     Returns {"path", "benchmarks", "runs", "skipped"}: skipped lists points without
     any finite repetition. Values must be > 0 (pyperf's rule): ConfigError otherwise."""
     import pyperf
-    from ..stats import _values
+    from ..stats.values import _values
     da = _values(ds, var)
     convert, how = _conversion(da, var)
     dims = [d for d in da.dims if d != schema.REP]

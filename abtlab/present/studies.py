@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..data import runs
 from ..errors import ConfigError, UnavailableError
 
 __all__ = ["real_available", "study_data", "delay_policies", "delay_sweep", "delay_table",
@@ -32,10 +33,12 @@ def real_available(backend: str = "iozone") -> bool:
 def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=True, guest=None):
     """The dataset a study runs on (see module doc).
 
-    sim: factors for abtlab.run("sim", ...); real: factors for the real backend, with
+    sim: factors for run_sweep("sim", ...); real: factors for the real backend, with
     a "backend" key (default "iozone"); without `real`, "auto" means the simulator.
     guest: the same for data="guest", with a "machine" key (a guest spec)."""
-    import abtlab
+    from . import accessor  # noqa: F401  (registers ds.abt)
+    from ..data.store import load as load_dataset
+    from ..sweep.runner import run as run_sweep
     data = str(data)
     if data == "guest":
         return _guest_data(guest, reps, seed, quiet)
@@ -44,19 +47,20 @@ def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=True, gue
         if not path.exists():
             raise ConfigError("data", data, "auto | sim | the path of a dataset"
                               + (" | guest" if guest else ""))
-        return abtlab.load(path)
+        return load_dataset(path)
     if not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")
     real = dict(real or {})
     backend = real.pop("backend", "iozone")
     if data == "auto" and real and real_available(backend):
-        return abtlab.run(backend, reps=reps, seed=seed, quiet=quiet, warmup=1, **real)
-    return abtlab.run("sim", reps=reps, seed=seed, quiet=quiet, **dict(sim or {}))
+        return run_sweep(backend, reps=reps, seed=seed, quiet=quiet, warmup=1, **real)
+    return run_sweep("sim", reps=reps, seed=seed, quiet=quiet, **dict(sim or {}))
 
 
 def _guest_data(guest, reps, seed, quiet):
     """The study's point on a guest machine; UnavailableError when it cannot boot here."""
-    import abtlab
+    from . import accessor  # noqa: F401  (registers ds.abt)
+    from ..sweep.runner import run as run_sweep
     from ..factors.machine import parse_machine
     from ..system import guest as qemu_guest
     if not guest:
@@ -71,7 +75,7 @@ def _guest_data(guest, reps, seed, quiet):
     ok, why = qemu_guest.available()
     if not ok:
         raise UnavailableError(f"data='guest': {why}")
-    return abtlab.run(backend, reps=reps, seed=seed, quiet=quiet, **factors)
+    return run_sweep(backend, reps=reps, seed=seed, quiet=quiet, **factors)
 
 
 def delay_policies(windows_ms, max_resets=64) -> list[str]:
@@ -146,7 +150,7 @@ def plot_delay_tradeoff(ds, threads=None):
     """Throughput and commit wait against the delay window, one line per frequency;
     ext4 (no delay) dashed. Title says the data is simulated when it is."""
     import matplotlib.pyplot as plt
-    from ..stats.summary import provenance_label
+    from ..stats.values import provenance_label
     df = delay_table(ds)
     threads = int(df.threads.max()) if threads is None else threads
     df = df[df.threads == threads]
@@ -174,18 +178,17 @@ def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
     commits shaded. run_id: one run of ds (default: the first one with commits)."""
     import matplotlib.pyplot as plt
     import numpy as np
-    from .. import accessor  # noqa: F401  (registers ds.abt)
     from ..model import classify
-    from ..stats.summary import provenance_label
+    from ..stats.values import provenance_label
     if "op_run" not in ds:
         raise ConfigError("ds", "no traces", "a dataset with op and commit traces")
-    ids = ds.abt.run_ids()
+    ids = runs.run_ids(ds)
     if run_id is None:
         with_commits = set(np.unique(ds["commit_run"].values))
         run_id = next((int(r) for r in ids if r in with_commits), int(ids[0]))
     elif run_id not in ids:
         raise ConfigError("run_id", run_id, f"one of {list(ids)[:10]}...")
-    ops, commits = ds.abt.ops(run_id), ds.abt.commits(run_id)
+    ops, commits = runs.ops(ds, run_id), runs.commits(ds, run_id)
     res = classify(ops, commits)
     t0 = int(ops["t_start_ns"].min())
     if ax is None:
@@ -214,7 +217,6 @@ def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
 def _runs(ds):
     """(run_id, {factor: level}) of every run of ds that has a trace."""
     import numpy as np
-    from .. import accessor  # noqa: F401  (registers ds.abt)
     if "op_run" not in ds:
         raise ConfigError("ds", "no traces", "a dataset with op and commit traces")
     rid = ds["run_id"]
@@ -233,7 +235,7 @@ def trace_measures(ds, workload="iozone"):
     rows = []
     for r, lv in _runs(ds):
         size = lv.get("file_size") if workload == "iozone" else None
-        m = measures(ds.abt.ops(r), ds.abt.commits(r), workload, file_size=size, fsync=fsync)
+        m = measures(runs.ops(ds, r), runs.commits(ds, r), workload, file_size=size, fsync=fsync)
         rows.append({**lv, "run_id": r, **m})
     return pd.DataFrame(rows)
 
@@ -246,7 +248,7 @@ def trace_metrics(ds, block_size=512):
     rows = []
     for r, lv in _runs(ds):
         elapsed = float(ds["elapsed"].sel({k: v for k, v in lv.items()}).item())
-        rows.append({**lv, "run_id": r, "elapsed": elapsed, **metrics(ds.abt.ops(r), block_size)})
+        rows.append({**lv, "run_id": r, "elapsed": elapsed, **metrics(runs.ops(ds, r), block_size)})
     return pd.DataFrame(rows)
 
 

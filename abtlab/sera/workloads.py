@@ -107,7 +107,7 @@ def sim_workloads(names=WORKLOADS, freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0,
 
 def _emulated_stats(backend, kind, factors, freqs, reps, seed, quiet):
     """f -> {elapsed, io_time} from one emulated-frequency sweep of a real backend."""
-    from .. import run
+    from ..sweep.runner import run
     ds = run(backend, freq="emulated:" + ",".join(f"{f:g}" for f in freqs), reps=reps,
              seed=seed, quiet=quiet, warmup=1, **{k: str(v) for k, v in factors.items()})
     rate = "fcr" if kind == "metarates" else "throughput"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import schema
+from ..data import runs, schema
 from ..errors import ConfigError
 
 __all__ = ["calibrate", "to_toml"]
@@ -34,7 +34,7 @@ def _fit_runs(ds, sel, f_ref, nonscaling):
     from ..model import fit_sim_params
     fits = []
     for run, f in _runs(ds, sel):
-        ops, com = ds.abt.ops(run), ds.abt.commits(run)
+        ops, com = runs.ops(ds, run), runs.commits(ds, run)
         if ops.size:
             fits.append(fit_sim_params(ops, com, freq_ghz=f, f_ref_ghz=f_ref, nonscaling=nonscaling))
     if not fits:
@@ -56,7 +56,6 @@ def _one_int(value) -> int | None:
 
 def calibrate(ds, **sel) -> dict:
     """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors)."""
-    from .. import accessor  # noqa: F401  (registers ds.abt)
     emulated = ds.attrs.get("freq_mode") == "emulated"
     f_ref = float(ds.attrs.get("f_ref_ghz", 3.3))
     nonscaling = 0.0 if emulated else 0.1     # emulation dilates all of a thread's CPU time

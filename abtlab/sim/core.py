@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import model
 from ..errors import ConfigError
-from ..backends.base import RunResult
+from ..data.result import RunResult
 from ..trace import RECORD_DTYPE
 from . import state as K
 from .kernel import run_batch

@@ -16,7 +16,7 @@ def assemble_sim_dataset(levels: dict, reps: int, results: list, command: str,
     """levels: factor dim -> list of values (grid order = itertools.product, rep last);
     results: RunResults in that order. traces=False leaves the op and commit tables empty."""
     from ..data.assemble import assemble_results
-    from ..backends.base import RunResult
+    from ..data.result import RunResult
     points = [dict(zip(levels, combo)) for combo in itertools.product(*levels.values())]
     runs = [(points[k // reps], k % reps,
              r if traces else RunResult(scalars=r.scalars, attrs=r.attrs))

@@ -8,12 +8,12 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
+from .values import _provenance, _values
 
 __all__ = ["regress", "anova"]
 
 
 def _long_frame(ds, var, factors, log):
-    from . import _values
     da = _values(ds, var)
     dims = [d for d in da.dims if d != schema.REP]
     if factors is None:
@@ -56,7 +56,6 @@ def regress(ds, var="throughput", factors=None, log=True, order=None, formula=No
     if fit.df_resid < 1:
         raise ConfigError("factors", factors, "fewer interaction terms (order=) or more "
                           "repetitions: the model leaves no residual degrees of freedom")
-    from . import _provenance
     fit.abtlab_attrs = _provenance(ds, var=var, log=log, formula=formula)
     return fit
 

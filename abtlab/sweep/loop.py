@@ -125,7 +125,6 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     devices holds the machine (`system.runlock`): it waits for another, or with
     wait=False fails at once.
     """
-    from .. import accessor  # noqa: F401  (registers ds.abt)
     from ..system.runlock import MachineLock, OutputLock
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels = {k: list(v) for k, v in levels.items()}
@@ -169,7 +168,8 @@ def _on_host_devices(be, levels, options) -> bool:
         return False
     if all(str(m).startswith("guest") for m in levels.get("machine", ["host"])):
         return False
-    from ..backends.kdelayjc import KIND, knobs_present
+    from ..backends.kdelayjc import knobs_present
+    from ..policies.kdelayjc import KIND
     kinds = [str(getattr(p, "kind", p)).strip().lower() for p in levels.get("policy", ["ext4"])]
     return knobs_present() or not all(k.startswith(KIND) for k in kinds)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import ConfigError, UnavailableError
 from . import cleanup, leftovers
 from ._shell import read, write
+from .cpufreq_limits import put_back, set_limits
 
 __all__ = ["available", "frequencies", "cpus", "FrequencyPin", "CPU_ROOT"]
 
@@ -149,7 +150,7 @@ class FrequencyPin(cleanup.Undoable):
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(self._state))
         os.replace(tmp, self.state_file)     # atomic: a kill leaves the old or the new
-        self._undo(lambda: _put_back(cf, saved), f"restore {cf}")
+        self._undo(lambda: put_back(cf, saved), f"restore {cf}")
         if "userspace" in _governors(cf) and (cf / "scaling_setspeed").exists():
             write(cf / "scaling_governor", "userspace")
             write(cf / "scaling_setspeed", self.freq_khz)
@@ -157,7 +158,7 @@ class FrequencyPin(cleanup.Undoable):
             return
         if "performance" in _governors(cf):
             write(cf / "scaling_governor", "performance")
-        _set_limits(cf, self.freq_khz, self.freq_khz)
+        set_limits(cf, self.freq_khz, self.freq_khz)
         self.methods[cpu] = "min=max"
 
     def describe(self) -> dict:
@@ -167,27 +168,3 @@ class FrequencyPin(cleanup.Undoable):
                 "cpufreq_driver": _maybe(cf / "scaling_driver") or "unknown",
                 "cpufreq_method": ",".join(sorted(set(self.methods.values()))),
                 "cpufreq_cpus": ",".join(map(str, self.cpus))}
-
-
-def _set_limits(cf: Path, lo: int, hi: int):
-    # The kernel refuses min > max at every step, so move whichever bound keeps it valid.
-    if lo > int(read(cf / "scaling_max_freq")):
-        write(cf / "scaling_max_freq", hi)
-        write(cf / "scaling_min_freq", lo)
-    else:
-        write(cf / "scaling_min_freq", lo)
-        write(cf / "scaling_max_freq", hi)
-
-
-def restore_saved(state_file) -> list[str]:
-    """Put back every CPU a dead FrequencyPin recorded (see `leftovers`); the cpufreq
-    directories restored."""
-    state = json.loads(Path(state_file).read_text())
-    for cf, saved in state.items():
-        _put_back(Path(cf), saved)
-    return list(state)
-
-
-def _put_back(cf: Path, saved: dict):
-    write(cf / "scaling_governor", saved["scaling_governor"])
-    _set_limits(cf, int(saved["scaling_min_freq"]), int(saved["scaling_max_freq"]))

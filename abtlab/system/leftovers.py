@@ -41,6 +41,7 @@ from pathlib import Path
 
 from . import cleanup
 from ._shell import read, sh, write
+from .cpufreq_limits import restore_saved
 from .device import _V1_FILES, V1_ROOT, V2_ROOT
 from .tracefs import TRACEFS
 
@@ -385,7 +386,6 @@ def _remove_owned(d: Path) -> None:
     """A dead run's directory and record; a CPU frequency pin in it is put back first,
     and if that fails the directory stays, so its saved settings get another try."""
     if (d / PIN_STATE).is_file():
-        from .cpufreq import restore_saved     # cpufreq imports this module
         restore_saved(d / PIN_STATE)
     remove_dir(d, tree=True)
 

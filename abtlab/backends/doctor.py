@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import about
-from . import cpufreq, device, tracefs
+from ..system import cpufreq, device, tracefs
 
 __all__ = ["Check", "report", "render"]
 
@@ -56,7 +56,7 @@ TOOLS = (("iozone-tool", "iozone", "ABTLAB_IOZONE", "build IOzone 3.4xx from ioz
 
 def _tool(backend, exe, env, how):
     """Where a real tool's backend finds it (-o exe=, $env, PATH), or why not."""
-    from ..backends.toolrun import find_tool
+    from .toolrun import find_tool
     from ..errors import ConfigError, UnavailableError
     try:
         path = find_tool(exe, env)
@@ -92,7 +92,7 @@ def _backends():
 
 def _facts():
     import psutil
-    from .facts import collect
+    from ..system.facts import collect
     f = collect()
     disks = [f"{p.device} on {p.mountpoint} ({p.fstype})"
              for p in psutil.disk_partitions(all=False)
