@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from abtlab.backends import toolrun
-from abtlab.backends.toolrun import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, Window, commits_in, find_tool, fsyncs_in, trace_scalars, window)
+from abtlab.backends.toolrun import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, Window, commits_in,
+                                     find_tool, fsyncs_in, trace_scalars, window)
 from abtlab.errors import ConfigError, RunError, UnavailableError
 from abtlab.system.tracefs import commits_table, fsyncs_table, parse_line
 

@@ -21,7 +21,8 @@ from .base import Backend
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio
-from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, find_tool, is_guest, run_tool, run_tool_in_guest, tool_available, trace_scalars)
+from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, find_tool,
+                      is_guest, run_tool, run_tool_in_guest, tool_available, trace_scalars)
 
 __all__ = ["FioBackend", "fio_argv"]
 

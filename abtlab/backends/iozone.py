@@ -4,7 +4,8 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from .base import Backend
-from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options, program, real_available)
+from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options, program,
+                     real_available)
 from .dispatch import run_and_measure
 
 __all__ = ["IozoneBackend", "check_file_sizes"]

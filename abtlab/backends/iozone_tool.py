@@ -13,7 +13,8 @@ from .base import Backend
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_iozone
-from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, first_fsyncs, run_tool, tool_available, trace_scalars)
+from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, first_fsyncs,
+                      run_tool, tool_available, trace_scalars)
 
 __all__ = ["IozoneToolBackend", "iozone_argv"]
 

@@ -5,7 +5,7 @@ from .. import policies
 from ..errors import ConfigError
 from ..factors.levels import parse_size
 from .base import Backend
-from .realfs import (SCRATCH_OPTIONS, Prepared, check_scratch_options, program, real_available)
+from .realfs import SCRATCH_OPTIONS, Prepared, check_scratch_options, program, real_available
 from .dispatch import run_and_measure
 
 __all__ = ["MetaratesBackend", "write_bytes"]

@@ -7,7 +7,8 @@ start, locking, flushing, logging, end, handles, blocks; ns on the ops' clock).
 from __future__ import annotations
 
 from .classify import LABELS, as_dataarray, blocked_fsyncs, classify, classify_writes
-from .equations import (blocked_time, fcr, fcr_approx, iozone_throughput, t_op, t_write_x, t_write_y, t_write_z, throughput_by_class)
+from .equations import (blocked_time, fcr, fcr_approx, iozone_throughput, t_op, t_write_x,
+                        t_write_y, t_write_z, throughput_by_class)
 from .measures import WORKLOADS, commit_waits, measures
 
 __all__ = ["measures", "commit_waits", "classify", "classify_writes", "blocked_fsyncs",

@@ -10,7 +10,8 @@ from __future__ import annotations
 from .compare import POLICIES, Phase, Workload, build_table, compare, slowdown_freqs, utilisation
 from .patterns import IOPattern, format_size, parse_size, posix_pattern
 from .preload import environment, read_decisions, write_table
-from .profile import (DEFAULT_THRESHOLD_S, Profile, ProfilePoint, access_type, load_profile, profile_pattern, target_frequency)
+from .profile import (DEFAULT_THRESHOLD_S, Profile, ProfilePoint, access_type, load_profile,
+                      profile_pattern, target_frequency)
 from .table import FrequencyTable, TableEntry, build, load, lookup, save
 from .workloads import WORKLOADS, emulated_workloads, sim_workloads
 

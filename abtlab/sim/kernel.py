@@ -14,7 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import journal as J
-from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT, EV_DEV, EV_START, EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_INODE_WRITE, I_POLICY, I_QUANTUM, I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP, POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT, W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit, jit_inline, pop, push, reset)
+from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT, EV_DEV, EV_START,
+                    EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT,
+                    I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_FLUSH_FIXED,
+                    I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_INODE_WRITE, I_POLICY, I_QUANTUM,
+                    I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP,
+                    POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT, W_CPU,
+                    W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit, jit_inline, pop,
+                    push, reset)
 
 __all__ = ["run_batch", "HAVE_NUMBA"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from .. import policies
 from ..backends import get as get_backend
 from ..errors import ConfigError
-from ..factors.levels import (MAX_THREADS, check_real_freq, parse_freq, parse_ints, parse_sizes, parse_words)
+from ..factors.levels import (MAX_THREADS, check_real_freq, parse_freq, parse_ints, parse_sizes,
+                              parse_words)
 from ..factors.machine import parse_machines
 
 __all__ = ["build_levels", "run"]
