@@ -13,7 +13,6 @@ overwrite, i.e. direct 25% faster), and `plot_dio_comparison` draws it.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .data.schema import timestamp
 from . import about
 from .errors import ConfigError, UnavailableError
 
@@ -42,10 +42,6 @@ PAPER_HW_THREADS = 8
 PAPER_DIO = {"workload": 3, "block_size": 4096, "direct_speedup": 1.25,
              "source": "seed 002 sec. 2.1.2 / Fig. 3: at 4 KiB single-block overwrite "
                        "direct I/O is 25% faster (i7-2600K, 7200 rpm HDD, ext4, Linux 4.4.8)"}
-
-
-def _now():
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def ratio_ci(num: xr.DataArray, den: xr.DataArray, dim: str = "rep",
@@ -120,7 +116,7 @@ def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entrie
     _check_reps(reps)
     cells = [{"lock": lk, "threads": n, "work": w} for lk in ("spin", "mutex")
              for n in threads for w in work]
-    started = _now()
+    started = timestamp()
     # no per-entry trace: two clock reads per entry would dwarf a 1-nop critical section
     res = _sweep(LocksBackend(), cells, reps,
                  lambda c: {"trace": False, "entries": entries, "timeout": timeout}, seed, progress)
@@ -132,7 +128,7 @@ def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entrie
                             "rep": np.arange(reps)})
     ds.attrs = _attrs("locks", {
         "filesystem": "none (CPU-only workload)", "mount_options": "", "start_time": started,
-        "end_time": _now(), "entries_per_thread": entries, "seed": seed, "reps": reps,
+        "end_time": timestamp(), "entries_per_thread": entries, "seed": seed, "reps": reps,
         "command": f"abtlab.syscalls.lock_grid(threads={threads}, work={work}, reps={reps}, "
                    f"entries={entries}, seed={seed})"})
     return add_lock_speedup(ds)
@@ -237,7 +233,7 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
              for w in workloads for b in blocks]
     base = {"trace": False, "file_size": file_size, "timeout": timeout,
             **({"directory": str(directory)} if directory is not None else {})}
-    started = _now()
+    started = timestamp()
     res = _sweep(DioBackend(), cells, reps, lambda c: {
         **base, "count": _dio_count(c["workload"], c["block_size"], max_bytes)}, seed, progress)
     ds = _dio_dataset(res, len(cells), workloads, blocks, reps)
@@ -245,7 +241,7 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     ds.attrs = _attrs("dio", {
         "filesystem": where.get("filesystem", ""), "mount_options": where.get("mount_options", ""),
         "block_device": where.get("block_device", ""), "file_size": file_size,
-        "start_time": started, "end_time": _now(), "seed": seed, "reps": reps,
+        "start_time": started, "end_time": timestamp(), "seed": seed, "reps": reps,
         "command": f"abtlab.syscalls.dio_grid({str(directory)!r}, block_sizes={blocks}, "
                    f"workloads={workloads}, reps={reps}, file_size={file_size}, seed={seed})"})
     return add_dio_speedup(ds)

@@ -88,12 +88,8 @@ def _loops() -> set[str]:
 
 
 def _mounts() -> set[str]:
-    out = set()
-    for line in _read(Path("/proc/self/mountinfo")).splitlines():
-        pre, _, post = line.partition(" - ")
-        fstype, source = (post.split() + ["", ""])[:2]
-        out.add(f"{fstype} {source} on {pre.split()[4]}")
-    return out
+    from abtlab.system import mounts
+    return {f"{m.fstype} {m.source} on {m.point}" for m in mounts.table()}
 
 
 def _environ(pid: str) -> list[bytes] | None:

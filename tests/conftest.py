@@ -2,8 +2,6 @@
 marked `root` and skipped with a reason where the machine cannot run them."""
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,12 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ROOT / "backends"
 
 
-def _can_loop():
-    return os.geteuid() == 0 and os.path.exists("/dev/loop-control") and shutil.which("losetup")
-
-
 def pytest_collection_modifyitems(config, items):
-    if _can_loop():
+    from abtlab.system.scratchfs import loop_devices
+    if loop_devices()[0]:
         return
     skip = pytest.mark.skip(reason="needs root with loop devices")
     for item in items:

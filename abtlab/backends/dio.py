@@ -9,13 +9,14 @@ run's work directory. The filesystem used is always recorded in the attrs.
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 from pathlib import Path
 
 from .. import trace
 from ..errors import ConfigError
 from ..data.result import RunResult
+from ..system import mounts
+from ..system.scratchfs import loop_devices
 from .base import Backend
 from .locks import _available, _int_in, run_kv, syscalls_program
 
@@ -31,18 +32,11 @@ _FIELDS = {"--workload": "workload", "--block-size": "block_size", "--direct": "
 
 def mount_of(path) -> dict:
     """Filesystem type, options and source of the mount holding path (/proc/self/mountinfo)."""
-    real, best = os.path.realpath(path), None
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            mnt, opts = left.split()[4], left.split()[5]
-            if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and \
-                    (best is None or len(mnt) >= len(best[0])):
-                fstype, source, sopts = (right.split() + ["", "", ""])[:3]
-                best = (mnt, fstype, f"{opts},{sopts}", source)
-    if best is None:
+    m = mounts.holding(path)
+    if m is None:
         return {"filesystem": "unknown", "mount_options": "", "block_device": ""}
-    return {"filesystem": best[1], "mount_options": best[2], "block_device": best[3]}
+    return {"filesystem": m.fstype, "mount_options": f"{m.mount_options},{m.super_options}",
+            "block_device": m.source}
 
 
 def _data_bytes(point, opts) -> int:
@@ -96,7 +90,7 @@ class DioBackend(Backend):
             if not d.is_dir():
                 raise ConfigError("directory", str(d), "an existing directory")
             return d, mount_of(d)
-        if opts.get("scratch", True) and _can_loop():
+        if opts.get("scratch", True) and loop_devices()[0]:
             from ..system.scratchfs import ScratchFS
             size = max(128, 2 * _data_bytes(point, opts) // 2**20 + 64)
             fs = stack.enter_context(ScratchFS(size_mb=size, journal=True, workdir=ctx.workdir))
@@ -116,6 +110,3 @@ class DioBackend(Backend):
         return argv + (["--trace", tpath] if tpath else [])
 
 
-def _can_loop() -> bool:
-    import shutil
-    return os.geteuid() == 0 and os.path.exists("/dev/loop-control") and bool(shutil.which("losetup"))

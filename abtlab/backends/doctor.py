@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import about
 from ..system import cpufreq, device, tracefs
+from ..system.scratchfs import loop_devices
 
 __all__ = ["Check", "report", "render"]
 
@@ -34,10 +35,7 @@ def _root():
 
 
 def _loop():
-    ctl, tool = os.path.exists("/dev/loop-control"), shutil.which("losetup")
-    missing = [n for n, ok in (("/dev/loop-control", ctl), ("losetup", tool)) if not ok]
-    return Check("loop devices", not missing,
-                 f"/dev/loop-control and {tool}" if not missing else f"missing {missing}")
+    return Check("loop devices", *loop_devices())
 
 
 def _which(name, *tools, why=""):

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import about
-from .. import policies, trace
+from .. import about, policies, trace
 from ..errors import RunError, UnavailableError
 from ..data.result import RunResult
+from ..system.scratchfs import loop_devices
 from .base import Availability
 
 __all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "real_available",
@@ -46,7 +46,7 @@ def program(folder: str, name: str) -> Path:
 def real_available(folder: str, name: str) -> Availability:
     if os.geteuid() != 0:
         return Availability(False, "needs root for loop devices and tracefs (use backend 'sim')")
-    if not os.path.exists("/dev/loop-control") or not shutil.which("losetup"):
+    if not loop_devices()[0]:
         return Availability(False, "no loop devices here (use backend 'sim')")
     if not shutil.which("mkfs.ext4"):
         return Availability(False, "mkfs.ext4 not found (Debian package e2fsprogs)")

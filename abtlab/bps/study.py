@@ -148,14 +148,10 @@ def _attrs(directory, cfg, argv):
 
 
 def _mount_of(path):
-    """(fstype, options) of the mount holding path, from /proc/self/mounts."""
-    path, best = os.path.realpath(path), ("unknown", "")
-    with open("/proc/self/mounts") as f:
-        mounts = [ln.split()[1:4] for ln in f]
-    for mnt, fstype, opts in sorted(mounts, key=lambda m: len(m[0])):
-        if path == mnt or path.startswith(mnt.rstrip("/") + "/"):
-            best = (fstype, opts)
-    return best
+    """(fstype, options) of the mount holding path."""
+    from ..system import mounts
+    m = mounts.holding(path)
+    return ("unknown", "") if m is None else (m.fstype, m.options)
 
 
 def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAULT_SPACINGS,

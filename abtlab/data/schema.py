@@ -5,6 +5,7 @@ name used elsewhere comes from the constants here, so one place says what a run 
 """
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -105,3 +106,8 @@ def validate(ds) -> None:
                 raise ConfigError(f"{name}.attrs.units", None, "a units string")
     if REP in ds.dims and ds.sizes[REP] < 1:
         raise ConfigError("rep", ds.sizes[REP], "at least one repetition")
+
+
+def timestamp() -> str:
+    """Now as a dataset's start_time/end_time: ISO 8601, UTC, whole seconds."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

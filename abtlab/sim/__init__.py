@@ -32,11 +32,12 @@ def simulate(reps=10, seed=0, traces=True, **params):
 
     Other keywords are SimParams fields (workload, cores, device_overrides, ...).
     Returns an xarray.Dataset in the run schema (dims: FACTORS + rep)."""
-    from .dataset import _now, assemble_sim_dataset
+    from ..data.schema import timestamp
+    from .dataset import assemble_sim_dataset
     from ..errors import ConfigError
     if not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")
-    start = _now()
+    start = timestamp()
     src = params.pop("params", None)
     base = load_params(src) if src is not None else {}
     defaults = SimParams()

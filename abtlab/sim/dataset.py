@@ -1,14 +1,11 @@
 """Simulated RunResults -> one run dataset (abtlab.data.assemble, with the simulator's attrs)."""
 from __future__ import annotations
 
-import datetime as _dt
 import itertools
 
+from ..data.schema import timestamp
+
 __all__ = ["assemble_sim_dataset"]
-
-
-def _now():
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def assemble_sim_dataset(levels: dict, reps: int, results: list, command: str,
@@ -34,5 +31,5 @@ def _attrs(first, levels, command, start_time):
     attrs.update(kernel=f"simulated (host {platform.release()})",
                  cpu=f"simulated, {first.get('sim_cores', '?')} cores",
                  abtlab_version=__version__, command=command,
-                 start_time=start_time, end_time=_now())
+                 start_time=start_time, end_time=timestamp())
     return attrs

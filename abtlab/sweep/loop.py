@@ -9,7 +9,6 @@ ratio against the lowest frequency) is wider than the target.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import hashlib
 import json
 import itertools
@@ -23,6 +22,7 @@ import numpy as np
 
 from ..about import __version__
 from ..data import store
+from ..data.schema import timestamp
 from ..data.assemble import assemble
 from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
@@ -69,10 +69,6 @@ def run_seed(base_seed: int, point_index: int, rep: int) -> int:
     """Seed for one repetition: independent of execution order, so runs are reproducible."""
     h = hashlib.sha256(f"{base_seed}:{point_index}:{rep}".encode()).digest()
     return int.from_bytes(h[:4], "little")
-
-
-def _now():
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 # run options that are on/off: a string such as "false" or "maybe" is refused, not taken as true
@@ -181,7 +177,7 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
         tmp_out = Path(tempfile.mkdtemp(prefix="abtlab-sweep-")) / "run.nc"
         out = tmp_out
     out = Path(out)
-    started = _now()
+    started = timestamp()
     done = store.read_parts(out) if resume else {}
     if tmp_out is None:
         store.write_spec(out, spec)
@@ -207,7 +203,7 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
     from ..data.schema import SWEEP_SPEC
     from ..system.facts import collect
     meta = {**collect(), "backend": be.name, "abtlab_version": __version__, "start_time": started,
-            "end_time": _now(), "command": command or " ".join(sys.argv), "seed": seed,
+            "end_time": timestamp(), "command": command or " ".join(sys.argv), "seed": seed,
             "reps": str(reps), "order": order, SWEEP_SPEC: json.dumps(spec, default=str),
             **(attrs or {})}
     ds = assemble(list(done.values()), levels, meta)

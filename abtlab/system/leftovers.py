@@ -39,7 +39,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cleanup
+from . import cleanup, mounts
 from ._shell import read, sh, write
 from .cpufreq_limits import restore_saved
 from .device import _V1_FILES, V1_ROOT, V2_ROOT
@@ -157,12 +157,7 @@ def _pid_alive(pid: int) -> bool:
 
 def _mountinfo() -> list[tuple[str, str, str]]:
     """(mount point, fstype, source) of every mount, from /proc/self/mountinfo."""
-    out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        fs = right.split() + ["", ""]
-        out.append((left.split()[4].replace("\\040", " "), fs[0], fs[1]))
-    return out
+    return [(m.point, m.fstype, m.source) for m in mounts.table()]
 
 
 def _mounts() -> list[tuple[str, str]]:

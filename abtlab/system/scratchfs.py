@@ -25,7 +25,19 @@ from . import cleanup, leftovers
 from ._shell import read, sh
 from .geometry import Geometry, read_geometry
 
-__all__ = ["ScratchFS", "jbd2_commits", "parse_mount_options", "MOUNT_KEYS", "MOUNT_FLAGS"]
+__all__ = ["ScratchFS", "jbd2_commits", "parse_mount_options", "loop_devices", "MOUNT_KEYS",
+           "MOUNT_FLAGS"]
+
+
+def loop_devices() -> tuple[bool, str]:
+    """Whether a scratch filesystem can be attached here: root, /dev/loop-control and
+    losetup; (True, what is used) or (False, what is missing)."""
+    import shutil
+    tool = shutil.which("losetup")
+    missing = [n for n, ok in (("root", os.geteuid() == 0),
+                               ("/dev/loop-control", os.path.exists("/dev/loop-control")),
+                               ("losetup", tool)) if not ok]
+    return (not missing, f"/dev/loop-control and {tool}" if not missing else f"missing {missing}")
 
 # ext4 options that take a value / are bare flags; others are refused, not passed on.
 MOUNT_KEYS = {"commit", "min_batch_time", "max_batch_time", "barrier", "data",

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
-from . import cleanup, leftovers
+from . import cleanup, leftovers, mounts
 from ._shell import sh
 from .device import Profile, parse_profile
 
@@ -66,16 +66,7 @@ def model_args(profile: Profile) -> list[str]:
 
 def fuse_mounts() -> dict[str, str]:
     """{mount point: fstype} of every FUSE mount, from /proc/self/mountinfo."""
-    out = {}
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            fstype = post.split()[0] if post else ""
-            if fstype.startswith("fuse"):
-                # Octal escapes (\040 for a space) as the kernel writes them.
-                mnt = re.sub(r"\\(\d{3})", lambda m: chr(int(m.group(1), 8)), pre.split()[4])
-                out[mnt] = fstype
-    return out
+    return {m.point: m.fstype for m in mounts.table() if m.fstype.startswith("fuse")}
 
 
 class SlowDisk(cleanup.Undoable):
