@@ -8,7 +8,7 @@ import pytest
 import abtlab.sera as sera
 from abtlab.errors import ConfigError
 
-REF = Path(__file__).resolve().parents[1] / "data" / "reference"
+REF = Path(__file__).resolve().parents[2] / "data" / "reference"
 
 
 def test_table3_type2_2mb_takes_min_edp_1_3ghz():

@@ -6,7 +6,7 @@ import pytest
 from abtlab.errors import ConfigError
 from abtlab.system.geometry import Geometry, parse_dumpe2fs, parse_geometry
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_default_is_4k_blocks_and_a_32_mib_journal():

@@ -13,7 +13,7 @@ from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, UnavailableError
 from abtlab.system import guest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "fixtures"
 POINT = {"policy": "ext4", "freq_ghz": None, "threads": 4, "file_size": 128 * 1024,
          "record_size": 32 * 1024, "device": "none", "machine": "guest"}
 INFO0 = ("3 transactions (1 requested), each up to 8192 blocks\n"

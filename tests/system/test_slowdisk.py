@@ -20,7 +20,7 @@ from abtlab.system.scratchfs import ScratchFS
 from abtlab.system.slowdisk import SlowDisk, fuse_mounts, model_args
 from childproc import spawn
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROG = ROOT / "backends" / "slowdisk" / "abt-slowdisk"
 
 

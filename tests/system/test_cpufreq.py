@@ -13,7 +13,7 @@ import pytest
 from abtlab.errors import ConfigError, UnavailableError
 from abtlab.system.cpufreq import FrequencyPin, available, cpus, frequencies
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAVED = ("scaling_governor", "scaling_min_freq", "scaling_max_freq")
 
 

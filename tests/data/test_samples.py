@@ -6,7 +6,7 @@ import pytest
 
 import abtlab
 
-SAMPLES = sorted((Path(__file__).resolve().parents[1] / "data" / "samples").glob("*.nc"))
+SAMPLES = sorted((Path(__file__).resolve().parents[2] / "data" / "samples").glob("*.nc"))
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])

@@ -182,7 +182,7 @@ def test_benchmark_pins_real_p_states_where_cpufreq_exists(tmp_path):
     """benchmarks.adaptive_reps --freq auto: the CPU's own P-states where cpufreq can pin
     them (the paper grid: six from lowest to highest), emulated levels where it cannot."""
     from benchmarks.adaptive_reps import freq_levels
-    from tests.test_cpufreq import make_tree
+    from tests.system.test_cpufreq import make_tree
     acpi = make_tree(tmp_path / "acpi", "acpi")            # 0.8 1.6 2.0 2.6 3.3 GHz
     assert freq_levels("paper", "mean", "auto", acpi) == ("real", "0.8,1.6,2,2.6,3.3")
     assert freq_levels("sweep", "slowdown", "auto", acpi) == ("real", "0.8,3.3")

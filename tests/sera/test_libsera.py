@@ -16,7 +16,7 @@ import abtlab.sera as sera
 from abtlab.system.cpufreq import FrequencyPin
 from abtlab.trace import Flag
 
-REF = Path(__file__).resolve().parents[1] / "data" / "reference"
+REF = Path(__file__).resolve().parents[2] / "data" / "reference"
 HIGH, READ_KHZ = 2500000, 1800000     # Table II: contiguous individual blocking read 1-2MB
 pytestmark = pytest.mark.skipif(not shutil.which("dd"), reason="needs dd")
 

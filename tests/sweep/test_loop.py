@@ -14,7 +14,7 @@ from abtlab.data import schema, store
 from abtlab.sweep import loop as sweep
 from abtlab.errors import ConfigError
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1]   # tests/: fakebackend
 backends.register("fake", "fakebackend:FakeBackend")
 sys.path.insert(0, str(HERE))
 LEVELS = {"policy": ["ext4", "nojc"], "threads": [2, 8]}

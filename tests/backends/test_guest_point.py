@@ -13,7 +13,7 @@ from abtlab.errors import ConfigError, RunError
 from abtlab.factors.machine import parse_machine
 from abtlab.system import cleanup, guest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "fixtures"
 INFO0 = "3 transactions (1 requested), each up to 8192 blocks\n0 delayjc windows, 0 delayjc resets\n"
 INFO1 = "5 transactions (3 requested), each up to 8192 blocks\n4 delayjc windows, 11 delayjc resets\n"
 

@@ -1,4 +1,4 @@
-"""Parsers of the real tools' outputs, on outputs captured from real runs (tests/data/tools)."""
+"""Parsers of the real tools' outputs, on outputs captured from real runs (tests/fixtures/tools)."""
 from pathlib import Path
 
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from abtlab.backends.tool_output import parse_fio, parse_iozone, parse_mdtest
 from abtlab.errors import RunError
 
-DATA = Path(__file__).parent / "data" / "tools"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "tools"
 
 
 def test_iozone_children_and_each_child_in_bytes():

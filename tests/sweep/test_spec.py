@@ -9,7 +9,7 @@ from abtlab import backends
 from abtlab.sweep import spec
 from abtlab.errors import ConfigError
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 backends.register("fake", "fakebackend:FakeBackend")
 
 GOOD = """
