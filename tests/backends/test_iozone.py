@@ -94,6 +94,19 @@ def test_bad_arguments_name_the_field(tmp_path):
     assert not (tmp_path / "x.nc").exists()
 
 
+
+def _workload_running(tmp_path) -> bool:
+    """abt-iozone is running with its scratch filesystem under tmp_path."""
+    for cmd in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmd.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"abt-iozone") and str(tmp_path).encode() in b" ".join(argv):
+            return True
+    return False
+
+
 @pytest.mark.parametrize("kw,field", [({"block_size": "3000"}, "block_size"),
                                       ({"journal_mb": "1"}, "journal_mb"),
                                       ({"image_mb": "64", "journal_mb": "32"}, "journal_mb"),
@@ -123,12 +136,9 @@ def test_sigterm_mid_run_leaves_nothing(tmp_path, built_backends):
                              "--device", "hdd7200", "--out", str(out)],
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if str(tmp_path) in Path("/proc/mounts").read_text():
-            break
+    while time.monotonic() < deadline and not _workload_running(tmp_path):
         time.sleep(0.05)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)     # while abt-iozone writes on the scratch ext4
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err
     loops = subprocess.run(["losetup", "-l", "-n", "-O", "BACK-FILE"], capture_output=True,

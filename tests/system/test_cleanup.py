@@ -52,14 +52,16 @@ def test_a_failing_undo_warns_and_the_others_still_run():
 
 
 def _child_with_undos(tmp_path, body):
-    out = tmp_path / "undone.txt"
+    out, started = tmp_path / "undone.txt", tmp_path / "B.started"
     return out, f"""
         import time
+        from pathlib import Path
         from abtlab.system import cleanup
         cleanup.installed()
         log = open({str(out)!r}, "a", buffering=1)
         cleanup.push(lambda: log.write("A\\n"), "A")
         def slow():
+            Path({str(started)!r}).touch()
             time.sleep(0.5)
             log.write("B\\n")
         cleanup.push(slow, "B")
@@ -67,13 +69,20 @@ def _child_with_undos(tmp_path, body):
     """
 
 
+def _wait_for(path, timeout=60):
+    import time
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_runs_every_undo_once_even_if_signalled_again(tmp_path, sig):
     out, code = _child_with_undos(tmp_path, "print('READY', flush=True); time.sleep(60)")
     proc, _ = spawn(code)
     proc.send_signal(sig)
-    import time
-    time.sleep(0.2)  # while the slow undo runs
+    _wait_for(tmp_path / "B.started")    # the second signal lands while the slow undo runs
     proc.send_signal(sig)
     proc.communicate(timeout=120)
     assert out.read_text().split() == ["B", "A"]

