@@ -167,7 +167,9 @@ class SlowDisk(cleanup.Undoable):
             if text.count("slowdisk:") > seen:
                 return _counters(text)
             time.sleep(0.005)
-        raise RunError(f"abt-slowdisk (pid {self.proc.pid}) did not report its counters")
+        gone = self.proc.poll()
+        raise RunError(f"abt-slowdisk (pid {self.proc.pid}) did not report its counters"
+                       + (f": it exited with {gone}" if gone is not None else " within 5 s"))
 
     # -- facts -------------------------------------------------------------------------
     def describe(self) -> dict:

@@ -336,11 +336,6 @@ static void *sd_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     /* Unlinking a file that is still open (an image a loop device has not let go of
      * yet) removes it, instead of renaming it to .fuse_hidden*: there is no rename. */
     cfg->hard_remove = 1;
-    struct sigaction sa = {0};
-    sa.sa_handler = report;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
     return NULL;
 }
 
@@ -421,6 +416,13 @@ int main(int argc, char **argv)
     g_dir = open(argv[1], O_RDONLY | O_DIRECTORY);
     if (g_dir < 0)
         abt_bad_arg(PROG, "BACKING_DIR", "given '%s': %s", argv[1], strerror(errno));
+    /* Before the mount: the mount point appears before FUSE's init runs, and a caller's
+     * first SIGUSR1 must not find the default action (terminate). */
+    struct sigaction sa = {0};
+    sa.sa_handler = report;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
     /* fuse_main sees PROG MOUNTPOINT [options]. */
     argv[1] = argv[0];
     return fuse_main(argc - 1, argv + 1, &ops, NULL);
