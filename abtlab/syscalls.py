@@ -23,8 +23,9 @@ import xarray as xr
 from .data.schema import timestamp
 from . import about
 from .errors import ConfigError, UnavailableError
+from .stats.ratios import geomean_ratio_ci
 
-__all__ = ["lock_grid", "dio_grid", "ratio_ci", "load_reference", "compare",
+__all__ = ["lock_grid", "dio_grid", "load_reference", "compare",
            "add_lock_speedup", "add_dio_speedup",
            "plot_lock_comparison", "plot_dio_comparison", "PAPER_THREADS", "PAPER_WORK",
            "PAPER_DIO", "REFERENCE_CSV"]
@@ -42,23 +43,6 @@ PAPER_HW_THREADS = 8
 PAPER_DIO = {"workload": 3, "block_size": 4096, "direct_speedup": 1.25,
              "source": "seed 002 sec. 2.1.2 / Fig. 3: at 4 KiB single-block overwrite "
                        "direct I/O is 25% faster (i7-2600K, 7200 rpm HDD, ext4, Linux 4.4.8)"}
-
-
-def ratio_ci(num: xr.DataArray, den: xr.DataArray, dim: str = "rep",
-             level: float = 0.95) -> xr.Dataset:
-    """Geometric mean of the paired ratios num/den over dim, with a Student t interval
-    on the log ratios (NaN bounds with fewer than two pairs)."""
-    from scipy import stats
-    if not 0 < level < 1:
-        raise ConfigError("level", level, "a confidence level between 0 and 1")
-    lr = np.log(num / den)
-    n = lr.count(dim)
-    mean, sd = lr.mean(dim), lr.std(dim, ddof=1)
-    t = xr.apply_ufunc(lambda k: np.where(k > 1, stats.t.ppf(0.5 + level / 2,
-                                                           np.maximum(k - 1, 1)), np.nan), n)
-    half = t * sd / np.sqrt(n)
-    return xr.Dataset({"ratio": np.exp(mean), "lo": np.exp(mean - half),
-                       "hi": np.exp(mean + half), "n": n})
 
 
 def _levels(values, default, field, lo, hi):
@@ -136,7 +120,7 @@ def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entrie
 
 def _add_speedup(ds, dim, num, den, name, desc, level):
     """elapsed_median and name = t_num / t_den (geometric mean over reps) with CI bounds."""
-    r = ratio_ci(ds.elapsed.sel({dim: num}, drop=True), ds.elapsed.sel({dim: den}, drop=True),
+    r = geomean_ratio_ci(ds.elapsed.sel({dim: num}, drop=True), ds.elapsed.sel({dim: den}, drop=True),
                  level=level)
     return ds.assign({
         "elapsed_median": ds.elapsed.median("rep").assign_attrs(units="s"),

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from .values import _check_level, _freq_level, _provenance, _with_freq
 from .intervals import _tcrit
 
-__all__ = ["RATIO_METHODS", "format_ratio", "ratio_ci", "ratio_halfwidth", "slowdown", "slowdown_table"]
+__all__ = ["RATIO_METHODS", "format_ratio", "geomean_ratio_ci", "ratio_ci", "ratio_halfwidth", "slowdown", "slowdown_table"]
 
 
 RATIO_METHODS = ("fieller", "delta", "bootstrap")
@@ -154,3 +154,22 @@ def slowdown_table(sd, digits=2):
                       for r, lo, hi in zip(df["ratio"], df["ci_low"], df["ci_high"])]
     df.attrs = dict(sd.attrs)
     return df
+
+
+def geomean_ratio_ci(num, den, dim: str = "rep", level: float = 0.95):
+    """Geometric mean of the paired ratios num/den over dim (DataArrays), with a Student
+    t interval on the log ratios (NaN bounds with fewer than two pairs): a Dataset of
+    ratio, lo, hi, n. Unlike ratio_ci (a ratio of means), each pair is one measurement
+    of the ratio, as in the syscall lab's side-by-side timings."""
+    import xarray as xr
+    from scipy import stats
+    if not 0 < level < 1:
+        raise ConfigError("level", level, "a confidence level between 0 and 1")
+    lr = np.log(num / den)
+    n = lr.count(dim)
+    mean, sd = lr.mean(dim), lr.std(dim, ddof=1)
+    t = xr.apply_ufunc(lambda k: np.where(k > 1, stats.t.ppf(0.5 + level / 2,
+                                                           np.maximum(k - 1, 1)), np.nan), n)
+    half = t * sd / np.sqrt(n)
+    return xr.Dataset({"ratio": np.exp(mean), "lo": np.exp(mean - half),
+                       "hi": np.exp(mean + half), "n": n})
