@@ -52,7 +52,9 @@ static inline void abt_common_opt(const char *prog, abt_common *c, int ch, char 
     switch (ch) {
     case ABT_O_DIR: c->dir = optarg; break;
     case ABT_O_TRACE: c->trace = optarg; break;
-    case ABT_O_DILATE: c->dilate = abt_parse_dilate(prog, "--dilate", optarg, ABT_MAX_DILATE); break;
+    case ABT_O_DILATE:
+        c->dilate = abt_parse_dilate(prog, "--dilate", optarg, ABT_MAX_DILATE);
+        break;
     case ABT_O_NO_RECORD: c->no_record = 1; break;
     case ABT_O_KEEP: c->keep = 1; break;
     case ABT_O_DESCRIBE: c->describe = 1; break;
