@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import tempfile
@@ -19,6 +18,7 @@ import numpy as np
 
 from abtlab.policies import delayjc
 from abtlab import policies, trace
+from abtlab.backends.programs import parse_result
 from abtlab.backends.realfs import scratch_on_device
 
 PROG = Path(__file__).resolve().parents[1] / "backends" / "delayjc" / "abt-fsyncers"
@@ -32,7 +32,7 @@ def run_once(pol, flush, mnt, args, stats):
     cmd = [str(PROG), "--dir", str(mnt), "--threads", str(args.threads),
            "--files", str(args.files), "--size", args.size]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=True).stdout
-    kv = dict(re.findall(r"(\w+)=(\d+)", out))
+    kv = parse_result(out)
     if int(kv["errors"]):
         raise RuntimeError(f"{pol.label}: {kv['errors']} sync errors")
     mean_members = None

@@ -59,16 +59,8 @@ static inline void abt_common_opt(const char *prog, abt_common *c, int ch, char 
     case ABT_O_KEEP: c->keep = 1; break;
     case ABT_O_DESCRIBE: c->describe = 1; break;
     case ABT_O_HELP: usage(stdout); exit(0);
-    case ':': abt_bad_arg(prog, argv[optind - 1], "missing value; accepted: see --help");
-    default: abt_bad_arg(prog, argv[optind - 1], "unknown option; accepted: see --help");
+    default: abt_bad_option(prog, ch, argv, "see --help");
     }
-}
-
-/* After the option loop: operands are refused. */
-static inline void abt_no_operands(const char *prog, int argc, char **argv)
-{
-    if (optind < argc)
-        abt_bad_arg(prog, argv[optind], "unexpected argument; accepted: options only");
 }
 
 /* The common options up front, after the program's own relations: --dir given and able

@@ -125,7 +125,7 @@ static void record(uint16_t op, uint16_t flags, long res, int err, uint64_t t0, 
         if (atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed) == 0)
             abt_say(ABT_PRELOAD_NAME ": pid %u tid %u: buffer full at ABT_TRACE_MAX_RECORDS=%llu; "
                     "further calls are counted in abtrace.%u.dropped, not recorded\n",
-                cur_pid, b->tid, (unsigned long long)b->cap, cur_pid);
+                    cur_pid, b->tid, (unsigned long long)b->cap, cur_pid);
         return;
     }
     abt_record *r = &b->recs[i];

@@ -134,7 +134,7 @@ def test_injected_error_reaches_every_member(built_backends, scratch_ext4, tmp_p
     assert ops.size == 24
     assert np.all(ops["flags"] & trace.Flag.ERROR) and np.all(ops["bytes"] == errno.EIO)
     assert np.all(b["error"] == errno.EIO) and b["members"].sum() == 24
-    assert "errors=24" in p.stdout
+    assert "errors: 24\n" in p.stdout
 
 
 @pytest.mark.root
