@@ -11,8 +11,8 @@ import pytest
 from abtlab.backends.programs import check_exit, parse_result
 from abtlab.errors import ConfigError, RunError, UnavailableError
 
-PROGRAMS = ["iozone/abt-iozone", "metarates/abt-metarates", "delayjc/abt-fsyncers",
-            "syscalls/abt-locks", "syscalls/abt-dio"]
+PROGRAMS = ["iozone/abt-iozone", "metarates/abt-metarates", "fsyncers/abt-fsyncers",
+            "locks/abt-locks", "dio/abt-dio"]
 
 
 def run(argv, **env):
@@ -35,8 +35,8 @@ def test_bad_arguments_exit_2_naming_the_option(built_backends, prog, args, what
 @pytest.mark.parametrize("prog,args", [
     ("iozone/abt-iozone", ["--threads", "2", "--no-record"]),
     ("metarates/abt-metarates", ["--workers", "2", "--no-record"]),
-    ("delayjc/abt-fsyncers", ["--threads", "2", "--size", "4k"]),
-    ("syscalls/abt-dio", ["--workload", "1", "--count", "4"])])
+    ("fsyncers/abt-fsyncers", ["--threads", "2", "--size", "4k"]),
+    ("dio/abt-dio", ["--workload", "1", "--count", "4"])])
 def test_results_are_key_value_lines(built_backends, tmp_path, prog, args):
     p = run([built_backends / prog, "--dir", tmp_path, *args])
     assert p.returncode == 0, p.stderr
@@ -46,7 +46,7 @@ def test_results_are_key_value_lines(built_backends, tmp_path, prog, args):
 
 
 def test_locks_result_is_key_value_lines(built_backends):
-    p = run([built_backends / "syscalls/abt-locks", "--lock", "mutex", "--threads", "2",
+    p = run([built_backends / "locks/abt-locks", "--lock", "mutex", "--threads", "2",
              "--work", "5", "--entries", "3"])
     assert p.returncode == 0, p.stderr
     out = parse_result(p.stdout)
@@ -73,7 +73,7 @@ def test_a_refusing_library_is_a_config_error_naming_the_variable(built_backends
     if "delayjc" in lib:
         env.update(ABT_DELAYJC_WINDOW_US="1000", ABT_DELAYJC_MAX_RESETS="1",
                    ABT_DELAYJC_MAX_AGE_US="1000")
-    argv = [built_backends / "syscalls/abt-locks", "--threads", "1"]
+    argv = [built_backends / "locks/abt-locks", "--threads", "1"]
     p = run(argv, **env)
     assert p.returncode == 2 and p.stdout == ""
     with pytest.raises(ConfigError) as exc:

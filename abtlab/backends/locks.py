@@ -1,5 +1,5 @@
 """Spinlock vs mutex (seed 002, Fig. 5): N threads x 100 critical-section entries of W
-nops, timed from the first pthread_create to the last join (backends/syscalls/abt-locks).
+nops, timed from the first pthread_create to the last join (backends/locks/abt-locks).
 
 Also holds the two helpers both syscall drivers use: run a program that prints one
 `key=value` line, and turn its exit code into abtlab's errors.
@@ -26,16 +26,18 @@ BACKENDS_DIR = about.BACKENDS
 
 
 def syscalls_program(name: str) -> Path:
-    path = BACKENDS_DIR / "syscalls" / name
+    """backends/<name without abt->/<name>: one folder per program."""
+    path = BACKENDS_DIR / name.removeprefix("abt-") / name
     if not os.access(path, os.X_OK):
         raise UnavailableError(f"{path} is not built: run `make -C {BACKENDS_DIR}`")
     return path
 
 
 def _available(name: str) -> Availability:
-    path = BACKENDS_DIR / "syscalls" / name
+    path = BACKENDS_DIR / name.removeprefix("abt-") / name
     if not os.access(path, os.X_OK):
-        return Availability(False, f"backends/syscalls/{name} not built (make -C backends)")
+        return Availability(False, f"backends/{path.parent.name}/{name} not built "
+                            "(make -C backends)")
     return Availability(True)
 
 

@@ -21,7 +21,7 @@ BS = 4096
 
 
 def dio(backends, *args):
-    exe = backends / "syscalls" / "abt-dio"
+    exe = backends / "dio" / "abt-dio"
     proc = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
     out = parse_result(proc.stdout) if proc.returncode == 0 else {}
     return proc, out

@@ -15,7 +15,7 @@ from abtlab.errors import ConfigError
 
 
 def locks(backends, *args):
-    exe = backends / "syscalls" / "abt-locks"
+    exe = backends / "locks" / "abt-locks"
     return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
 
 

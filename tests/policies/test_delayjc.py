@@ -29,7 +29,7 @@ def _run(built, args, env_extra, timeout=60, check=True):
 
 def _fsyncers(built, fs_dir, tmp_path, env, *extra, timeout=60, check=True):
     ops, stats = tmp_path / "ops.bin", tmp_path / "batches.bin"
-    args = [str(built / "delayjc" / "abt-fsyncers"), "--dir", str(fs_dir), "--trace", str(ops), *extra]
+    args = [str(built / "fsyncers" / "abt-fsyncers"), "--dir", str(fs_dir), "--trace", str(ops), *extra]
     p = _run(built, args, {**env, "ABT_DELAYJC_STATS": str(stats)}, timeout, check)
     return p, ops, stats
 
