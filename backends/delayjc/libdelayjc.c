@@ -117,14 +117,14 @@ static void parse_config(void)
     cfg.adaptive = abt_env_choice("ABT_DELAYJC_POLICY", policies, -1, "fixed or adaptive") == 1;
     if (cfg.adaptive && getenv("ABT_DELAYJC_WINDOW_US"))
         abt_refuse("ABT_DELAYJC_WINDOW_US", getenv("ABT_DELAYJC_WINDOW_US"),
-               "unset when ABT_DELAYJC_POLICY=adaptive (the window is tuned at run time)");
+                   "unset when ABT_DELAYJC_POLICY=adaptive (the window is tuned at run time)");
     if (!cfg.adaptive)
-        cfg.window_ns = 1000ull * (uint64_t)abt_env_int("ABT_DELAYJC_WINDOW_US", 0, 60000000,
-                                   "an integer from 0 to 60000000 (microseconds)");
+        cfg.window_ns = 1000ull * (uint64_t)abt_env_int(
+            "ABT_DELAYJC_WINDOW_US", 0, 60000000, "an integer from 0 to 60000000 (microseconds)");
     cfg.max_resets = (uint32_t)abt_env_int("ABT_DELAYJC_MAX_RESETS", 0, 1000000,
-                                       "an integer from 0 to 1000000");
-    cfg.max_age_ns = 1000ull * (uint64_t)abt_env_int("ABT_DELAYJC_MAX_AGE_US", 1, 600000000,
-                                                 "an integer from 1 to 600000000 (microseconds)");
+                                           "an integer from 0 to 1000000");
+    cfg.max_age_ns = 1000ull * (uint64_t)abt_env_int(
+        "ABT_DELAYJC_MAX_AGE_US", 1, 600000000, "an integer from 1 to 600000000 (microseconds)");
     cfg.fault = parse_fault();
     cfg.each = abt_env_choice("ABT_DELAYJC_FLUSH", flushes, 1, "fsync or syncfs (unset: fsync)");
     cfg.stats = getenv("ABT_DELAYJC_STATS");

@@ -86,10 +86,11 @@ static const char *table_path;
 /* A bad table refuses to run, naming ABT_SERA_TABLE and the line. */
 static void die(const char *what, int line)
 {
-    char acc[320];
+    char where[32] = "", acc[320];
+    if (line) snprintf(where, sizeof where, "table line %d: ", line);
     snprintf(acc, sizeof acc, "a readable table of 'highest KHZ', 'guard_ns N', 'hold_ns N', "
              "'predict FIXED_NS BYTES_PER_S' and 'rule OP SIZE_MIN SIZE_MAX KHZ' lines "
-             "(%s%.0d%s%s)", line ? "table line " : "", line, line ? ": " : "", what);
+             "(%s%s)", where, what);
     abt_refuse("ABT_SERA_TABLE", table_path, acc);
 }
 
