@@ -1,5 +1,5 @@
 """delayJC vs ext4: throughput of many threads doing create/write/fsync/close/unlink
-(backends/delayjc/abt-fsyncers) on one scratch loop ext4, the policies interleaved
+(backends/fsyncers/abt-fsyncers) on one scratch loop ext4, the policies interleaved
 rep by rep so drift hits all alike. Prints median throughputs and ratios to ext4.
 
     .venv/bin/python -m benchmarks.delayjc [--threads 64] [--files 4] [--size 128k]
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import tempfile
@@ -19,9 +18,10 @@ import numpy as np
 
 from abtlab.policies import delayjc
 from abtlab import policies, trace
+from abtlab.backends.programs import parse_result
 from abtlab.backends.realfs import scratch_on_device
 
-PROG = Path(__file__).resolve().parents[1] / "backends" / "delayjc" / "abt-fsyncers"
+PROG = Path(__file__).resolve().parents[1] / "backends" / "fsyncers" / "abt-fsyncers"
 DEFAULT = "ext4;delayjc:window=16ms,max_resets=64;delayjc:adaptive"
 
 
@@ -32,7 +32,7 @@ def run_once(pol, flush, mnt, args, stats):
     cmd = [str(PROG), "--dir", str(mnt), "--threads", str(args.threads),
            "--files", str(args.files), "--size", args.size]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=True).stdout
-    kv = dict(re.findall(r"(\w+)=(\d+)", out))
+    kv = parse_result(out)
     if int(kv["errors"]):
         raise RuntimeError(f"{pol.label}: {kv['errors']} sync errors")
     mean_members = None

@@ -1,5 +1,5 @@
 """Spinlock vs mutex (seed 002, Fig. 5): N threads x 100 critical-section entries of W
-nops, timed from the first pthread_create to the last join (backends/syscalls/abt-locks).
+nops, timed from the first pthread_create to the last join (backends/locks/abt-locks).
 
 Also holds the two helpers both syscall drivers use: run a program that prints one
 `key=value` line, and turn its exit code into abtlab's errors.
@@ -7,7 +7,6 @@ Also holds the two helpers both syscall drivers use: run a program that prints o
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -17,35 +16,36 @@ from .. import trace
 from ..errors import ConfigError, RunError, UnavailableError
 from ..data.result import RunResult
 from .base import Availability, Backend
+from .programs import check_exit, parse_result
 
 __all__ = ["LocksBackend", "run_kv", "syscalls_program", "LOCKS", "MAX_THREADS", "MAX_WORK"]
 
 LOCKS = ("spin", "mutex")
 MAX_THREADS, MAX_WORK = 100, 1_000_000
 BACKENDS_DIR = about.BACKENDS
-_BAD_ARG = re.compile(r"^[\w-]+: (--[\w-]+|option|argument): (.*)$", re.S)
 
 
 def syscalls_program(name: str) -> Path:
-    path = BACKENDS_DIR / "syscalls" / name
+    """backends/<name without abt->/<name>: one folder per program."""
+    path = BACKENDS_DIR / name.removeprefix("abt-") / name
     if not os.access(path, os.X_OK):
         raise UnavailableError(f"{path} is not built: run `make -C {BACKENDS_DIR}`")
     return path
 
 
 def _available(name: str) -> Availability:
-    path = BACKENDS_DIR / "syscalls" / name
+    path = BACKENDS_DIR / name.removeprefix("abt-") / name
     if not os.access(path, os.X_OK):
-        return Availability(False, f"backends/syscalls/{name} not built (make -C backends)")
+        return Availability(False, f"backends/{path.parent.name}/{name} not built "
+                            "(make -C backends)")
     return Availability(True)
 
 
 def run_kv(argv, fields: dict, point: dict | None = None, timeout: float = 600) -> dict:
-    """Run argv; return its `key=value` output line as a dict of strings.
+    """Run argv; return its `key: value` result lines as a dict of strings.
 
-    Exit 2 (bad option) -> ConfigError naming the factor that fields maps the option
-    to (given: its value in point); exit 3 (cannot run on this filesystem) ->
-    UnavailableError; else RunError.
+    A non-zero exit raises as programs.check_exit says (2, a bad option: ConfigError
+    naming the factor that fields maps the option to, given: its value in point).
     """
     argv = [str(a) for a in argv]
     try:
@@ -53,21 +53,11 @@ def run_kv(argv, fields: dict, point: dict | None = None, timeout: float = 600) 
     except subprocess.TimeoutExpired:
         raise RunError(f"{Path(argv[0]).name} ran longer than {timeout:g} s "
                        f"(options.timeout): {' '.join(argv[1:])}") from None
-    err = proc.stderr.strip()
-    if proc.returncode == 2:
-        m = _BAD_ARG.match(err)
-        opt, msg = (m.group(1), m.group(2)) if m else ("option", err)
-        field = fields.get(opt, opt.lstrip("-"))
-        given = (point or {}).get(field, " ".join(argv[1:]))
-        raise ConfigError(field, given, re.sub(r"^given [^;]*; (accepted:? ?)?", "", msg))
-    if proc.returncode == 3:
-        raise UnavailableError(err)
-    if proc.returncode != 0:
-        raise RunError(f"{Path(argv[0]).name} exited {proc.returncode}: {err}")
-    lines = proc.stdout.strip().splitlines()
-    if not lines:
+    check_exit(argv, proc.returncode, proc.stderr, fields, point)
+    out = parse_result(proc.stdout)
+    if not out:
         raise RunError(f"{Path(argv[0]).name} printed nothing")
-    return dict(kv.split("=", 1) for kv in lines[-1].split())
+    return out
 
 
 def _int_in(point, key, lo, hi):

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import about, policies, trace
-from ..errors import RunError, UnavailableError
+from ..errors import UnavailableError
 from ..data.result import RunResult
 from ..system.scratchfs import loop_devices
 from .base import Availability
+from .programs import check_exit
 
 __all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "real_available",
            "run_workload", "scratch_on_device", "check_scratch_options",
@@ -137,8 +138,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
         after = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
         disk = _disk_delta(disk0, thr.snapshot()) if disk0 is not None else {}
-        if proc.returncode != 0:
-            raise RunError(f"{Path(argv[0]).name} exited {proc.returncode}: {proc.stderr.strip()}")
+        check_exit(argv, proc.returncode, proc.stderr)
         ops = trace.read(tpath, kind=trace.Kind.OPS)
         commits = _window(jt.commits(), ops) if jt is not None else _no_commits()
         batches = _batches(bpath) if policy.kind == "delayjc" else None

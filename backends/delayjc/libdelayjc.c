@@ -20,7 +20,7 @@
  * jbd2 batches concurrent fsyncs itself) plus an A/B controller that tries a window of
  * half the EWMA flush time for one period, keeps it only if syncs/s beat the
  * window-0 period just before by KEEP_GAIN, and backs off exponentially if not.
- * A bad or missing setting refuses to run: message on stderr, _exit(2).
+ * A bad or missing setting refuses to run: a message naming it, exit status 2.
  * That is ABT_DELAYJC_FLUSH=syncfs. The default, ABT_DELAYJC_FLUSH=fsync, was
  * faster here (docs/delayjc.md): the closed batch releases its members together
  * to fsync their own files (data written back in parallel, one jbd2 commit
@@ -29,7 +29,7 @@
  * ABT_DELAYJC_FAULT_ERRNO (test hook) makes every flush report that errno.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
+#define ABT_PRELOAD_NAME "libdelayjc"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +42,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "abt_preload.h"
 #include "abt_trace.h"
 
 #define MAX_FS 16
@@ -94,26 +95,8 @@ static abt_record *recs;
 static size_t nrec, caprec;
 static uint64_t dropped;
 static int exiting;
-static int (*real_fsync)(int), (*real_fdatasync)(int);
 
 /* ---- configuration ------------------------------------------------------ */
-
-static void refuse(const char *var, const char *given, const char *accepted)
-{
-    fprintf(stderr, "libdelayjc: %s: given '%s'; accepted: %s. Refusing to run.\n",
-            var, given ? given : "(unset)", accepted);
-    _exit(2);
-}
-
-static long long env_int(const char *var, long long lo, long long hi, const char *acc)
-{
-    const char *s = getenv(var);
-    char *end;
-    errno = 0;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    if (!s || !*s || errno || *end || v < lo || v > hi) refuse(var, s, acc);
-    return v;
-}
 
 static int parse_fault(void)
 {
@@ -123,38 +106,30 @@ static int parse_fault(void)
         {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(s, names[i].n)) return names[i].e;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < 1 || v > 4095)
-        refuse("ABT_DELAYJC_FAULT_ERRNO", s, "EIO, ENOSPC, EROFS, EDQUOT or an errno 1..4095 "
-               "(test hook: every flush reports it)");
-    return (int)v;
+    return (int)abt_env_parse_int("ABT_DELAYJC_FAULT_ERRNO", s, 1, 4095, "EIO, ENOSPC, EROFS, "
+                                  "EDQUOT or an errno 1..4095 (test hook: every flush reports it)");
 }
 
 static void parse_config(void)
 {
-    const char *pol = getenv("ABT_DELAYJC_POLICY");
-    if (!pol || (strcmp(pol, "fixed") && strcmp(pol, "adaptive")))
-        refuse("ABT_DELAYJC_POLICY", pol, "fixed or adaptive");
-    cfg.adaptive = !strcmp(pol, "adaptive");
+    static const char *const policies[] = {"fixed", "adaptive", NULL};
+    static const char *const flushes[] = {"syncfs", "fsync", NULL};
+    cfg.adaptive = abt_env_choice("ABT_DELAYJC_POLICY", policies, -1, "fixed or adaptive") == 1;
     if (cfg.adaptive && getenv("ABT_DELAYJC_WINDOW_US"))
-        refuse("ABT_DELAYJC_WINDOW_US", getenv("ABT_DELAYJC_WINDOW_US"),
-               "unset when ABT_DELAYJC_POLICY=adaptive (the window is tuned at run time)");
+        abt_refuse("ABT_DELAYJC_WINDOW_US", getenv("ABT_DELAYJC_WINDOW_US"),
+                   "unset when ABT_DELAYJC_POLICY=adaptive (the window is tuned at run time)");
     if (!cfg.adaptive)
-        cfg.window_ns = 1000ull * (uint64_t)env_int("ABT_DELAYJC_WINDOW_US", 0, 60000000,
-                                   "an integer from 0 to 60000000 (microseconds)");
-    cfg.max_resets = (uint32_t)env_int("ABT_DELAYJC_MAX_RESETS", 0, 1000000,
-                                       "an integer from 0 to 1000000");
-    cfg.max_age_ns = 1000ull * (uint64_t)env_int("ABT_DELAYJC_MAX_AGE_US", 1, 600000000,
-                                                 "an integer from 1 to 600000000 (microseconds)");
+        cfg.window_ns = 1000ull * (uint64_t)abt_env_int(
+            "ABT_DELAYJC_WINDOW_US", 0, 60000000, "an integer from 0 to 60000000 (microseconds)");
+    cfg.max_resets = (uint32_t)abt_env_int("ABT_DELAYJC_MAX_RESETS", 0, 1000000,
+                                           "an integer from 0 to 1000000");
+    cfg.max_age_ns = 1000ull * (uint64_t)abt_env_int(
+        "ABT_DELAYJC_MAX_AGE_US", 1, 600000000, "an integer from 1 to 600000000 (microseconds)");
     cfg.fault = parse_fault();
-    const char *fl = getenv("ABT_DELAYJC_FLUSH");
-    if (fl && strcmp(fl, "syncfs") && strcmp(fl, "fsync"))
-        refuse("ABT_DELAYJC_FLUSH", fl, "fsync or syncfs (unset: fsync)");
-    cfg.each = !fl || !strcmp(fl, "fsync");
+    cfg.each = abt_env_choice("ABT_DELAYJC_FLUSH", flushes, 1, "fsync or syncfs (unset: fsync)");
     cfg.stats = getenv("ABT_DELAYJC_STATS");
     if (cfg.stats && (!*cfg.stats || strlen(cfg.stats) > PATH_MAX - 16))
-        refuse("ABT_DELAYJC_STATS", cfg.stats, "a writable file path (or unset)");
+        abt_refuse("ABT_DELAYJC_STATS", cfg.stats, "a writable file path (or unset)");
 }
 
 /* ---- adaptive estimates (called with mu held) --------------------------- */
@@ -440,33 +415,23 @@ static int group_sync(int fd, int (*real)(int))
     return 0;
 }
 
-static void resolve(void)
-{
-    if (!real_fsync) real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-    if (!real_fdatasync) real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-}
-
 int fsync(int fd)
 {
-    resolve();
+    ABT_REAL(int (*)(int), fsync);
     return group_sync(fd, real_fsync);
 }
 
 int fdatasync(int fd)
 {
-    resolve();
+    ABT_REAL(int (*)(int), fdatasync);
     return group_sync(fd, real_fdatasync);
 }
 
 /* ---- process life: fork, start, exit ------------------------------------ */
 
-static void before_fork(void) { pthread_mutex_lock(&mu); }
-static void parent_after_fork(void) { pthread_mutex_unlock(&mu); }
-
 /* The child has one thread: batches of the parent's other threads are theirs. */
 static void child_after_fork(void)
 {
-    pthread_mutex_init(&mu, NULL);
     memset(queues, 0, sizeof queues);   /* their batches stay with the parent */
     free(recs);
     recs = NULL;
@@ -477,13 +442,12 @@ static void child_after_fork(void)
 
 __attribute__((constructor)) static void delayjc_init(void)
 {
-    resolve();
     parse_config();
     char pid[24], *own = getenv("ABT_DELAYJC_STATS_OWNER");
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     cfg.owner = !own || !strcmp(own, pid);   /* an exec'd descendant is not */
     if (!own) setenv("ABT_DELAYJC_STATS_OWNER", pid, 1);
-    pthread_atfork(before_fork, parent_after_fork, child_after_fork);
+    abt_on_fork(&mu, child_after_fork);
     cfg.ready = 1;
 }
 

@@ -1,15 +1,18 @@
 /*
  * abt_opts.h - argument checks shared by the abtlab workload programs.
  *
- * Every bad argument ends the program with exit code 2 and exactly one line on
- * stderr that names the option and the accepted range, so the Python side can
- * turn it into a ConfigError without guessing.
+ * The programs' one convention: results go to stdout as "key: value" lines; the exit
+ * code is 0 (done), 1 (the run failed), 2 (a bad argument: exactly one line on stderr
+ * that names the option and what is accepted, so the Python side turns it into a
+ * ConfigError without guessing; abtlab/backends/programs.py) or 3 (this filesystem
+ * cannot run it).
  */
 #ifndef ABT_OPTS_H
 #define ABT_OPTS_H
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -20,7 +23,9 @@
 #include <strings.h>
 #include <unistd.h>
 
+#define ABT_EXIT_FAILED 1
 #define ABT_EXIT_USAGE 2
+#define ABT_EXIT_UNAVAILABLE 3
 
 /* "PROG: --opt: given 'X'; accepted: ..." then exit 2. */
 _Noreturn static inline void abt_bad_arg(const char *prog, const char *opt, const char *fmt, ...)
@@ -32,6 +37,22 @@ _Noreturn static inline void abt_bad_arg(const char *prog, const char *opt, cons
     fputc('\n', stderr);
     va_end(ap);
     exit(ABT_EXIT_USAGE);
+}
+
+/* getopt_long with optstring ":" and opterr = 0 returned ':' (missing value) or
+ * anything unknown: name the option as given; help says where the options are. */
+_Noreturn static inline void abt_bad_option(const char *prog, int c, char **argv,
+                                            const char *help)
+{
+    abt_bad_arg(prog, argv[optind - 1], "%s; accepted: %s",
+                c == ':' ? "missing value" : "unknown option", help);
+}
+
+/* Operands are refused: every program takes options only. */
+static inline void abt_no_operands(const char *prog, int argc, char **argv)
+{
+    if (optind < argc)
+        abt_bad_arg(prog, argv[optind], "unexpected argument; accepted: options only");
 }
 
 /* A whole decimal integer in [lo, hi]. */

@@ -26,7 +26,7 @@ for a in $("$stage/bin/busybox" --list); do
 done
 install -m 755 "$here/init.sh" "$stage/init"
 cflags="-O2 -std=gnu11 -Wall -pthread -I$src/include"
-for p in iozone/abt-iozone metarates/abt-metarates delayjc/abt-fsyncers; do
+for p in iozone/abt-iozone metarates/abt-metarates fsyncers/abt-fsyncers; do
     name=$(basename "$p")
     gcc $cflags -static -o "$stage/abt/$name" "$src/$p.c" -lm
     gcc $cflags -o "$stage/abt/$name-dyn" "$src/$p.c" -lm

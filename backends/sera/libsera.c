@@ -24,10 +24,11 @@
  * taking the signal while another thread writes is the one race left). SIGKILL cannot
  * be caught: the last setting stays (abtlab.system.cpufreq's
  * FrequencyPin in the parent puts back governor and limits). A handler the program
- * installs later replaces ours for that signal. A bad table: message, _exit(2).
+ * installs later replaces ours for that signal. A bad table refuses to run: a message
+ * naming ABT_SERA_TABLE and the line, exit status 2.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
+#define ABT_PRELOAD_NAME "libsera"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -41,6 +42,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "abt_preload.h"
 #include "abt_trace.h"
 
 #define MAX_CPU 1024
@@ -79,10 +81,17 @@ static int holder_started;
 static ssize_t (*real_write)(int, const void *, size_t);
 static __thread int in_sera;           /* our own sysfs writes are not I/O to schedule */
 
+static const char *table_path;
+
+/* A bad table refuses to run, naming ABT_SERA_TABLE and the line. */
 static void die(const char *what, int line)
 {
-    fprintf(stderr, "libsera: %s (table line %d)\n", what, line);
-    _exit(2);
+    char where[32] = "", acc[320];
+    if (line) snprintf(where, sizeof where, "table line %d: ", line);
+    snprintf(acc, sizeof acc, "a readable table of 'highest KHZ', 'guard_ns N', 'hold_ns N', "
+             "'predict FIXED_NS BYTES_PER_S' and 'rule OP SIZE_MIN SIZE_MAX KHZ' lines "
+             "(%s%s)", where, what);
+    abt_refuse("ABT_SERA_TABLE", table_path, acc);
 }
 
 static int op_code(const char *s)
@@ -116,10 +125,11 @@ static void parse_line(char *ln, int n)
 
 static void load_table(const char *path)
 {
+    table_path = path;
     FILE *f = fopen(path, "r");
     char ln[256];
     int n = 0;
-    if (!f) die("cannot open ABT_SERA_TABLE", 0);
+    if (!f) die("cannot open it", 0);
     cfg.bps = 1e9;
     while (fgets(ln, sizeof ln, f)) parse_line(ln, ++n);
     fclose(f);
@@ -325,7 +335,6 @@ static void set_trace_path(const char *t);
 /* A forked child has no holder thread: let it start its own. */
 static void child_reset(void)
 {
-    pthread_mutex_init(&mu, NULL);
     holder_started = 0;
     nrec = dropped = 0;                /* the parent's decisions stay in its file */
     if (cfg.trace_per_pid) set_trace_path(cfg.trace_env);
@@ -348,7 +357,7 @@ static void set_trace_path(const char *t)
 __attribute__((constructor)) static void init(void)
 {
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS};
-    real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    real_write = (ssize_t (*)(int, const void *, size_t))abt_real("write");
     const char *table = getenv("ABT_SERA_TABLE");
     if (!table || !*table) return;   /* no table: every call passes through untouched */
     cfg.root = getenv("ABT_SERA_CPUFREQ_ROOT");
@@ -360,7 +369,7 @@ __attribute__((constructor)) static void init(void)
     pthread_cond_init(&cv, &ca);
     load_table(table);
     atexit(at_exit);
-    pthread_atfork(NULL, NULL, child_reset);
+    abt_on_fork(&mu, child_reset);
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
         struct sigaction old, sa = {0};
         sigaction(sigs[i], NULL, &old);
@@ -372,9 +381,7 @@ __attribute__((constructor)) static void init(void)
     cfg.on = 1;
 }
 
-#define REAL(name) \
-    static __typeof__(name) *real_##name; \
-    if (!real_##name) real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+#define REAL(name) ABT_REAL(__typeof__(&name), name)
 
 #define AROUND(op, bytes, call) \
     do { int c_ = begin(op, bytes); int e_; __typeof__(call) r_ = call; e_ = errno; \
@@ -395,7 +402,7 @@ ssize_t read(int fd, void *buf, size_t n)
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
-    if (!real_write) real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    if (!real_write) real_write = (ssize_t (*)(int, const void *, size_t))abt_real("write");
     AROUND(OP_WRITE, n, real_write(fd, buf, n));
 }
 

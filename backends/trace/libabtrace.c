@@ -9,7 +9,8 @@
  * writes its own file. Each thread keeps at most ABT_TRACE_MAX_RECORDS
  * records (default 1M, i.e. 32 MiB of address space reserved, touched only as
  * used); further calls are counted and the counts go to a sidecar
- * abtrace.<pid>.dropped ("tid=T recorded=N dropped=D" per thread).
+ * abtrace.<pid>.dropped ("tid=T recorded=N dropped=D" per thread). Any other value
+ * of ABT_TRACE_MAX_RECORDS than an integer 1..2^32 refuses to run (exit status 2).
  *
  * Not seen: calls glibc makes internally (stdio's own write), processes that
  * die by a signal, and a forked child's calls before it execs (the new image
@@ -18,12 +19,11 @@
  * writes a file (the flush checks the pid).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
+#define ABT_PRELOAD_NAME "libabtrace"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +33,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "abt_preload.h"
 #include "abt_trace.h"
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -62,32 +63,6 @@ static char trace_dir[PATH_MAX] = ".";
 static atomic_int flushed;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* ---- real functions, resolved on first use (calls may precede our constructor) */
-static void *resolve(const char *name)
-{
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        static const char msg[] = "abtrace: cannot resolve a libc symbol; aborting\n";
-        syscall(SYS_write, 2, msg, sizeof msg - 1);
-        abort();
-    }
-    return f;
-}
-#define REAL(type, name) \
-    static __typeof__(type) real_##name; \
-    if (!__atomic_load_n(&real_##name, __ATOMIC_RELAXED)) \
-        __atomic_store_n(&real_##name, (type)resolve(#name), __ATOMIC_RELAXED)
-
-static void say(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n > 0) syscall(SYS_write, 2, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1));
-}
-
 /* ---- set-up, fork, registry */
 static void atfork_child(void)
 {
@@ -111,15 +86,10 @@ static void init(void)
     else if (!getcwd(trace_dir, sizeof trace_dir - 1)) strcpy(trace_dir, ".");
     else if (dir && *dir)  /* relative: fixed now, so a later chdir does not move the files */
         snprintf(trace_dir + strlen(trace_dir), sizeof trace_dir - strlen(trace_dir), "/%s", dir);
-    const char *m = getenv("ABT_TRACE_MAX_RECORDS");
-    if (m) {
-        char *end;
-        unsigned long long v = strtoull(m, &end, 10);
-        if (*m && !*end && v >= 1 && v <= (1ull << 32)) max_records = v;
-        else say("abtrace: ABT_TRACE_MAX_RECORDS=%s ignored; accepted 1..4294967296; using %u\n",
-                 m, DEFAULT_MAX_RECORDS);
-    }
-    pthread_atfork(NULL, NULL, atfork_child);
+    max_records = (uint64_t)abt_env_int_or("ABT_TRACE_MAX_RECORDS", DEFAULT_MAX_RECORDS, 1,
+                                           1ll << 32, "an integer from 1 to 4294967296 "
+                                           "(records per thread; unset: 1048576)");
+    abt_on_fork(NULL, atfork_child);
 }
 
 __attribute__((constructor)) static void abtrace_ctor(void) { pthread_once(&once, init); }
@@ -131,7 +101,8 @@ static struct tbuf *buf_new(void)
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-        say("abtrace: pid %u: cannot reserve %zu bytes for a buffer; thread not traced\n", cur_pid, len);
+        abt_say(ABT_PRELOAD_NAME ": pid %u: cannot reserve %zu bytes for a buffer; "
+                "thread not traced\n", cur_pid, len);
         no_buf = 1;
         return NULL;
     }
@@ -152,9 +123,9 @@ static void record(uint16_t op, uint16_t flags, long res, int err, uint64_t t0, 
     uint64_t i = atomic_load_explicit(&b->n, memory_order_relaxed);
     if (i >= b->cap) {
         if (atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed) == 0)
-            say("abtrace: pid %u tid %u: buffer full at ABT_TRACE_MAX_RECORDS=%llu; further "
-                "calls are counted in abtrace.%u.dropped, not recorded\n",
-                cur_pid, b->tid, (unsigned long long)b->cap, cur_pid);
+            abt_say(ABT_PRELOAD_NAME ": pid %u tid %u: buffer full at ABT_TRACE_MAX_RECORDS=%llu; "
+                    "further calls are counted in abtrace.%u.dropped, not recorded\n",
+                    cur_pid, b->tid, (unsigned long long)b->cap, cur_pid);
         return;
     }
     abt_record *r = &b->recs[i];
@@ -219,7 +190,7 @@ static void flush(void)
         ok = write_all(fd, b->recs, b->snap * sizeof(abt_record)) == 0;
     if (fd >= 0 && syscall(SYS_close, fd) != 0) ok = 0;
     if (ok && rename(tmp, path) == 0) write_dropped();
-    else say("abtrace: pid %u: cannot write %s: %s\n", cur_pid, path, strerror(errno));
+    else abt_say(ABT_PRELOAD_NAME ": pid %u: cannot write %s: %s\n", cur_pid, path, strerror(errno));
     in_hook = 0;
 }
 
@@ -227,7 +198,7 @@ __attribute__((destructor)) static void abtrace_dtor(void) { flush(); }
 
 void _exit(int status)
 {
-    REAL(void (*)(int), _exit);
+    ABT_REAL(void (*)(int), _exit);
     flush();
     real__exit(status);
     __builtin_unreachable();
@@ -235,7 +206,7 @@ void _exit(int status)
 
 void _Exit(int status)
 {
-    REAL(void (*)(int), _Exit);
+    ABT_REAL(void (*)(int), _Exit);
     flush();
     real__Exit(status);
     __builtin_unreachable();
@@ -256,7 +227,7 @@ void _Exit(int status)
     } while (0)
 
 #define HOOK(ret, name, op, params, args) \
-    ret name params { REAL(ret (*) params, name); TIMED(op, 0, real_##name args); }
+    ret name params { ABT_REAL(ret (*) params, name); TIMED(op, 0, real_##name args); }
 
 HOOK(ssize_t, read, ABT_OP_READ, (int fd, void *b, size_t n), (fd, b, n))
 HOOK(ssize_t, write, ABT_OP_WRITE, (int fd, const void *b, size_t n), (fd, b, n))
@@ -287,10 +258,10 @@ static uint16_t open_flags(int flags)
         va_list ap; va_start(ap, flags); mode = (mode_t)va_arg(ap, int); va_end(ap); }
 
 #define OPEN_HOOK(name) int name(const char *p, int flags, ...) { \
-        MODE_ARG(flags); REAL(int (*)(const char *, int, ...), name); \
+        MODE_ARG(flags); ABT_REAL(int (*)(const char *, int, ...), name); \
         TIMED(ABT_OP_OPEN, open_flags(flags), real_##name(p, flags, mode)); }
 #define OPENAT_HOOK(name) int name(int d, const char *p, int flags, ...) { \
-        MODE_ARG(flags); REAL(int (*)(int, const char *, int, ...), name); \
+        MODE_ARG(flags); ABT_REAL(int (*)(int, const char *, int, ...), name); \
         TIMED(ABT_OP_OPEN, open_flags(flags), real_##name(d, p, flags, mode)); }
 
 OPEN_HOOK(open)
@@ -304,12 +275,12 @@ HOOK(int, __openat64_2, ABT_OP_OPEN, (int d, const char *p, int f), (d, p, f))
 
 int creat(const char *p, mode_t m)
 {
-    REAL(int (*)(const char *, mode_t), creat);
+    ABT_REAL(int (*)(const char *, mode_t), creat);
     TIMED(ABT_OP_OPEN, ABT_F_CREAT, real_creat(p, m));
 }
 
 int creat64(const char *p, mode_t m)
 {
-    REAL(int (*)(const char *, mode_t), creat64);
+    ABT_REAL(int (*)(const char *, mode_t), creat64);
     TIMED(ABT_OP_OPEN, ABT_F_CREAT, real_creat64(p, m));
 }

@@ -14,16 +14,16 @@ import pytest
 from abtlab import trace
 from abtlab.backends import get
 from abtlab.backends.base import RunContext
+from abtlab.backends.programs import parse_result
 from abtlab.errors import ConfigError, UnavailableError
 
 BS = 4096
 
 
 def dio(backends, *args):
-    exe = backends / "syscalls" / "abt-dio"
+    exe = backends / "dio" / "abt-dio"
     proc = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
-    last = proc.stdout.strip().splitlines()[-1:] if proc.returncode == 0 else []
-    out = dict(kv.split("=", 1) for kv in last[0].split() if "=" in kv) if last else {}
+    out = parse_result(proc.stdout) if proc.returncode == 0 else {}
     return proc, out
 
 
@@ -35,8 +35,8 @@ def expected_block(index, gen, bs=BS):
 
 def test_describe_record_size(built_backends):
     proc, _ = dio(built_backends, "--describe")
-    assert f"record_size={trace.RECORD_DTYPE.itemsize}" in proc.stdout
-    assert "header_size=32" in proc.stdout
+    assert f"record_size: {trace.RECORD_DTYPE.itemsize}\n" in proc.stdout
+    assert "header_size: 32\n" in proc.stdout
 
 
 # workload -> (count, written blocks, read blocks, write ops, read ops, syncfs ops)

@@ -10,17 +10,18 @@ import pytest
 from abtlab import trace
 from abtlab.backends import get
 from abtlab.backends.base import RunContext
+from abtlab.backends.programs import parse_result
 from abtlab.errors import ConfigError
 
 
 def locks(backends, *args):
-    exe = backends / "syscalls" / "abt-locks"
+    exe = backends / "locks" / "abt-locks"
     return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 def test_describe_record_size(built_backends):
     out = locks(built_backends, "--describe").stdout
-    assert f"record_size={trace.RECORD_DTYPE.itemsize}" in out and "header_size=32" in out
+    assert f"record_size: {trace.RECORD_DTYPE.itemsize}\n" in out and "header_size: 32\n" in out
 
 
 @pytest.mark.parametrize("lock", ["spin", "mutex"])
@@ -29,7 +30,7 @@ def test_holds_are_exclusive_and_complete(built_backends, tmp_path, lock):
     proc = locks(built_backends, "--lock", lock, "--threads", 4, "--work", 2000,
                  "--entries", 50, "--trace", tpath)
     assert proc.returncode == 0, proc.stderr
-    out = dict(kv.split("=", 1) for kv in proc.stdout.split())
+    out = parse_result(proc.stdout)
     assert out["lock"] == lock and int(out["elapsed_ns"]) > 0
     ops = trace.read(tpath, kind=trace.Kind.OPS)
     assert ops.size == 4 * 50

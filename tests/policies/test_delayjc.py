@@ -29,7 +29,7 @@ def _run(built, args, env_extra, timeout=60, check=True):
 
 def _fsyncers(built, fs_dir, tmp_path, env, *extra, timeout=60, check=True):
     ops, stats = tmp_path / "ops.bin", tmp_path / "batches.bin"
-    args = [str(built / "delayjc" / "abt-fsyncers"), "--dir", str(fs_dir), "--trace", str(ops), *extra]
+    args = [str(built / "fsyncers" / "abt-fsyncers"), "--dir", str(fs_dir), "--trace", str(ops), *extra]
     p = _run(built, args, {**env, "ABT_DELAYJC_STATS": str(stats)}, timeout, check)
     return p, ops, stats
 
@@ -134,7 +134,7 @@ def test_injected_error_reaches_every_member(built_backends, scratch_ext4, tmp_p
     assert ops.size == 24
     assert np.all(ops["flags"] & trace.Flag.ERROR) and np.all(ops["bytes"] == errno.EIO)
     assert np.all(b["error"] == errno.EIO) and b["members"].sum() == 24
-    assert "errors=24" in p.stdout
+    assert "errors: 24\n" in p.stdout
 
 
 @pytest.mark.root

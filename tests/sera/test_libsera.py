@@ -169,3 +169,4 @@ def test_bad_table_refuses_to_run(built_backends, tmp_path):
     proc = run_dd(tmp_path, sera.environment(bad), stderr=subprocess.PIPE, text=True)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and "table line 2" in err
+    assert err.startswith(f"libsera: ABT_SERA_TABLE: given '{bad}'; accepted: ")

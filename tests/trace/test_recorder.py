@@ -178,11 +178,24 @@ def test_buffer_limit_counts_drops_and_says_so_once(lib, tmp_path):
     assert sorted(dropped.values()) == sorted([19 - 8, 20 - 8, 30 - 8])
 
 
-def test_bad_max_records_is_reported_and_default_used(lib, tmp_path):
+@pytest.mark.parametrize("value", ["lots", "", "0", "4294967297", "8k"])
+def test_bad_max_records_refuses_to_run_naming_the_variable(lib, tmp_path, value):
     exe = build(tmp_path, "forker", FORK_C)
-    p = traced(lib, tmp_path / "tr", [exe, tmp_path], ABT_TRACE_MAX_RECORDS="lots")
-    assert "ABT_TRACE_MAX_RECORDS=lots ignored" in p.stderr
-    assert readers.read_trace_dir(tmp_path / "tr").size == 19 + 20 + 30
+    p = traced(lib, tmp_path / "tr", [exe, tmp_path], ABT_TRACE_MAX_RECORDS=value)
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"libabtrace: ABT_TRACE_MAX_RECORDS: given '{value}'; accepted: ")
+    assert p.stderr.count("\n") == 1
+    assert not (tmp_path / "f").exists(), "the program ran"
+    assert not list((tmp_path / "tr").iterdir()), "a trace was written"
+
+
+def test_max_records_at_its_bounds_is_accepted(lib, tmp_path):
+    exe = build(tmp_path, "forker", FORK_C)
+    for value, size in (("1", 3), ("20", 19 + 20 + 20)):
+        shutil.rmtree(tmp_path / "tr", ignore_errors=True)
+        p = traced(lib, tmp_path / "tr", [exe, tmp_path], ABT_TRACE_MAX_RECORDS=value)
+        assert p.returncode == 0, p.stderr
+        assert readers.read_trace_dir(tmp_path / "tr").size == size
 
 
 def test_fortified_read_is_recorded(lib, tmp_path):

@@ -307,7 +307,7 @@ static void w_single_block(unsigned char *b, int read_back, span *sp)
 
 static void describe(void)
 {
-    printf("name=%s record_size=%zu header_size=%zu\n"
+    printf("name: %s\nrecord_size: %zu\nheader_size: %zu\n"
            "parameters: --workload 1..4 (1 appends+syncfs, 2 random reads of --file-size, "
            "3 single-block overwrite+syncfs, 4 single-block write+syncfs+read), --direct, "
            "--block-size %llu..%llu (k/m/g), --dir DIR, --count N, --file-size SIZE, "
@@ -325,7 +325,8 @@ static void parse(int argc, char **argv)
         {"seed", 1, 0, 's'}, {"trace", 1, 0, 't'}, {"verify", 0, 0, 'V'},
         {"keep", 0, 0, 'k'}, {"describe", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
         switch (c) {
         case 'w': opt.workload = (int)abt_parse_long(PROG, "--workload", optarg, 1, 4); break;
         case 'D': opt.direct = 1; break;
@@ -338,10 +339,10 @@ static void parse(int argc, char **argv)
         case 'V': opt.verify = 1; break;
         case 'k': opt.keep = 1; break;
         case 'h': describe(); exit(0);
-        default: abt_bad_arg(PROG, "option", "unknown; accepted: see --describe");
+        default: abt_bad_option(PROG, c, argv, "see --describe");
         }
     }
-    if (optind < argc) abt_bad_arg(PROG, "argument", "given '%s'; accepted: options only", argv[optind]);
+    abt_no_operands(PROG, argc, argv);
     if (!opt.dir) abt_bad_arg(PROG, "--dir", "missing; accepted: a directory on the filesystem to test");
     if (!opt.count) opt.count = opt.workload == 1 ? 256 : opt.workload == 2
         ? (opt.bs <= opt.file_size ? opt.file_size / opt.bs : 1) : 64;
@@ -370,11 +371,12 @@ int main(int argc, char **argv)
     default: w_single_block(b, opt.workload == 4, &sp);
     }
     if (opt.trace && abt_trace_write(opt.trace, ABT_KIND_OPS, recs, nrec)) die("write --trace");
-    printf("workload=%d mode=%s block_size=%llu count=%llu bytes_written=%llu bytes_read=%llu "
-           "elapsed_ns=%llu filesystem=%s dio_align=%u verified=%s%s%s\n", opt.workload,
+    printf("workload: %d\nmode: %s\nblock_size: %llu\ncount: %llu\nbytes_written: %llu\n"
+           "bytes_read: %llu\nelapsed_ns: %llu\nfilesystem: %s\ndio_align: %u\nverified: %s\n%s%s%s",
+           opt.workload,
            opt.direct ? "direct" : "buffered", (unsigned long long)opt.bs,
            (unsigned long long)opt.count, (unsigned long long)sp.wr, (unsigned long long)sp.rd,
            (unsigned long long)(sp.t1 - sp.t0), fs, align, opt.verify ? "yes" : "no",
-           opt.keep ? " file=" : "", opt.keep ? path : "");
+           opt.keep ? "file: " : "", opt.keep ? path : "", opt.keep ? "\n" : "");
     return 0;
 }

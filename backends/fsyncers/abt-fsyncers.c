@@ -6,8 +6,8 @@
  * until start + index*U), makes --files files DIR/fs.<i>.<k> of --size bytes,
  * syncs each (fsync or fdatasync), closes and unlinks it (unless --keep). One
  * abt_record per sync (op FSYNC/FDATASYNC, tid = thread index, bytes = size or
- * errno with ABT_F_ERROR), written after the threads join. stdout gets one line:
- * "elapsed_ns=E syncs=S errors=X bytes=B". Test modes: --fork forks a child
+ * errno with ABT_F_ERROR), written after the threads join. stdout gets the result
+ * as "key: value" lines: elapsed_ns, syncs, errors, bytes. Test modes: --fork forks a child
  * mid-run that does one sync of its own (exit 1 if the child failed or hung
  * up); --exit-after-ms M calls exit(0) after M ms while workers may be syncing.
  */
@@ -84,11 +84,10 @@ static void parse_opts(int argc, char **argv)
         case 'k': g_o.keep = 1; break;
         case 'f': g_o.fork = 1; break;
         case 'd': g_o.describe = 1; break;
-        case ':': abt_bad_arg(PROG, argv[optind - 1], "missing value; accepted: see the header");
-        default: abt_bad_arg(PROG, argv[optind - 1], "unknown option; accepted: see the header");
+        default: abt_bad_option(PROG, c, argv, "see the header");
         }
     }
-    if (optind < argc) abt_bad_arg(PROG, argv[optind], "unexpected argument; accepted: options only");
+    abt_no_operands(PROG, argc, argv);
 }
 
 /* One file: create, write, sync (timed), close, unlink. Returns sync errno or 0. */
@@ -174,7 +173,7 @@ int main(int argc, char **argv)
         perror(g_o.trace);
         return 1;
     }
-    printf("elapsed_ns=%llu syncs=%ld errors=%ld bytes=%llu\n", (unsigned long long)elapsed,
+    printf("elapsed_ns: %llu\nsyncs: %ld\nerrors: %ld\nbytes: %llu\n", (unsigned long long)elapsed,
            n, errors, (unsigned long long)((uint64_t)n * g_o.size));
     int st = 0;
     if (child > 0 && (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st)))

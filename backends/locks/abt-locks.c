@@ -62,7 +62,7 @@ static void *worker(void *arg)
 
 static void describe(void)
 {
-    printf("name=%s record_size=%zu header_size=%zu\n"
+    printf("name: %s\nrecord_size: %zu\nheader_size: %zu\n"
            "parameters: --lock spin|mutex, --threads 1..%d, --work 1..%ld (nop instructions "
            "per critical section), --entries N (default 100), --trace PATH\n"
            "output: lock threads work entries elapsed_ns\n",
@@ -75,7 +75,8 @@ static void parse(int argc, char **argv)
         {"lock", 1, 0, 'l'}, {"threads", 1, 0, 'n'}, {"work", 1, 0, 'w'},
         {"entries", 1, 0, 'e'}, {"trace", 1, 0, 't'}, {"describe", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
         switch (c) {
         case 'l':
             if (strcmp(optarg, "spin") && strcmp(optarg, "mutex"))
@@ -87,10 +88,10 @@ static void parse(int argc, char **argv)
         case 'e': opt.entries = abt_parse_long(PROG, "--entries", optarg, 1, 1000000); break;
         case 't': opt.trace = optarg; break;
         case 'h': describe(); exit(0);
-        default: abt_bad_arg(PROG, "option", "unknown; accepted: see --describe");
+        default: abt_bad_option(PROG, c, argv, "see --describe");
         }
     }
-    if (optind < argc) abt_bad_arg(PROG, "argument", "given '%s'; accepted: options only", argv[optind]);
+    abt_no_operands(PROG, argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -117,7 +118,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: --trace %s: %s\n", PROG, opt.trace, strerror(errno));
         return 1;
     }
-    printf("lock=%s threads=%ld work=%ld entries=%ld elapsed_ns=%llu\n", opt.spin ? "spin" : "mutex",
+    printf("lock: %s\nthreads: %ld\nwork: %ld\nentries: %ld\nelapsed_ns: %llu\n",
+           opt.spin ? "spin" : "mutex",
            opt.threads, opt.work, opt.entries, (unsigned long long)(t1 - t0));
     return 0;
 }
