@@ -90,31 +90,28 @@ def _attrs(backend, extra):
 
 
 def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entries: int = 100,
-              seed: int = 0, timeout: float = 600, progress: bool = False) -> xr.Dataset:
+              seed: int = 0, timeout: float = 600, progress: bool = False, out=None,
+              resume: bool = False) -> xr.Dataset:
     """Time spinlock and mutex on threads x work (defaults: a 4 x 3 grid, seconds;
     full=True: the paper's 23 x 19 grid, hours here). Returns elapsed (lock, threads,
-    work, rep), its median, and spin_speedup with its CI (threads, work)."""
+    work, rep), its median, and spin_speedup with its CI (threads, work).
+
+    It runs as a sweep (abtlab.sweep.loop): one timing run on the machine at a time, and
+    with out= every finished repetition kept, so resume=True continues a stopped grid."""
     from .backends.locks import MAX_THREADS, MAX_WORK, LocksBackend
+    from .sweep.loop import run as run_sweep
     threads = _levels(threads, PAPER_THREADS if full else QUICK_THREADS, "threads", 1, MAX_THREADS)
     work = _levels(work, PAPER_WORK if full else QUICK_WORK, "work", 1, MAX_WORK)
     _check_reps(reps)
-    cells = [{"lock": lk, "threads": n, "work": w} for lk in ("spin", "mutex")
-             for n in threads for w in work]
-    started = timestamp()
+    command = (f"abtlab.syscalls.lock_grid(threads={threads}, work={work}, reps={reps}, "
+               f"entries={entries}, seed={seed})")
     # no per-entry trace: two clock reads per entry would dwarf a 1-nop critical section
-    res = _sweep(LocksBackend(), cells, reps,
-                 lambda c: {"trace": False, "entries": entries, "timeout": timeout}, seed, progress)
-    el = np.array([res[(k, r)].scalars["elapsed"] for k in range(len(cells)) for r in range(reps)])
-    el = el.reshape(2, len(threads), len(work), reps)
-    ds = xr.Dataset({"elapsed": (("lock", "threads", "work", "rep"), el,
-                                 {"units": "s", "long_name": "create-to-join time"})},
-                    coords={"lock": ["spin", "mutex"], "threads": threads, "work": work,
-                            "rep": np.arange(reps)})
-    ds.attrs = _attrs("locks", {
-        "filesystem": "none (CPU-only workload)", "mount_options": "", "start_time": started,
-        "end_time": timestamp(), "entries_per_thread": entries, "seed": seed, "reps": reps,
-        "command": f"abtlab.syscalls.lock_grid(threads={threads}, work={work}, reps={reps}, "
-                   f"entries={entries}, seed={seed})"})
+    ds = run_sweep(LocksBackend(), {"lock": ["spin", "mutex"], "threads": threads, "work": work},
+                   reps=reps, out=out, resume=resume, seed=seed, quiet=not progress,
+                   options={"trace": False, "entries": entries, "timeout": timeout},
+                   attrs={"entries_per_thread": entries}, command=command)
+    ds = ds[["elapsed"]]
+    ds["elapsed"].attrs.update(units="s", long_name="create-to-join time")
     return add_lock_speedup(ds)
 
 

@@ -187,3 +187,14 @@ def test_dio_speedup_orientation():
     out = sc.add_dio_speedup(ds)
     np.testing.assert_allclose(out.direct_speedup.values, [[1.25, 1.0]])
     assert sc.PAPER_DIO["direct_speedup"] == 1.25 and sc.PAPER_DIO["block_size"] == 4096
+
+
+def test_lock_grid_is_a_durable_sweep(built_backends, tmp_path):
+    """With out= the grid is a sweep's dataset on disk: resuming a finished grid reruns
+    nothing (the same numbers), and another grid at the same path is refused."""
+    kw = dict(threads=[1, 2], work=[1], reps=2, entries=10, out=tmp_path / "locks.nc")
+    a = sc.lock_grid(**kw)
+    b = sc.lock_grid(**kw, resume=True)
+    np.testing.assert_array_equal(a.elapsed.values, b.elapsed.values)
+    with pytest.raises(ConfigError):
+        sc.lock_grid(**{**kw, "threads": [1, 3]}, resume=True)
