@@ -1,8 +1,8 @@
 """The system-call behaviour lab (seed 002), measured here beside the paper.
 
 Spinlock vs mutex: `lock_grid` times both locks over a (threads, work) grid with
-repetitions, each repetition running every cell of both locks in a fresh random order
-so drift hits both alike; `spin_speedup` = t_mutex / t_spin per repetition, as the
+repetitions, as a durable sweep (abtlab.sweep.loop) that runs cells and repetitions
+interleaved in a random order so drift hits both locks alike; `spin_speedup` = t_mutex / t_spin per repetition, as the
 paper's Fig. 5 (> 1: the spinlock is faster), summarised by its geometric mean and a
 t interval on the log ratios. `load_reference` is the paper's i7-2600K grid,
 `compare` the log2 difference on the common grid, `plot_lock_comparison` the heatmaps.
@@ -14,15 +14,13 @@ overwrite, i.e. direct 25% faster), and `plot_dio_comparison` draws it.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from .data.schema import timestamp
 from . import about
-from .errors import ConfigError, UnavailableError
+from .errors import ConfigError
 from .stats.ratios import geomean_ratio_ci
 
 __all__ = ["lock_grid", "dio_grid", "load_reference", "compare",
@@ -57,36 +55,6 @@ def _levels(values, default, field, lo, hi):
 def _check_reps(reps):
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")
-
-
-def _sweep(backend, cells, reps, options, seed, progress):
-    """Run every cell reps times, each repetition in a fresh random order.
-    Returns {(cell, rep): (RunResult)} ."""
-    from .backends.base import RunContext
-    avail = backend.available()
-    if not avail:
-        raise UnavailableError(f"backend {backend.name}: {avail.reason}")
-    rng, out, done = np.random.default_rng(seed), {}, 0
-    with tempfile.TemporaryDirectory(prefix="abtlab-syscalls-") as tmp:
-        for r in range(reps):
-            for k in rng.permutation(len(cells)):
-                ctx = RunContext(Path(tmp), rep=r, seed=int(seed) * 7919 + r, quiet=True,
-                                 options=options(cells[k]))
-                out[(k, r)] = backend.run_point(cells[k], ctx)
-                done += 1
-                if progress:
-                    print(f"\r{backend.name}: {done}/{len(cells) * reps}", end="", flush=True)
-    if progress:
-        print()
-    return out
-
-
-def _attrs(backend, extra):
-    from .about import __version__
-    from .system import facts
-    f = facts.collect()
-    return {"backend": backend, "freq_mode": "real", "kernel": f["kernel"], "cpu": f["cpu"],
-            "hardware_threads": f["cpu_logical"], "abtlab_version": __version__, **extra}
 
 
 def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entries: int = 100,
@@ -186,23 +154,18 @@ def compare(here: xr.Dataset, ref: xr.Dataset | None = None) -> xr.Dataset:
 
 
 
-def _dio_count(workload, bs, max_bytes):
-    """Ops per run: the paper's 256 appends (capped at max_bytes of data), 64 overwrites;
-    None for random reads (the program reads file_size / block_size blocks)."""
-    if workload == 1:
-        return max(1, min(256, max_bytes // bs))
-    return None if workload == 2 else 64
-
-
 def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int = 3,
              full: bool = False, file_size: int | None = None, max_bytes: int = 256 << 20,
-             seed: int = 0, timeout: float = 600, progress: bool = False) -> xr.Dataset:
+             seed: int = 0, timeout: float = 600, progress: bool = False, out=None,
+             resume: bool = False) -> xr.Dataset:
     """Time buffered and O_DIRECT runs of each workload x block size in directory
     (None: a fresh scratch ext4 per run where loop devices work). Defaults: 4 and 64 KiB,
     a 4 MiB file for random reads (seconds); full=True: 4 KiB..16 MiB and the paper's
     16 MiB file. Returns elapsed/throughput (mode, workload, block_size, rep), ops_per_run,
-    and direct_speedup = t_buffered / t_direct with its CI."""
-    from .backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend, mount_of
+    and direct_speedup = t_buffered / t_direct with its CI. A durable sweep like lock_grid
+    (out=, resume=)."""
+    from .backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend
+    from .sweep.loop import run as run_sweep
     blocks = _levels(block_sizes, PAPER_BLOCKS if full else QUICK_BLOCKS, "block_sizes",
                      MIN_BLOCK, MAX_BLOCK)
     workloads = _levels(workloads, (1, 2, 3, 4), "workloads", 1, 4)
@@ -210,37 +173,18 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     file_size = int(file_size or (16 << 20 if full else 4 << 20))
     if file_size < max(blocks) and 2 in workloads:
         raise ConfigError("file_size", file_size, f">= the largest block size ({max(blocks)})")
-    cells = [{"workload": w, "mode": m, "block_size": b} for m in ("buffered", "direct")
-             for w in workloads for b in blocks]
-    base = {"trace": False, "file_size": file_size, "timeout": timeout,
-            **({"directory": str(directory)} if directory is not None else {})}
-    started = timestamp()
-    res = _sweep(DioBackend(), cells, reps, lambda c: {
-        **base, "count": _dio_count(c["workload"], c["block_size"], max_bytes)}, seed, progress)
-    ds = _dio_dataset(res, len(cells), workloads, blocks, reps)
-    where = mount_of(directory) if directory is not None else res[(0, 0)].attrs
-    ds.attrs = _attrs("dio", {
-        "filesystem": where.get("filesystem", ""), "mount_options": where.get("mount_options", ""),
-        "block_device": where.get("block_device", ""), "file_size": file_size,
-        "start_time": started, "end_time": timestamp(), "seed": seed, "reps": reps,
-        "command": f"abtlab.syscalls.dio_grid({str(directory)!r}, block_sizes={blocks}, "
-                   f"workloads={workloads}, reps={reps}, file_size={file_size}, seed={seed})"})
+    command = (f"abtlab.syscalls.dio_grid({str(directory)!r}, block_sizes={blocks}, "
+               f"workloads={workloads}, reps={reps}, file_size={file_size}, seed={seed})")
+    options = {"trace": False, "file_size": file_size, "timeout": timeout, "max_bytes": max_bytes,
+               **({"directory": str(directory)} if directory is not None else {})}
+    full_ds = run_sweep(DioBackend(), {"mode": ["buffered", "direct"], "workload": workloads,
+                                       "block_size": blocks},
+                        reps=reps, out=out, resume=resume, seed=seed, quiet=not progress,
+                        options=options, attrs={"file_size": file_size}, command=command)
+    ds = full_ds[["elapsed", "throughput"]]
+    ds["ops_per_run"] = full_ds["ops_per_run"].isel(mode=0, rep=0, drop=True).astype(int)
+    ds["ops_per_run"].attrs.update(units="1", long_name="ops in one run")
     return add_dio_speedup(ds)
-
-
-def _dio_dataset(res, ncells, workloads, blocks, reps):
-    """Results of _sweep over (mode, workload, block) cells -> the grid dataset."""
-    def grid(key):
-        vals = [res[(k, r)].scalars[key] for k in range(ncells) for r in range(reps)]
-        return np.array(vals).reshape(2, len(workloads), len(blocks), reps)
-    counts = [[res[(i * len(blocks) + j, 0)].attrs["ops_per_run"] for j in range(len(blocks))]
-              for i in range(len(workloads))]
-    dims = ("mode", "workload", "block_size", "rep")
-    return xr.Dataset({"elapsed": (dims, grid("elapsed"), {"units": "s"}),
-                       "throughput": (dims, grid("throughput"), {"units": "bytes/s"}),
-                       "ops_per_run": (("workload", "block_size"), counts, {"units": "1"})},
-                      coords={"mode": ["buffered", "direct"], "workload": workloads,
-                              "block_size": blocks, "rep": np.arange(reps)})
 
 
 def add_dio_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:

@@ -39,10 +39,27 @@ def mount_of(path) -> dict:
             "block_device": m.source}
 
 
+def default_count(workload: int, block_size: int, max_bytes: int):
+    """Ops per run for a grid: the paper's 256 appends (capped at max_bytes of data), 64
+    overwrites; None for random reads (the program reads file_size / block_size blocks)."""
+    if workload == 1:
+        return max(1, min(256, max_bytes // block_size))
+    return None if workload == 2 else 64
+
+
+def _count(point, opts):
+    """--count: the option, else default_count when the max_bytes option is given."""
+    if opts.get("count"):
+        return int(opts["count"])
+    if opts.get("max_bytes"):
+        return default_count(point["workload"], point["block_size"], int(opts["max_bytes"]))
+    return None
+
+
 def _data_bytes(point, opts) -> int:
     bs, w = point["block_size"], point["workload"]
     if w == 1:
-        return int(opts.get("count") or 256) * bs
+        return int(_count(point, opts) or 256) * bs
     return int(opts.get("file_size") or 16 << 20) if w == 2 else bs
 
 
@@ -62,8 +79,8 @@ class DioBackend(Backend):
                 "block_size": _int_in(point, "block_size", MIN_BLOCK, MAX_BLOCK)}
 
     def run_point(self, point, ctx):
-        """options: directory, scratch (bool), count, file_size, seed, verify, trace
-        (default True), timeout (s, default 600)."""
+        """options: directory, scratch (bool), count (or max_bytes: default_count),
+        file_size, seed, verify, trace (default True), timeout (s, default 600)."""
         point = self.validate_point(point)
         opts = ctx.options
         with contextlib.ExitStack() as stack:
@@ -79,7 +96,8 @@ class DioBackend(Backend):
         attrs.update({"freq_mode": "real", "dio_offset_align": int(out["dio_align"]),
                       "ops_per_run": int(out["count"]), "verified": out["verified"],
                       "traced": int(traced)})
-        return RunResult(scalars={"elapsed": elapsed, "throughput": moved / elapsed},
+        return RunResult(scalars={"elapsed": elapsed, "throughput": moved / elapsed,
+                                  "ops_per_run": float(out["count"])},
                          ops=ops, attrs=attrs)
 
     def _place(self, stack, point, ctx):
@@ -104,7 +122,8 @@ class DioBackend(Backend):
                 "--block-size", point["block_size"], "--dir", where,
                 "--seed", int(o.get("seed", ctx.seed)) % 2**62 + 1]
         argv += ["--direct"] if point["mode"] == "direct" else []
-        argv += ["--count", o["count"]] if o.get("count") else []
+        count = _count(point, o)
+        argv += ["--count", count] if count else []
         argv += ["--file-size", o["file_size"]] if o.get("file_size") else []
         argv += ["--verify"] if o.get("verify") else []
         return argv + (["--trace", tpath] if tpath else [])
