@@ -25,7 +25,8 @@ for a in $("$stage/bin/busybox" --list); do
     [ "$a" = busybox ] || ln -s busybox "$stage/bin/$a"
 done
 install -m 755 "$here/init.sh" "$stage/init"
-cflags="-O2 -std=gnu11 -Wall -pthread -I$src/include"
+# the same bytes from any checkout: no source paths in the binaries
+cflags="-O2 -std=gnu11 -Wall -pthread -I$src/include -ffile-prefix-map=$src=backends"
 for p in iozone/abt-iozone metarates/abt-metarates fsyncers/abt-fsyncers; do
     name=$(basename "$p")
     gcc $cflags -static -o "$stage/abt/$name" "$src/$p.c" -lm
@@ -47,6 +48,11 @@ copy_libs() {   # copy_libs ROOT FILE...: the loader and libraries FILEs need, a
 }
 # the loader and every library the dynamic builds and the preload need
 copy_libs "$stage" "$stage"/abt/*-dyn "$stage/abt/libdelayjc.so" "$stage"/sbin/{mke2fs,dumpe2fs}
+pack() {   # pack DIR OUT: the same bytes for the same files on any machine and any day
+           # (sorted names, mtimes 0, inode numbers from cpio, no name or time in gzip's header)
+    (cd "$1" && find . -exec touch -h -d @0 {} + && find . -print0 | LC_ALL=C sort -z |
+        cpio --null -o -H newc -R 0:0 --reproducible --quiet) | gzip -n -6 > "$2"
+}
 fio_out="$(dirname "$out")/fio.cpio.gz"
 rm -f "$fio_out.tmp"
 if [ -x /usr/bin/fio ]; then
@@ -55,11 +61,10 @@ if [ -x /usr/bin/fio ]; then
     trap 'rm -rf "$stage" "$fstage"' EXIT
     cp /usr/bin/fio "$fstage/usr/bin/fio"
     copy_libs "$fstage" /usr/bin/fio
-    (cd "$fstage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) |
-        gzip -6 > "$fio_out.tmp"
+    pack "$fstage" "$fio_out.tmp"
 else
     rm -f "$fio_out"
 fi
-(cd "$stage" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) | gzip -6 > "$out.tmp"
+pack "$stage" "$out.tmp"
 [ ! -f "$fio_out.tmp" ] || mv "$fio_out.tmp" "$fio_out"
 mv "$out.tmp" "$out"
