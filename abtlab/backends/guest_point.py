@@ -205,9 +205,9 @@ def _empty_commits():
 
 
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
-    from ..system.guest import KERNEL_LABEL, kernel_build, qemu
+    from ..system.guest import KERNEL_LABEL, initramfs_build, kernel_build, qemu
     attrs = {**machine.attrs(), "kernel": f"{KERNEL_LABEL} {machine.kernel}", "qemu": qemu().describe(),
-             "guest_kernel_build": kernel_build(),
+             "guest_kernel_build": kernel_build(), "guest_initramfs_build": initramfs_build(),
              "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
              "filesystem": "ext4 on null_blk in a qemu TCG guest",
              "policy_mechanism": {"kdelayjc": "kernel delayjc (jbd2 patch)",

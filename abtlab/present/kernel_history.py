@@ -35,7 +35,7 @@ HOST, STOCK, LEGACY, SIM = "host", "guest 6.1", "guest 6.1-legacy", "simulator"
 ROWS = (HOST, STOCK, LEGACY, SIM)
 DATA_CHOICES = ("auto", "guest", "sim")
 _KERNEL_DIR = about.BACKENDS / "kernel"
-_SERIES = ("delayjc.patch", "legacy.patch", "guest.config")   # as build-kernel.sh hashes them
+_SERIES = ("delayjc.patch", "legacy.patch", "guest.config", "build.env")   # as build-kernel.sh hashes them
 
 
 @dataclass(frozen=True)

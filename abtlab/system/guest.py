@@ -35,7 +35,7 @@ from . import cleanup
 
 __all__ = ["KERNEL_LABEL", "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
-           "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR", "kernel_build"]
+           "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR", "kernel_build", "initramfs_build"]
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 KERNEL_DIR = about.BACKENDS / "kernel"
@@ -150,9 +150,33 @@ def check_smp(machine, q: Qemu) -> None:
 
 def kernel_build() -> str:
     """The guest kernel's build (the hash of patch series + config it is cached under):
-    virtual-time numbers repeat exactly only on one build and one qemu."""
+    virtual-time numbers repeat exactly only on one build, one initramfs and one qemu."""
     target = (KERNEL_DIR / "out" / "bzImage").resolve()
     return target.parent.name if target.exists() else ""
+
+
+def initramfs_build() -> str:
+    """The first 16 hex digits of the initramfs's sha256 (and the fio overlay's, after a
+    '+', when there is one): build-initramfs.sh makes the same bytes from the same
+    sources anywhere, and the workloads' instructions are part of every virtual time."""
+    out = []
+    for name in ("initramfs.cpio.gz", "fio.cpio.gz"):
+        path = KERNEL_DIR / "out" / name
+        if path.exists():
+            st = path.stat()
+            out.append(_digest(str(path), st.st_mtime_ns, st.st_size))
+    return "+".join(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
+    """sha256 prefix of a file, once per version of it (the overlay is 32 MB)."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
 
 
 def _debs(*pkgs):

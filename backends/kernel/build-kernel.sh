@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build the guest bzImage: Debian's linux-source-6.1 + the patch series (delayjc.patch,
-# then legacy.patch) + guest.config. Cached under $ABTLAB_KERNEL_CACHE (default
-# /var/cache/abtlab/kernel) in a folder named by a hash of the series and the config, so
+# then legacy.patch) + guest.config, built as build.env says. Cached under $ABTLAB_KERNEL_CACHE (default
+# /var/cache/abtlab/kernel) in a folder named by a hash of the series, config and build.env, so
 # a machine builds each variant once. Links out/bzImage.
 # Exit 3: a needed Debian package is missing and cannot be installed (reason on stderr).
 set -euo pipefail
@@ -10,7 +10,8 @@ cache=${ABTLAB_KERNEL_CACHE:-/var/cache/abtlab/kernel}
 # nproc alone obeys OMP_NUM_THREADS, which numerical libraries set to 1 under test runners
 jobs=${ABTLAB_KERNEL_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}
 series=(delayjc.patch legacy.patch)  # applied in this order
-key=$(cd "$here" && cat "${series[@]}" guest.config | sha256sum | cut -c1-16)
+key=$(cd "$here" && cat "${series[@]}" guest.config build.env | sha256sum | cut -c1-16)
+. "$here/build.env"
 mkdir -p "$cache" "$here/out"
 
 # a symlink swapped in by rename, through a name of this process: two runs starting at once

@@ -192,6 +192,7 @@ def test_guest_is_deterministic_and_traced(tmp_path, built_guest):
     b = _sweep(tmp_path, "b.nc", policy="ext4", device="hdd7200;none")
     assert a.attrs["clock"] == "virtual" and a.attrs["fs_block_size"] == 4096
     assert a.attrs["guest_cpus"] == "1" and a.attrs["repeatable"].startswith("exact")
+    assert a.attrs["guest_initramfs_build"] == guest.initramfs_build() != ""
     assert (a["commits"] > 0).all()
     np.testing.assert_array_equal(a["commits"].values, a["jbd2_info_commits"].values)
     for v in ("fcr", "commits", "op_t_start", "op_t_end", "commit_end", "commit_handles"):
@@ -274,3 +275,17 @@ def test_kernel_build_is_the_cache_entry_the_image_links_to(tmp_path, monkeypatc
     assert guest.kernel_build() == "0123456789abcdef"
     (built / "bzImage").unlink()
     assert guest.kernel_build() == ""
+
+
+def test_datasets_name_the_initramfs_by_its_bytes(tmp_path, monkeypatch):
+    """The initramfs (and the fio overlay, when built) by a prefix of their sha256: the
+    same sources give the same bytes anywhere, so the same name means the same guest."""
+    import hashlib
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(guest, "KERNEL_DIR", tmp_path)
+    (out / "initramfs.cpio.gz").write_bytes(b"base")
+    base = hashlib.sha256(b"base").hexdigest()[:16]
+    assert guest.initramfs_build() == base
+    (out / "fio.cpio.gz").write_bytes(b"fio")
+    assert guest.initramfs_build() == base + "+" + hashlib.sha256(b"fio").hexdigest()[:16]
