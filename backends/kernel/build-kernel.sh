@@ -63,6 +63,9 @@ log="$cache/build-$key.log"
 missing=$(grep '^CONFIG_.*=y$' "$here/guest.config" | while read -r line; do
     grep -qx "$line" .config || echo "$line"; done)
 [ -z "$missing" ] || { echo "build-kernel: config lost: $missing" >&2; exit 1; }
+# the built-in (empty) initramfs is generated once per tree: made again, it carries
+# build.env's time like a fresh tree's does
+rm -f usr/initramfs_data.cpio
 echo "building guest kernel $key (log: $log)" >&2
 if ! nice -n 10 make -j"$jobs" bzImage >>"$log" 2>&1; then
     tail -30 "$log" >&2; exit 1
