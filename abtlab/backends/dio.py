@@ -18,7 +18,8 @@ from ..data.result import RunResult
 from ..system import mounts
 from ..system.scratchfs import loop_devices
 from .base import Backend
-from .locks import _available, _int_in, run_kv, syscalls_program
+from .locks import _available, _int_in, run_kv
+from .programs import program
 
 __all__ = ["DioBackend", "MODES", "WORKLOADS", "MIN_BLOCK", "MAX_BLOCK", "mount_of"]
 
@@ -118,7 +119,7 @@ class DioBackend(Backend):
     @staticmethod
     def _argv(point, ctx, where, tpath):
         o = ctx.options
-        argv = [syscalls_program("abt-dio"), "--workload", point["workload"],
+        argv = [program("abt-dio"), "--workload", point["workload"],
                 "--block-size", point["block_size"], "--dir", where,
                 "--seed", int(o.get("seed", ctx.seed)) % 2**62 + 1]
         argv += ["--direct"] if point["mode"] == "direct" else []

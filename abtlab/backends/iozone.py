@@ -4,9 +4,10 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from .base import Backend
-from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options, program,
+from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options,
                      real_available)
 from .dispatch import run_and_measure
+from .programs import program
 
 __all__ = ["IozoneBackend", "check_file_sizes"]
 
@@ -34,7 +35,7 @@ class IozoneBackend(Backend):
                "direct": "O_DIRECT writes", **SCRATCH_OPTIONS}
 
     def available(self):
-        return real_available("iozone", "abt-iozone")
+        return real_available("abt-iozone")
 
     def validate_options(self, options):
         return check_scratch_options(options)
@@ -51,7 +52,7 @@ class IozoneBackend(Backend):
 
     def prepare(self, point, ctx) -> Prepared:
         """The run without its machine (abtlab.backends.guest_point batches these)."""
-        exe = program("iozone", "abt-iozone")
+        exe = program("abt-iozone")
         fsync = ctx.options.get("fsync", True)
 
         def argv(data_dir, dilate, tpath):

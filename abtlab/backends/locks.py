@@ -11,32 +11,22 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .. import about
 from .. import trace
-from ..errors import ConfigError, RunError, UnavailableError
+from ..errors import ConfigError, RunError
 from ..data.result import RunResult
 from .base import Availability, Backend
-from .programs import check_exit, parse_result
+from . import programs
+from .programs import check_exit, parse_result, program
 
-__all__ = ["LocksBackend", "run_kv", "syscalls_program", "LOCKS", "MAX_THREADS", "MAX_WORK"]
+__all__ = ["LocksBackend", "run_kv", "LOCKS", "MAX_THREADS", "MAX_WORK"]
 
 LOCKS = ("spin", "mutex")
 MAX_THREADS, MAX_WORK = 100, 1_000_000
-BACKENDS_DIR = about.BACKENDS
-
-
-def syscalls_program(name: str) -> Path:
-    """backends/<name without abt->/<name>: one folder per program."""
-    path = BACKENDS_DIR / name.removeprefix("abt-") / name
-    if not os.access(path, os.X_OK):
-        raise UnavailableError(f"{path} is not built: run `make -C {BACKENDS_DIR}`")
-    return path
 
 
 def _available(name: str) -> Availability:
-    path = BACKENDS_DIR / name.removeprefix("abt-") / name
-    if not os.access(path, os.X_OK):
-        return Availability(False, f"backends/{path.parent.name}/{name} not built "
+    if not programs.built(name):
+        return Availability(False, f"backends/{programs.path(name).parent.name}/{name} not built "
                             "(make -C backends)")
     return Availability(True)
 
@@ -88,7 +78,7 @@ class LocksBackend(Backend):
         timeout (s, default 600)."""
         point = self.validate_point(point)
         opts = ctx.options
-        argv = [syscalls_program("abt-locks"), "--lock", point["lock"],
+        argv = [program("abt-locks"), "--lock", point["lock"],
                 "--threads", point["threads"], "--work", point["work"],
                 "--entries", _int_in({"entries": opts.get("entries", 100)}, "entries", 1, 10**6)]
         traced = bool(opts.get("trace", True))

@@ -5,8 +5,9 @@ from .. import policies
 from ..errors import ConfigError
 from ..factors.levels import parse_size
 from .base import Backend
-from .realfs import SCRATCH_OPTIONS, Prepared, check_scratch_options, program, real_available
+from .realfs import SCRATCH_OPTIONS, Prepared, check_scratch_options, real_available
 from .dispatch import run_and_measure
+from .programs import program
 
 __all__ = ["MetaratesBackend", "write_bytes"]
 
@@ -40,7 +41,7 @@ class MetaratesBackend(Backend):
                **SCRATCH_OPTIONS}
 
     def available(self):
-        return real_available("metarates", "abt-metarates")
+        return real_available("abt-metarates")
 
     def validate_options(self, options):
         if "write_bytes" in options:
@@ -58,7 +59,7 @@ class MetaratesBackend(Backend):
 
     def prepare(self, point, ctx) -> Prepared:
         """The run without its machine (abtlab.backends.guest_point batches these)."""
-        exe = program("metarates", "abt-metarates")
+        exe = program("abt-metarates")
 
         def argv(data_dir, dilate, tpath):
             a = [exe, "--workers", point["threads"], "--files", point["files"], "--dir", data_dir,

@@ -5,15 +5,33 @@ bad variable: "LIB: VAR: given 'X'; accepted: ..."), 3 this filesystem cannot ru
 check_exit is the one place that turns an exit code into abtlab's errors."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
+from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 
-__all__ = ["check_exit", "parse_result", "EXIT_BAD_ARGUMENT", "EXIT_UNAVAILABLE"]
+__all__ = ["path", "built", "program", "check_exit", "parse_result", "EXIT_BAD_ARGUMENT", "EXIT_UNAVAILABLE"]
 
 EXIT_BAD_ARGUMENT, EXIT_UNAVAILABLE = 2, 3
 _BAD_ARG = re.compile(r"^[\w.-]+: (--[\w-]+|[A-Z][A-Z0-9_]+|option|argument): (.*)$", re.S)
+
+
+def path(name: str) -> Path:
+    """Where a C program is built: backends/<name without abt->/<name>, one folder each."""
+    return about.BACKENDS / name.removeprefix("abt-") / name
+
+
+def built(name: str) -> bool:
+    return os.access(path(name), os.X_OK)
+
+
+def program(name: str) -> Path:
+    """The program's path; UnavailableError when it is not built."""
+    if not built(name):
+        raise UnavailableError(f"{path(name)} is not built: run `make -C {about.BACKENDS}`")
+    return path(name)
 
 
 def check_exit(argv, returncode: int, stderr: str, fields: dict | None = None,

@@ -14,18 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import about, policies, trace
-from ..errors import UnavailableError
+from .. import policies, trace
 from ..data.result import RunResult
 from ..system.scratchfs import loop_devices
+from . import programs
 from .base import Availability
 from .programs import check_exit
 
-__all__ = ["BACKENDS_DIR", "SCRATCH_OPTIONS", "check_data_fits", "program", "real_available",
+__all__ = ["SCRATCH_OPTIONS", "check_data_fits", "real_available",
            "run_workload", "scratch_on_device", "check_scratch_options",
            "Prepared", "add_measures"]
-
-BACKENDS_DIR = about.BACKENDS
 
 # run options every real workload driver accepts (not swept)
 SCRATCH_OPTIONS = {
@@ -37,22 +35,16 @@ SCRATCH_OPTIONS = {
     "guest_batch": "points run in one guest boot (default 32; 1: a boot per point)"}
 
 
-def program(folder: str, name: str) -> Path:
-    path = BACKENDS_DIR / folder / name
-    if not path.exists():
-        raise UnavailableError(f"{path} is not built: run `make -C {BACKENDS_DIR}`")
-    return path
-
-
-def real_available(folder: str, name: str) -> Availability:
+def real_available(name: str) -> Availability:
     if os.geteuid() != 0:
         return Availability(False, "needs root for loop devices and tracefs (use backend 'sim')")
     if not loop_devices()[0]:
         return Availability(False, "no loop devices here (use backend 'sim')")
     if not shutil.which("mkfs.ext4"):
         return Availability(False, "mkfs.ext4 not found (Debian package e2fsprogs)")
-    if not (BACKENDS_DIR / folder / name).exists():
-        return Availability(False, f"backends/{folder}/{name} not built (make -C backends)")
+    if not programs.built(name):
+        return Availability(False, f"backends/{programs.path(name).parent.name}/{name} not built "
+                            "(make -C backends)")
     return Availability(True)
 
 
