@@ -35,7 +35,7 @@ Profile values and where they come from:
   narrow band -> 120 IOPS, 125 MB/s; SSD: 10k read / 42k write IOPS, 550/520 MB/s.
 * `none`: the loop device as it is.
 
-Caveats of the throttle kind, measured on the 6.18 VM (tests/fixtures/device_probe.py):
+Caveats of the throttle kind, measured on the 6.18 VM (`python -m benchmarks.device`):
 * The limit is an average rate: blk-throttle grants iops x (time since the slice began),
   and the slice grows while a bio waits. The whole debt of a commit therefore lands on
   the next fsync's data write-back, and the commit's own journal writes then pass in the

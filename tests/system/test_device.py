@@ -21,7 +21,7 @@ def test_named_profiles_have_values_and_sources():
     assert ssd.write_iops > hdd.write_iops * 10 and ssd.read_bps > hdd.read_bps
     assert all(p.source for p in PROFILES.values())
     assert PROFILES["none"].limits() == {}
-    # The latency kind (values checked in tests/test_slowdisk.py) writes no throttle limits.
+    # The latency kind (values checked in tests/system/test_slowdisk.py) writes no throttle limits.
     assert {n for n, p in PROFILES.items() if p.kind == "latency"} == {"hdd7200", "ssd-sata"}
     assert PROFILES["hdd7200"].limits() == {} and PROFILES["hdd7200"].latency()
 
