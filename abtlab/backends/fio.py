@@ -21,8 +21,9 @@ from .base import Backend
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio
-from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, find_tool,
-                      is_guest, run_tool, run_tool_in_guest, tool_available, trace_scalars)
+from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, boot_tools, check_policy, check_tool_options,
+                      find_tool, is_guest, prepare_tool_in_guest, run_tool, tool_available,
+                      trace_scalars)
 
 __all__ = ["FioBackend", "fio_argv"]
 
@@ -75,30 +76,51 @@ class FioBackend(Backend):
 
     def run_point(self, point, ctx):
         job = _job(ctx.options.get("job"))
-        nbytes = point["threads"] * point["file_size"]
         if is_guest(point):
+            return self.guest_batch([(point, ctx)], ctx.workdir)[0]
+        from ..factors.machine import parse_machine
+        exe = find_tool("fio", ENV, ctx.options.get("exe"))
+        run = run_tool(lambda d: fio_argv(exe, point, d, job), point, ctx,
+                       point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC))
+        run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
+        return _result(run, job)
+
+    def guest_batch(self, points, workdir, raise_first=True) -> list:
+        """[(point, ctx)] of one guest machine in one boot (a sweep's batch): their
+        RunResults in order; a point that failed inside the guest raises its RunError, or
+        with raise_first=False stands in the list as that error."""
+        items = []
+        for index, (point, ctx) in enumerate(points, 1):
+            job = _job(ctx.options.get("job"))
             _check_guest_options(ctx.options, job)
-            run = run_tool_in_guest(lambda d: fio_argv(GUEST_FIO, point, d, job), point, ctx,
-                                    nbytes, WRITE_BEGIN, (*WRITE_END, *FSYNC), GUEST_FIO,
-                                    OVERLAY, NOT_IN_GUEST)
-        else:
-            from ..factors.machine import parse_machine
-            exe = find_tool("fio", ENV, ctx.options.get("exe"))
-            run = run_tool(lambda d: fio_argv(exe, point, d, job), point, ctx, nbytes,
-                           WRITE_BEGIN, (*WRITE_END, *FSYNC))
-            run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
-        out = parse_fio(run.stdout)
-        scalars = {**run.scalars, **trace_scalars(run.commits, run.fsyncs, run.window),
-                   "throughput": sum(j["bytes_per_s"] for j in out["jobs"]),
-                   "jbd2_info_commits": run.jbd2_info_commits}
-        if run.batches is not None:
-            scalars["batches"] = float(len(run.batches["open"]))
-        attrs = {**run.attrs, "tool": "fio", "tool_version": out["version"],
-                 "fio_job": job if job == "iozone" else os.path.basename(job),
-                 "throughput_definition": "sum of fio's per-job write bw_bytes (bytes over a "
-                 "runtime in whole ms, end_fsync included): eq. (3)'s shape, coarse for small files",
-                 "elapsed_definition": "tracefs window (first write to last write or fsync)"}
-        return RunResult(scalars=scalars, commits=run.commits, batches=run.batches, attrs=attrs)
+            item = prepare_tool_in_guest(lambda d, p=point, j=job: fio_argv(GUEST_FIO, p, d, j),
+                                         point, ctx, point["threads"] * point["file_size"],
+                                         WRITE_BEGIN, (*WRITE_END, *FSYNC), GUEST_FIO, OVERLAY,
+                                         NOT_IN_GUEST, index)
+            item.finish = lambda run, j=job: _result(run, j)
+            items.append(item)
+        out = [r if isinstance(r, Exception) else item.finish(r)
+               for item, r in zip(items, boot_tools(items, workdir))]
+        first = next((r for r in out if isinstance(r, Exception)), None)
+        if raise_first and first is not None:
+            raise first
+        return out
+
+
+def _result(run, job) -> RunResult:
+    """fio's output and the traced window -> the point's RunResult."""
+    out = parse_fio(run.stdout)
+    scalars = {**run.scalars, **trace_scalars(run.commits, run.fsyncs, run.window),
+               "throughput": sum(j["bytes_per_s"] for j in out["jobs"]),
+               "jbd2_info_commits": run.jbd2_info_commits}
+    if run.batches is not None:
+        scalars["batches"] = float(len(run.batches["open"]))
+    attrs = {**run.attrs, "tool": "fio", "tool_version": out["version"],
+             "fio_job": job if job == "iozone" else os.path.basename(job),
+             "throughput_definition": "sum of fio's per-job write bw_bytes (bytes over a "
+             "runtime in whole ms, end_fsync included): eq. (3)'s shape, coarse for small files",
+             "elapsed_definition": "tracefs window (first write to last write or fsync)"}
+    return RunResult(scalars=scalars, commits=run.commits, batches=run.batches, attrs=attrs)
 
 
 def _check_guest_options(options, job):

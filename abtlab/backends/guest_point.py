@@ -276,7 +276,7 @@ def batch_key(task):
     from . import get
     be = get(task.backend) if isinstance(task.backend, str) else task.backend
     label = task.point.get("machine", "host")
-    if not hasattr(be, "prepare") or label == "host":
+    if not (hasattr(be, "prepare") or hasattr(be, "guest_batch")) or label == "host":
         return None
     return machine_for(task.point, task).label
 
@@ -301,25 +301,30 @@ def batches(tasks, limit_default=32):
 
 
 def execute_batch(tasks):
-    """Run a batch of sweep tasks in one guest boot; yield (task, part) in order, then
-    raise the first point's RunError (the parts before it are kept by the sweep)."""
+    """Run a batch of sweep tasks (one backend, one guest machine) in one guest boot;
+    yield (task, part) in order, then raise the first point's RunError (the parts before
+    it are kept by the sweep). A backend with guest_batch (a real tool) boots its points
+    itself; the others give argv via prepare() and run_batch boots them."""
     from ..data.assemble import result_to_part
     from ..system import leftovers
     from . import get
     from .base import RunContext
     from .realfs import add_measures
+    be = get(tasks[0].backend) if isinstance(tasks[0].backend, str) else tasks[0].backend
     # owned, with its record beside it, and removed with the record (as executor.execute)
     with leftovers.WorkDir(prefix="abtlab-run-") as work:
-        items, preps = [], []
-        for t in tasks:
-            be = get(t.backend) if isinstance(t.backend, str) else t.backend
-            ctx = RunContext(Path(work), rep=t.rep, seed=t.seed, quiet=t.quiet, f_ref_ghz=t.f_ref,
-                             freq_mode=t.freq_mode, options=dict(t.options))
-            prep = be.prepare(t.point, ctx)
-            items.append((prep.argv_for, t.point, ctx, prep.data_bytes))
-            preps.append(prep)
-        results = run_batch(items, machine_for(tasks[0].point, tasks[0]), work)
-    for t, prep, res in zip(tasks, preps, results):
+        ctxs = [RunContext(Path(work), rep=t.rep, seed=t.seed, quiet=t.quiet, f_ref_ghz=t.f_ref,
+                           freq_mode=t.freq_mode, options=dict(t.options)) for t in tasks]
+        if hasattr(be, "guest_batch"):      # a real tool's points (fio): the backend's own boot
+            results = be.guest_batch([(t.point, c) for t, c in zip(tasks, ctxs)], work,
+                                     raise_first=False)
+        else:
+            preps = [be.prepare(t.point, c) for t, c in zip(tasks, ctxs)]
+            items = [(p.argv_for, t.point, c, p.data_bytes) for p, t, c in zip(preps, tasks, ctxs)]
+            results = [r if isinstance(r, Exception) else add_measures(r, p)
+                       for r, p in zip(run_batch(items, machine_for(tasks[0].point, tasks[0]), work),
+                                       preps)]
+    for t, res in zip(tasks, results):
         if isinstance(res, Exception):
             raise res
-        yield t, result_to_part(add_measures(res, prep), t.point, t.index, t.rep)
+        yield t, result_to_part(res, t.point, t.index, t.rep)

@@ -27,7 +27,8 @@ from .base import Availability
 
 __all__ = ["find_tool", "tool_available", "check_tool_options", "Window", "window",
            "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "run_tool", "WINDOW_EVENTS",
-           "is_regular", "run_tool_in_guest", "is_guest"]
+           "is_regular", "run_tool_in_guest", "is_guest", "GuestTool", "prepare_tool_in_guest",
+           "boot_tools"]
 
 S_IFMT, S_IFREG = 0o170000, 0o100000
 WRITE_BEGIN = ("ext4_da_write_begin", "ext4_write_begin")
@@ -234,14 +235,28 @@ def _tool_attrs(argv, start_kinds, end_kinds) -> dict:
                            + "/".join((*start_kinds, *end_kinds)) + " on the scratch device"}
 
 
-def run_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, exe: str,
-                      overlay: str, missing: str) -> ToolRun:
-    """argv_for(data_dir) -> argv, run as the guest's `exe` on the guest machine's fresh
-    ext4 (abtlab.backends.guest_point), traced there. overlay: the archive beside the
-    initramfs that carries the tool; UnavailableError(missing) when the build made none."""
+@dataclass
+class GuestTool:
+    """One tool point made ready for a guest boot: its GuestRun and what reading its
+    result needs. finish: ToolRun -> the backend's RunResult."""
+    run: object
+    pol: object
+    machine: object
+    ctx: object
+    archive: Path
+    start_kinds: tuple
+    end_kinds: tuple
+    finish: object = None
+
+
+def prepare_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, exe: str,
+                          overlay: str, missing: str, index: int = 1) -> GuestTool:
+    """argv_for(data_dir) -> argv, to run as the guest's `exe` on the guest machine's fresh
+    ext4 (abtlab.backends.guest_point) as point `index` of a boot. overlay: the archive
+    beside the initramfs that carries the tool; UnavailableError(missing) when the build
+    made none."""
     from ..system import guest
-    from ..system.tracefs import EVENTS
-    from .guest_point import guest_events, guest_run, machine_for, to_result
+    from .guest_point import guest_run, machine_for
     if ctx.freq_mode == "emulated":
         raise ConfigError("freq", "emulated", "virtual or native in the guest: a real tool "
                           "cannot dilate its CPU time")
@@ -250,18 +265,49 @@ def run_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, 
     if not archive.exists():
         raise UnavailableError(missing)
     run, pol = guest_run(lambda d, _dilate, _trace: argv_for(d), point, ctx, data_bytes,
-                         machine, exe=exe)
-    res = guest.boot_batch([run], machine, ctx.workdir, events=EVENTS + WINDOW_EVENTS,
-                           timeout=float(ctx.options.get("guest_timeout") or 600),
-                           overlays=[archive])
-    pres = res.points[0]
-    base = to_result(pres, pol, machine, ctx, ctx.workdir)   # RunError for a failed point
-    win, commits, fsyncs = _in_window(guest_events(pres.files), start_kinds, end_kinds)
+                         machine, index, exe=exe)
+    return GuestTool(run, pol, machine, ctx, archive, tuple(start_kinds), tuple(end_kinds))
+
+
+def boot_tools(items: list, workdir, timeout=None) -> list:
+    """One guest boot for the prepared tool points (one machine, one overlay): a ToolRun
+    or the RunError of each point, in order."""
+    from ..system import guest
+    from ..system.tracefs import EVENTS
+    first = items[0]
+    res = guest.boot_batch([i.run for i in items], first.machine, workdir,
+                           events=EVENTS + WINDOW_EVENTS, overlays=[first.archive],
+                           timeout=float(timeout or first.ctx.options.get("guest_timeout") or 600))
+    out = []
+    for item, pres in zip(items, res.points):
+        try:
+            out.append(_tool_run(item, pres, workdir))
+        except RunError as exc:
+            out.append(exc)
+    return out
+
+
+def _tool_run(item: GuestTool, pres, workdir) -> ToolRun:
+    from .guest_point import guest_events, to_result
+    base = to_result(pres, item.pol, item.machine, item.ctx, workdir)   # RunError for a failed point
+    win, commits, fsyncs = _in_window(guest_events(pres.files), item.start_kinds, item.end_kinds)
+    run = item.run
     attrs = {**base.attrs, **run.disk.describe(), "mount_options": run.mount_options or "defaults",
-             **_tool_attrs(run.argv, start_kinds, end_kinds)}
+             **_tool_attrs(run.argv, item.start_kinds, item.end_kinds)}
     extra = {k: v for k, v in base.scalars.items() if k != "jbd2_info_commits"}
     return ToolRun(pres.stdout, run.argv, win, commits, fsyncs,
                    base.scalars["jbd2_info_commits"], attrs, base.batches, extra)
+
+
+def run_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, exe: str,
+                      overlay: str, missing: str) -> ToolRun:
+    """One tool point, one boot (prepare_tool_in_guest, boot_tools)."""
+    item = prepare_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds,
+                                 exe, overlay, missing)
+    out = boot_tools([item], ctx.workdir)[0]
+    if isinstance(out, Exception):
+        raise out
+    return out
 
 
 def _in_window(events, start_kinds, end_kinds):

@@ -151,10 +151,10 @@ def test_what_the_guest_cannot_run_is_refused_before_a_boot(tmp_path, fake_guest
     assert "runs" not in fake_guest
 
 
-def _sweep(tmp_path, name, **kw):
+def _sweep(tmp_path, name, reps=1, **kw):
     out = tmp_path / name
     abtlab.run("fio", out=out, machine="guest", threads=8, file_size=128 * 1024,
-               record_size=128 * 1024, reps=1, warmup=0, quiet=True, seed=5, **kw)
+               record_size=128 * 1024, reps=reps, warmup=0, quiet=True, seed=5, **kw)
     return abtlab.load(out)
 
 
@@ -178,3 +178,25 @@ def test_fio_in_the_guest_is_traced_and_deterministic(tmp_path, built_guest):
     np.testing.assert_array_equal(a["commits"].values, a["jbd2_info_commits"].values)
     for v in ("throughput", "elapsed", "commits", "commit_end", "commit_handles"):
         np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
+def test_a_sweeps_fio_points_share_one_boot(tmp_path, built_guest, monkeypatch):
+    """Two policies x two repetitions of fio in the guest: one boot for all four points
+    (the sweep batches a guest machine's consecutive points), each point traced on its
+    own fresh ext4 (NOJC commits nothing, ext4 commits)."""
+    import numpy as np
+    from abtlab.system import guest
+    if not (Path(built_guest[1]).parent / fio_backend.OVERLAY).exists():
+        pytest.skip(fio_backend.NOT_IN_GUEST)
+    boots, real = [], guest.boot_batch
+    monkeypatch.setattr(guest, "boot_batch", lambda runs, *a, **k: boots.append(len(runs)) or real(runs, *a, **k))
+    ds = _sweep(tmp_path, "batch.nc", policy="ext4;nojc", reps=2)
+    assert boots == [4]
+    commits = ds["commits"].squeeze()
+    assert (commits.sel(policy="ext4") > 0).all() and (commits.sel(policy="nojc") == 0).all()
+    np.testing.assert_array_equal(ds["commits"].values, ds["jbd2_info_commits"].values)
+    assert (ds["fsync_calls"] == 8).all()
