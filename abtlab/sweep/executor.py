@@ -7,7 +7,7 @@ writes each one to the store at once.
 """
 from __future__ import annotations
 
-__all__ = ["Task", "execute", "SerialExecutor", "DaskExecutor", "make_executor"]
+__all__ = ["Task", "execute", "execute_group", "SerialExecutor", "DaskExecutor", "make_executor"]
 
 IO_RESOURCE = "abtlab_io"
 
@@ -35,6 +35,22 @@ def execute(task: Task):
                          f_ref_ghz=task.f_ref, freq_mode=task.freq_mode, options=dict(task.options))
         result = be.run_point(task.point, ctx)
     return result_to_part(result, task.point, task.index, task.rep)
+
+
+def execute_group(group):
+    """On a worker: a group of tasks from guest_point.batches (one task, or a guest
+    machine's points for one boot) -> ([(task, part)] in order, the first error or None),
+    so the parts finished before a failed point are kept, as the serial executor keeps them."""
+    from ..backends.guest_point import execute_batch
+    done = []
+    try:
+        if len(group) == 1:
+            done.append((group[0], execute(group[0])))
+        else:
+            done.extend(execute_batch(group))
+    except Exception as exc:    # sent back with what finished; raised in the sweep's process
+        return done, exc
+    return done, None
 
 
 class SerialExecutor:
@@ -71,16 +87,21 @@ class DaskExecutor:
 
     def map(self, tasks):
         from dask.distributed import as_completed
-        tasks = list(tasks)
+
+        from ..backends.guest_point import batches
+        groups = list(batches(list(tasks)))   # a guest machine's consecutive points: one boot
         kw = {}
         if self.real_io:
             kw = ({"workers": [self._io_worker]} if self._io_worker
                   else {"resources": {IO_RESOURCE: 1}})
         # priorities keep the sweep's order (random or blocked) where runs queue on one worker
-        futs = {self.client.submit(execute, t, pure=False, priority=len(tasks) - k, **kw): t
-                for k, t in enumerate(tasks)}
+        futs = [self.client.submit(execute_group, g, pure=False, priority=len(groups) - k, **kw)
+                for k, g in enumerate(groups)]
         for fut in as_completed(futs):
-            yield futs[fut], fut.result()
+            done, error = fut.result()
+            yield from done
+            if error is not None:
+                raise error
 
     def close(self):
         if self._own:

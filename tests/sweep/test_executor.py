@@ -17,3 +17,19 @@ def test_local_cluster_equals_serial():
         np.testing.assert_array_equal(serial[var].values, dist[var].values)
     assert serial.sizes["op"] == dist.sizes["op"]
     np.testing.assert_array_equal(np.sort(serial["op_t_end"].values), np.sort(dist["op_t_end"].values))
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)
+def test_a_local_cluster_boots_a_guest_batch_like_the_serial_executor(built_guest):
+    """Guest points on a LocalCluster go in the same batches (one boot each) as serially,
+    so in virtual time with one vCPU the two sweeps give the same numbers exactly."""
+    levels = {"policy": ["ext4", "nojc"], "threads": [8], "files": [4], "device": ["none"],
+              "machine": ["guest"]}
+    kw = dict(reps=1, seed=3, quiet=True)
+    serial = sweep.run("metarates", levels, **kw)
+    dist = sweep.run("metarates", levels, scheduler="local", workers=2, **kw)
+    for var in ("fcr", "commits"):
+        np.testing.assert_array_equal(serial[var].values, dist[var].values, err_msg=var)
+    np.testing.assert_array_equal(serial["op_t_end"].values, dist["op_t_end"].values)
