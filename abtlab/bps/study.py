@@ -14,7 +14,6 @@ as the paper does: |CC| when the sign is the one Table 1 expects, -|CC| otherwis
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import random
 import shutil
@@ -24,6 +23,7 @@ import tempfile
 import numpy as np
 
 from .. import about
+from ..data.schema import timestamp
 from . import EXPECTED_SIGN, METRICS, metrics
 from ..errors import ConfigError, RunError, UnavailableError
 from ..trace import Op
@@ -177,7 +177,7 @@ def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAUL
     cfg = _config(directory, total_bytes, job_bs, region_size, regions, spacings, sieve_buffer,
                   direct, block_size)
     plan = _plan(sizes, jobs, spacings, tuple(sets), reps, seed)
-    start = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    start = timestamp()
     rows = []
     work = tempfile.mkdtemp(prefix="abtlab-bps.", dir=os.fspath(directory))
     try:
@@ -196,7 +196,7 @@ def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAUL
     argv = (f"run_study({os.fspath(directory)!r}, sizes={list(sizes)}, jobs={list(jobs)}, "
             f"spacings={list(spacings)}, sets={list(sets)}, reps={reps})")
     ds.attrs.update(_attrs(directory, cfg, argv), start_time=start,
-                    end_time=_dt.datetime.now(_dt.timezone.utc).isoformat())
+                    end_time=timestamp())
     return ds
 
 
