@@ -275,7 +275,7 @@ def batch_key(task):
     """The guest machine label a sweep task can be batched under, or None."""
     from . import get
     be = get(task.backend) if isinstance(task.backend, str) else task.backend
-    label = task.point.get("machine", "host")
+    label = str(task.point.get("machine", "host"))
     if not (hasattr(be, "prepare") or hasattr(be, "guest_batch")) or label == "host":
         return None
     return machine_for(task.point, task).label

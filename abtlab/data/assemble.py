@@ -119,7 +119,8 @@ def _build(rows, levels, attrs):
         for c, units in cols.items():
             vals = np.concatenate(tables[c]) if tables[c] else np.zeros(0, np.int64)
             data[c] = ((dim,), vals.astype(np.int64), {"units": units})
-    coords = {f: list(v) for f, v in levels.items()}
+    # typed levels (a Policy, a Machine) are coordinates by their canonical spec
+    coords = {f: [str(x) if hasattr(x, "label") else x for x in v] for f, v in levels.items()}
     coords[schema.REP] = np.arange(nrep)
     # an attr that differs between runs (e.g. filesystem per policy) keeps every value
     merged = {k: v[0] if len(v) == 1 else " | ".join(map(str, v)) for k, v in run_attrs.items()}
@@ -129,7 +130,10 @@ def _build(rows, levels, attrs):
 
 
 def _level_index(level_list, value):
+    """The level value is at; a typed level matches its canonical spec too (a stored
+    part's point holds the spec)."""
     for i, lv in enumerate(level_list):
-        if lv == value or (isinstance(lv, float) and np.isclose(lv, float(value))):
+        if lv == value or (hasattr(lv, "label") and lv.label == str(value)) or \
+                (isinstance(lv, float) and np.isclose(lv, float(value))):
             return i
     raise KeyError(f"level {value!r} not in {level_list!r}")

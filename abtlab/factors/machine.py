@@ -59,6 +59,9 @@ class Machine:
     def is_guest(self) -> bool:
         return self.kind == "guest"
 
+    def __str__(self) -> str:   # a dataset coordinate, a stored point: the canonical spec
+        return self.label
+
     @property
     def label(self) -> str:
         """The canonical spec: keys that differ from the defaults, in a fixed order."""

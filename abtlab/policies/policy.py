@@ -26,6 +26,9 @@ class Policy:
     kind: str
     params: dict = field(default_factory=dict, hash=False, compare=True)
 
+    def __str__(self) -> str:   # a dataset coordinate, a stored point: the canonical spec
+        return self.label
+
     @property
     def label(self) -> str:
         """Canonical spec string; parse(label) == self."""

@@ -12,13 +12,13 @@ __all__ = ["build_levels", "run"]
 
 # factor -> parser(value) -> list of levels
 _PARSERS = {
-    "policy": lambda v: [p.label for p in policies.parse_list(v)],
+    "policy": policies.parse_list,
     "threads": lambda v: parse_ints(v, "threads", hi=MAX_THREADS),
     "files": lambda v: parse_ints(v, "files"),
     "file_size": lambda v: parse_sizes(v, "file_size"),
     "record_size": lambda v: parse_sizes(v, "record_size"),
     "device": lambda v: _devices(v),
-    "machine": lambda v: [m.label for m in parse_machines(v)],
+    "machine": parse_machines,
 }
 
 

@@ -63,7 +63,7 @@ def test_lists_split_on_semicolons_and_plain_commas():
 
 def test_machine_is_a_factor_of_the_real_backends():
     levels, _ = build_levels("iozone", machine="host;guest:shift=1")
-    assert levels["machine"] == ["host", "guest:shift=1"]
+    assert list(map(str, levels["machine"])) == ["host", "guest:shift=1"]   # Machine values
     assert build_levels("metarates")[0]["machine"] == ["host"]
     with pytest.raises(ConfigError) as err:
         build_levels("iozone", machine="guest:shift=x")

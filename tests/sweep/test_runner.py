@@ -15,9 +15,11 @@ def test_defaults_and_parsed_lists():
     assert options == {}
 
 
-def test_policies_become_canonical_labels_and_options_pass_through():
+def test_policies_are_parsed_once_into_values_and_options_pass_through():
+    """The levels are Policy values (parsed here, at the edge), shown by their canonical spec."""
     levels, options = build_levels("fake", policy="ext4;delayjc:window=16ms", delay=0.5)
-    assert levels["policy"] == ["ext4", "delayjc:window=16ms,max_resets=64,max_age=1s"]
+    assert [type(p).__name__ for p in levels["policy"]] == ["Policy", "Policy"]
+    assert list(map(str, levels["policy"])) == ["ext4", "delayjc:window=16ms,max_resets=64,max_age=1s"]
     assert options == {"delay": 0.5}
 
 
