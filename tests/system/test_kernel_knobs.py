@@ -85,9 +85,9 @@ def test_a_machine_spec_carries_bfq_tunables_to_the_knobs():
 
 def test_the_bfq_example_spec_names_one_tunable_a_machine():
     from pathlib import Path
-    from abtlab.machine import parse_machines
-    from abtlab.spec import load_spec
-    spec = load_spec(Path(__file__).resolve().parents[1] / "examples" / "bfq_tunables.toml")
+    from abtlab.factors.machine import parse_machines
+    from abtlab.sweep.spec import load_spec
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "bfq_tunables.toml")
     knobs = [kk.parse_knobs(m.kernel, **dict(m.knobs)) for m in parse_machines(spec.factors["machine"])]
     assert [k.iosched for k in knobs] == ["none"] + ["bfq"] * (len(knobs) - 1)
     assert [len(k.bfq) for k in knobs] == [0, 0] + [1] * (len(knobs) - 2)
