@@ -148,7 +148,7 @@ def _parse_bfq(text, iosched: str) -> tuple:
     got = {}
     for item in text.split("+"):
         name, eq, value = (p.strip() for p in item.partition("="))
-        if name not in BFQ_TUNABLES or not eq or name in got or not value.isdigit():
+        if name not in BFQ_TUNABLES or not eq or name in got or not (value.isascii() and value.isdigit()):
             raise ConfigError(_FIELD.format("bfq"), text, accepted)
         lo, hi = BFQ_TUNABLES[name]
         if not lo <= int(value) <= hi:

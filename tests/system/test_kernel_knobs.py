@@ -101,6 +101,7 @@ def test_the_bfq_example_spec_names_one_tunable_a_machine():
     {"iosched": "bfq", "bfq": "slice_idle"},
     {"iosched": "bfq", "bfq": "slice_idle=-1"},
     {"iosched": "bfq", "bfq": "slice_idle=8ms"},
+    {"iosched": "bfq", "bfq": "slice_idle=\u00b2"},                # a digit to isdigit, not to int
     {"iosched": "bfq", "bfq": "low_latency=2"},               # the kernel would keep 1
     {"iosched": "bfq", "bfq": "back_seek_penalty=0"},         # the kernel would keep 1
     {"iosched": "bfq", "bfq": "fifo_expire_sync=0"},
