@@ -26,6 +26,7 @@ SWEEP_SPEC = "sweep_spec"    # attr: JSON of what `--resume` must match (factors
 # attrs of a guest run's kernel knobs (abtlab.system.kernel_knobs); "kernel" stays uname -r
 ATTR_KERNEL_PRESET, ATTR_LEGACY, ATTR_SCHED, ATTR_IOSCHED = (
     "kernel_preset", "kernel_legacy", "kernel_sched", "kernel_iosched")
+ATTR_BFQ = "kernel_bfq"      # the BFQ tunables a guest run wrote ("default": none)
 FREQ_MODES = ("real", "emulated", "simulated", "virtual")
 
 

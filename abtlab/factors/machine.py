@@ -37,7 +37,7 @@ __all__ = ["Machine", "HOST", "parse_machine", "parse_machines", "KERNELS", "KNO
 FIELD = "--machine"
 CLOCKS = ("virtual", "host")
 KERNELS = ("6.1",)
-KNOB_KEYS = ("legacy", "sched", "iosched")
+KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
 _DEFAULTS = {"clock": "virtual", "cpus": 1, "kernel": "6.1", "shift": 0, "mem": 1024, "depth": 1}
 _RANGES = {"cpus": (1, 4), "shift": (0, 10), "mem": (256, 16384), "depth": (1, 256)}
 _ACCEPTED = ("host | guest[:clock=virtual|host,cpus=1..4,kernel=NAME,shift=0..10,"

@@ -9,7 +9,9 @@ Each knob is off (stock 6.1) unless asked for, and is written in the guest after
   delalloc write_begin/write_end (removed by cc883236b792, 5.15);
 - sched `cfs34`: 3.4's CFS settings on 4 CPUs (latency 18 ms, min granularity 2.25 ms,
   wakeup granularity 3 ms) in debugfs /sys/kernel/debug/sched; `default` writes nothing;
-- iosched: the block device's elevator, `none`, `mq-deadline` or `bfq` (CFQ's successor).
+- iosched: the block device's elevator, `none`, `mq-deadline` or `bfq` (CFQ's successor);
+- bfq: BFQ's own tunables (`slice_idle=0+low_latency=0`), only with iosched `bfq`, written
+  in queue/iosched after the elevator is set; unnamed tunables keep BFQ's defaults.
 
 The preset `6.1-legacy` turns every knob on; explicit items override the preset.
 """
@@ -18,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..data.schema import ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 
-__all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "SCHEDS", "IOSCHEDS", "KernelKnobs",
-           "parse_knobs", "shell_script", "parse_readback"]
+__all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "SCHEDS", "IOSCHEDS", "BFQ_TUNABLES",
+           "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]
 
 KERNELS = ("6.1", "6.1-legacy")
-KNOB_KEYS = ("legacy", "sched", "iosched")
+KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
 # legacy item -> the module parameter that switches it (1 on, 0 off)
 LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
                 "write_handle": "/sys/module/ext4/parameters/legacy_write_handle"}
@@ -34,6 +36,15 @@ SCHEDS = {"default": (),
           "cfs34": (("latency_ns", "18000000"), ("min_granularity_ns", "2250000"),
                     ("wakeup_granularity_ns", "3000000"))}
 IOSCHEDS = ("none", "mq-deadline", "bfq")
+# BFQ's tunables (block/bfq-iosched.c in 6.1; ms unless _us) in the order they are written,
+# each with the range the kernel keeps as written (it clamps outside it, which would not
+# read back). strict_guarantees comes first: switching it on raises slice_idle to 8 ms,
+# which a slice_idle of the spec must then override.
+_INT_MAX, _UINT_MAX = 2 ** 31 - 1, 2 ** 32 - 1
+BFQ_TUNABLES = {"strict_guarantees": (0, 1), "low_latency": (0, 1),
+                "slice_idle": (0, _INT_MAX), "slice_idle_us": (0, _UINT_MAX),
+                "back_seek_penalty": (1, _INT_MAX), "fifo_expire_sync": (1, _INT_MAX),
+                "timeout_sync": (1, _INT_MAX)}
 _PRESETS = {"6.1": (frozenset(), "default", "none"),
             "6.1-legacy": (frozenset(LEGACY_KNOBS), "cfs34", "bfq")}
 _FIELD = "--machine guest:{}"
@@ -45,16 +56,19 @@ class KernelKnobs:
     legacy: frozenset
     sched: str
     iosched: str
+    bfq: tuple = ()     # (tunable, value) of BFQ_TUNABLES, in BFQ_TUNABLES' order
 
     def writes(self, dev: str) -> list:
         """(path in the guest, value) in order: every legacy switch (0 or 1, so a run
-        never inherits a value), the CFS settings, then dev's elevator."""
+        never inherits a value), the CFS settings, dev's elevator, then BFQ's tunables
+        (a fresh elevator has BFQ's defaults, so unnamed ones are BFQ's own)."""
         if not dev or "/" in dev:
             raise ConfigError("guest block device", dev, "a name under /sys/block, e.g. vda")
         out = [(path, "1" if name in self.legacy else "0")
                for name, path in LEGACY_KNOBS.items()]
         out += [(f"{SCHED_DIR}/{name}", value) for name, value in SCHEDS[self.sched]]
         out.append((f"/sys/block/{dev}/queue/scheduler", self.iosched))
+        out += [(f"/sys/block/{dev}/queue/iosched/{name}", value) for name, value in self.bfq]
         return out
 
     def readback_ok(self, readback: dict, dev: str) -> bool:
@@ -68,17 +82,23 @@ class KernelKnobs:
 
     def attrs(self) -> dict:
         return {ATTR_KERNEL_PRESET: self.kernel, ATTR_LEGACY: self._legacy_text(),
-                ATTR_SCHED: self.sched, ATTR_IOSCHED: self.iosched}
+                ATTR_SCHED: self.sched, ATTR_IOSCHED: self.iosched,
+                ATTR_BFQ: self._bfq_text()}
 
     @property
     def label(self) -> str:
-        """'6.1' when every knob is stock, else the kernel and its knobs spelled out."""
+        """'6.1' when every knob is stock, else the kernel and its knobs spelled out
+        (BFQ's tunables after the elevator: 'bfq:slice_idle=0')."""
         if (self.legacy, self.sched, self.iosched) == _PRESETS["6.1"]:
             return "6.1"
-        return f"{self.kernel}({self._legacy_text()},{self.sched},{self.iosched})"
+        elevator = f"{self.iosched}:{self._bfq_text()}" if self.bfq else self.iosched
+        return f"{self.kernel}({self._legacy_text()},{self.sched},{elevator})"
 
     def _legacy_text(self) -> str:
         return "+".join(sorted(self.legacy)) or "none"
+
+    def _bfq_text(self) -> str:
+        return "+".join(f"{k}={v}" for k, v in self.bfq) or "default"
 
 
 def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
@@ -95,7 +115,8 @@ def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
         legacy = _parse_legacy(items["legacy"])
     sched = _choose("sched", items.get("sched", sched), tuple(SCHEDS))
     iosched = _choose("iosched", items.get("iosched", iosched), IOSCHEDS)
-    return KernelKnobs(kernel, legacy, sched, iosched)
+    bfq = _parse_bfq(items["bfq"], iosched) if "bfq" in items else ()
+    return KernelKnobs(kernel, legacy, sched, iosched, bfq)
 
 
 def _parse_legacy(text: str) -> frozenset:
@@ -110,6 +131,32 @@ def _parse_legacy(text: str) -> frozenset:
         if name not in LEGACY_KNOBS:
             raise ConfigError(_FIELD.format("legacy"), text, accepted)
     return frozenset(names)
+
+
+def _parse_bfq(text, iosched: str) -> tuple:
+    """'slice_idle=0+low_latency=0' or 'default' -> ((tunable, value), ...) in
+    BFQ_TUNABLES' order; only with the bfq elevator."""
+    ranges = ", ".join(f"{k}={lo}..{hi}" for k, (lo, hi) in BFQ_TUNABLES.items())
+    accepted = f"default, or name=value joined by '+' (slice_idle or slice_idle_us): {ranges}"
+    if iosched != "bfq":
+        raise ConfigError(_FIELD.format("bfq"), text,
+                          f"BFQ tunables only with iosched=bfq (this spec's elevator: {iosched})")
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(_FIELD.format("bfq"), text, accepted)
+    if text.strip() == "default":
+        return ()
+    got = {}
+    for item in text.split("+"):
+        name, eq, value = (p.strip() for p in item.partition("="))
+        if name not in BFQ_TUNABLES or not eq or name in got or not (value.isascii() and value.isdigit()):
+            raise ConfigError(_FIELD.format("bfq"), text, accepted)
+        lo, hi = BFQ_TUNABLES[name]
+        if not lo <= int(value) <= hi:
+            raise ConfigError(_FIELD.format("bfq"), text, accepted)
+        got[name] = str(int(value))
+    if {"slice_idle", "slice_idle_us"} <= set(got):  # one variable in two units
+        raise ConfigError(_FIELD.format("bfq"), text, accepted)
+    return tuple((k, got[k]) for k in BFQ_TUNABLES if k in got)
 
 
 def _choose(key: str, value, accepted: tuple) -> str:

@@ -3,7 +3,7 @@ import pytest
 
 from abtlab.backends.guest_point import shadow_waits
 from abtlab.errors import ConfigError
-from abtlab.data.schema import ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+from abtlab.data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 from abtlab.system import kernel_knobs as kk
 
 SHADOW = "/sys/module/jbd2/parameters/legacy_shadow_wait"
@@ -30,7 +30,7 @@ def test_legacy_preset_turns_every_knob_on():
     assert knobs.label == "6.1-legacy(shadow_wait+write_handle,cfs34,bfq)"
     assert knobs.attrs() == {ATTR_KERNEL_PRESET: "6.1-legacy",
                              ATTR_LEGACY: "shadow_wait+write_handle",
-                             ATTR_SCHED: "cfs34", ATTR_IOSCHED: "bfq"}
+                             ATTR_SCHED: "cfs34", ATTR_IOSCHED: "bfq", ATTR_BFQ: "default"}
 
 
 def test_items_override_the_preset_one_knob_at_a_time():
@@ -47,6 +47,75 @@ def test_items_override_the_preset_one_knob_at_a_time():
 def test_writes_keep_legacy_switches_before_the_elevator():
     paths = [p for p, _ in kk.parse_knobs("6.1-legacy").writes("vda")]
     assert paths[:2] == [SHADOW, HANDLE] and paths[-1] == "/sys/block/vda/queue/scheduler"
+
+
+IOSCHED_DIR = "/sys/block/nullb1/queue/iosched"
+
+
+def test_bfq_tunables_are_written_after_the_elevator_strict_guarantees_first():
+    knobs = kk.parse_knobs(iosched="bfq", bfq="slice_idle=0+low_latency=0+strict_guarantees=1")
+    assert knobs.bfq == (("strict_guarantees", "1"), ("low_latency", "0"), ("slice_idle", "0"))
+    paths = [p for p, _ in knobs.writes("nullb1")]
+    # switching strict_guarantees on raises slice_idle to 8 ms: slice_idle must come after it
+    assert paths[-4:] == ["/sys/block/nullb1/queue/scheduler", f"{IOSCHED_DIR}/strict_guarantees",
+                          f"{IOSCHED_DIR}/low_latency", f"{IOSCHED_DIR}/slice_idle"]
+    assert knobs.attrs()[ATTR_BFQ] == "strict_guarantees=1+low_latency=0+slice_idle=0"
+    assert knobs.label == "6.1(none,default,bfq:strict_guarantees=1+low_latency=0+slice_idle=0)"
+
+
+def test_bfq_tunables_ride_on_the_legacy_preset_and_default_writes_none():
+    knobs = kk.parse_knobs("6.1-legacy", bfq="slice_idle_us=500")
+    assert dict(knobs.writes("nullb1"))[f"{IOSCHED_DIR}/slice_idle_us"] == "500"
+    assert kk.parse_knobs(iosched="bfq", bfq="default") == kk.parse_knobs(iosched="bfq")
+    assert kk.parse_knobs(iosched="bfq").attrs()[ATTR_BFQ] == "default"
+    assert kk.parse_knobs(iosched="bfq").label == "6.1(none,default,bfq)"
+    assert not any("/iosched/" in p for p, _ in kk.parse_knobs("6.1-legacy").writes("vda"))
+
+
+def test_a_machine_spec_carries_bfq_tunables_to_the_knobs():
+    from abtlab.factors.machine import parse_machine
+    m = parse_machine("guest:cpus=4,iosched=bfq,bfq=low_latency=0+slice_idle=0")
+    assert dict(m.knobs)["bfq"] == "low_latency=0+slice_idle=0"
+    knobs = kk.parse_knobs(m.kernel, **dict(m.knobs))
+    assert knobs.bfq == (("low_latency", "0"), ("slice_idle", "0"))
+    with pytest.raises(ConfigError) as err:
+        parse_machine("guest:bfq=slice_idle=0")
+    assert err.value.field == "--machine guest:bfq" and "iosched=bfq" in err.value.accepted
+
+
+def test_the_bfq_example_spec_names_one_tunable_a_machine():
+    from pathlib import Path
+    from abtlab.factors.machine import parse_machines
+    from abtlab.sweep.spec import load_spec
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "bfq_tunables.toml")
+    knobs = [kk.parse_knobs(m.kernel, **dict(m.knobs)) for m in parse_machines(spec.factors["machine"])]
+    assert [k.iosched for k in knobs] == ["none"] + ["bfq"] * (len(knobs) - 1)
+    assert [len(k.bfq) for k in knobs] == [0, 0] + [1] * (len(knobs) - 2)
+
+
+@pytest.mark.parametrize("items", [
+    {"bfq": "slice_idle=0"},                                  # elevator none
+    {"iosched": "mq-deadline", "bfq": "slice_idle=0"},
+    {"kernel": "6.1-legacy", "iosched": "none", "bfq": "low_latency=0"},
+    {"iosched": "bfq", "bfq": ""},
+    {"iosched": "bfq", "bfq": "slice_idle"},
+    {"iosched": "bfq", "bfq": "slice_idle=-1"},
+    {"iosched": "bfq", "bfq": "slice_idle=8ms"},
+    {"iosched": "bfq", "bfq": "slice_idle=\u00b2"},                # a digit to isdigit, not to int
+    {"iosched": "bfq", "bfq": "low_latency=2"},               # the kernel would keep 1
+    {"iosched": "bfq", "bfq": "back_seek_penalty=0"},         # the kernel would keep 1
+    {"iosched": "bfq", "bfq": "fifo_expire_sync=0"},
+    {"iosched": "bfq", "bfq": "slice_idle=0+slice_idle=8"},
+    {"iosched": "bfq", "bfq": "slice_idle=0+slice_idle_us=0"},  # one variable, two units
+    {"iosched": "bfq", "bfq": "quantum=4"},                   # CFQ's, not BFQ's
+    {"iosched": "bfq", "bfq": "slice_idle=0,low_latency=0"},
+])
+def test_bad_bfq_tunables_name_the_spec_field_and_what_is_accepted(items):
+    items = dict(items)
+    with pytest.raises(ConfigError) as err:
+        kk.parse_knobs(items.pop("kernel", "6.1"), **items)
+    assert err.value.field == "--machine guest:bfq"
+    assert "slice_idle" in err.value.accepted or "iosched=bfq" in err.value.accepted
 
 
 @pytest.mark.parametrize("kernel, items, field", [
@@ -71,7 +140,9 @@ def test_bad_device_name_is_refused():
 
 
 def _fake_tree(root, dev):
-    for path, _ in kk.parse_knobs().writes(dev) + kk.parse_knobs("6.1-legacy").writes(dev):
+    every_bfq = "+".join(f"{k}=1" for k in kk.BFQ_TUNABLES if k != "slice_idle_us")
+    for path, _ in (kk.parse_knobs().writes(dev) + kk.parse_knobs("6.1-legacy").writes(dev)
+                    + kk.parse_knobs("6.1-legacy", bfq=every_bfq).writes(dev)):
         f = root / path.lstrip("/")
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text("0\n")
@@ -90,6 +161,20 @@ def test_shell_script_writes_in_order_and_records_what_it_read_back(tmp_path):
     # the kernel's elevator file lists every scheduler, the active one in brackets
     readback["/sys/block/vda/queue/scheduler"] = "mq-deadline [bfq] none"
     assert knobs.readback_ok(readback, "vda")
+
+
+def test_shell_script_writes_bfq_tunables_and_a_clamped_value_fails_the_readback(tmp_path):
+    import subprocess
+    _fake_tree(tmp_path, "vda")
+    knobs = kk.parse_knobs("6.1-legacy", bfq="strict_guarantees=1+slice_idle=0")
+    script = kk.shell_script(knobs, "vda", record=tmp_path / "rec", root=str(tmp_path))
+    subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+    readback = kk.parse_readback((tmp_path / "rec").read_text())
+    assert list(readback)[-2:] == ["/sys/block/vda/queue/iosched/strict_guarantees",
+                                   "/sys/block/vda/queue/iosched/slice_idle"]
+    assert knobs.readback_ok(readback, "vda")
+    readback["/sys/block/vda/queue/iosched/slice_idle"] = "8"   # what the wrong order leaves
+    assert not knobs.readback_ok(readback, "vda")
 
 
 def test_shell_script_fails_naming_the_path_it_could_not_write(tmp_path):
@@ -266,3 +351,19 @@ def test_legacy_preset_sets_every_knob_and_runs_clean(tmp_path, probes):
     assert ds.attrs[ATTR_KERNEL_PRESET] == "6.1-legacy" and ds.attrs[ATTR_SCHED] == "cfs34"
     assert ds["jbd2_shadow_waits"].item() >= 0 and ds["jbd2_shadow_wait"].attrs["units"] == "s"
     assert ds["commits"].item() > 0 and ds["commits"].item() == ds["jbd2_info_commits"].item()
+
+
+@_mark
+def test_bfq_tunables_read_back_in_force_and_are_recorded(tmp_path):
+    """BFQ's tunables written after the elevator, in order: strict_guarantees=1 (which
+    raises slice_idle to 8 ms) before slice_idle=0, so slice_idle reads back 0."""
+    spec = "bfq=strict_guarantees=1+slice_idle=0+low_latency=0+timeout_sync=50"
+    ds = _iozone(tmp_path, f"guest:iosched=bfq,{spec}", 16)
+    back = _readback(ds.attrs["guest_knobs_read_back"])
+    print("read back:", back)
+    knobs = kk.parse_knobs(iosched="bfq", bfq=spec.partition("=")[2])
+    assert knobs.readback_ok(back, "nullb1")
+    assert back[f"{IOSCHED_DIR}/slice_idle"] == "0" and back[f"{IOSCHED_DIR}/timeout_sync"] == "50"
+    assert ds.attrs[ATTR_BFQ] == "strict_guarantees=1+low_latency=0+slice_idle=0+timeout_sync=50"
+    assert ds.attrs["kernel"].endswith(knobs.label)
+    assert int(ds["commits"].item()) > 0 and ds["throughput"].item() > 0
