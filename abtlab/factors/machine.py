@@ -16,8 +16,8 @@
 * `shift=S` (0): icount shift, 0 to 10 (virtual clock only).
 * `mem=MB` (1024): guest memory; the in-guest disk lives in it (null_blk memory_backed).
 * `depth=N` (1): hardware queue depth of the in-guest disk (1 = one request at a time).
-* the kernel knobs of abtlab.system.kernel_knobs (`legacy=`, `sched=`, `iosched=`), kept
-  as written and handed to its `parse_knobs` when that module is present.
+* the kernel knobs of abtlab.system.kernel_knobs (`legacy=`, `sched=`, `iosched=`,
+  `bfq=`), kept as written and handed to its `parse_knobs` when that module is present.
 
 Lists: `;` separates specs (commas belong to a spec); plain names may also be
 comma-separated (`host,guest`).
