@@ -1,8 +1,6 @@
 """Device profiles: parsing, the throttle files they write, and a real slowdown of fsync."""
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import pytest
