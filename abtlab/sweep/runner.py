@@ -24,10 +24,7 @@ _PARSERS = {
 
 def _devices(v):
     from ..system.device import parse_profile
-    words = parse_words(v, "device")
-    for w in words:
-        parse_profile(w)
-    return words
+    return [parse_profile(w) for w in parse_words(v, "device")]
 
 
 def _freq_axis(be, freq):

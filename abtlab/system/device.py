@@ -90,6 +90,14 @@ class Profile:
     idle_us: int = 0
     sequential_window: int = 0
 
+    @property
+    def label(self) -> str:
+        """The spec it was parsed from (a name, or explicit limits as written)."""
+        return self.name
+
+    def __str__(self) -> str:   # a dataset coordinate, a stored point
+        return self.name
+
     def limits(self) -> dict:
         """Throttle limits to write (none for a latency profile)."""
         if self.kind != "throttle":
