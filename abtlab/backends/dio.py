@@ -18,7 +18,8 @@ from ..data.result import RunResult
 from ..system import mounts
 from ..system.scratchfs import loop_devices
 from .base import Backend
-from .locks import _available, _int_in, run_kv
+from . import programs
+from .locks import _int_in, run_kv
 from .programs import program
 
 __all__ = ["DioBackend", "MODES", "WORKLOADS", "MIN_BLOCK", "MAX_BLOCK", "mount_of"]
@@ -71,7 +72,7 @@ class DioBackend(Backend):
     factors = {"workload": 3, "mode": "buffered", "block_size": 4096}
 
     def available(self):
-        return _available("abt-dio")
+        return programs.availability("abt-dio")
 
     def validate_point(self, point):
         if point.get("mode") not in MODES:

@@ -89,18 +89,16 @@ class FioBackend(Backend):
         """[(point, ctx)] of one guest machine in one boot (a sweep's batch): their
         RunResults in order; a point that failed inside the guest raises its RunError, or
         with raise_first=False stands in the list as that error."""
+        jobs = [_job(ctx.options.get("job")) for _, ctx in points]
         items = []
-        for index, (point, ctx) in enumerate(points, 1):
-            job = _job(ctx.options.get("job"))
+        for index, ((point, ctx), job) in enumerate(zip(points, jobs), 1):
             _check_guest_options(ctx.options, job)
-            item = prepare_tool_in_guest(lambda d, p=point, j=job: fio_argv(GUEST_FIO, p, d, j),
-                                         point, ctx, point["threads"] * point["file_size"],
-                                         WRITE_BEGIN, (*WRITE_END, *FSYNC), GUEST_FIO, OVERLAY,
-                                         NOT_IN_GUEST, index)
-            item.finish = lambda run, j=job: _result(run, j)
-            items.append(item)
-        out = [r if isinstance(r, Exception) else item.finish(r)
-               for item, r in zip(items, boot_tools(items, workdir))]
+            items.append(prepare_tool_in_guest(
+                lambda d, p=point, j=job: fio_argv(GUEST_FIO, p, d, j), point, ctx,
+                point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC),
+                GUEST_FIO, OVERLAY, NOT_IN_GUEST, index))
+        out = [r if isinstance(r, Exception) else _result(r, job)
+               for r, job in zip(boot_tools(items, workdir), jobs)]
         first = next((r for r in out if isinstance(r, Exception)), None)
         if raise_first and first is not None:
             raise first

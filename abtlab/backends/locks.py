@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import trace
 from ..errors import ConfigError, RunError
 from ..data.result import RunResult
-from .base import Availability, Backend
+from .base import Backend
 from . import programs
 from .programs import check_exit, parse_result, program
 
@@ -22,13 +22,6 @@ __all__ = ["LocksBackend", "run_kv", "LOCKS", "MAX_THREADS", "MAX_WORK"]
 
 LOCKS = ("spin", "mutex")
 MAX_THREADS, MAX_WORK = 100, 1_000_000
-
-
-def _available(name: str) -> Availability:
-    if not programs.built(name):
-        return Availability(False, f"backends/{programs.path(name).parent.name}/{name} not built "
-                            "(make -C backends)")
-    return Availability(True)
 
 
 def run_kv(argv, fields: dict, point: dict | None = None, timeout: float = 600) -> dict:
@@ -64,7 +57,7 @@ class LocksBackend(Backend):
     factors = {"lock": "spin", "threads": 1, "work": 1}
 
     def available(self):
-        return _available("abt-locks")
+        return programs.availability("abt-locks")
 
     def validate_point(self, point):
         if point.get("lock") not in LOCKS:

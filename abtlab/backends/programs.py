@@ -12,7 +12,8 @@ from pathlib import Path
 from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 
-__all__ = ["path", "built", "program", "check_exit", "parse_result", "EXIT_BAD_ARGUMENT", "EXIT_UNAVAILABLE"]
+__all__ = ["path", "built", "availability", "program", "check_exit", "parse_result",
+           "EXIT_BAD_ARGUMENT", "EXIT_UNAVAILABLE"]
 
 EXIT_BAD_ARGUMENT, EXIT_UNAVAILABLE = 2, 3
 _BAD_ARG = re.compile(r"^[\w.-]+: (--[\w-]+|[A-Z][A-Z0-9_]+|option|argument): (.*)$", re.S)
@@ -25,6 +26,15 @@ def path(name: str) -> Path:
 
 def built(name: str) -> bool:
     return os.access(path(name), os.X_OK)
+
+
+def availability(name: str):
+    """A backend's Availability as far as its program goes: built, or why not."""
+    from .base import Availability
+    if not built(name):
+        return Availability(False, f"backends/{path(name).parent.name}/{name} not built "
+                            "(make -C backends)")
+    return Availability(True)
 
 
 def program(name: str) -> Path:

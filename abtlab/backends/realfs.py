@@ -42,10 +42,7 @@ def real_available(name: str) -> Availability:
         return Availability(False, "no loop devices here (use backend 'sim')")
     if not shutil.which("mkfs.ext4"):
         return Availability(False, "mkfs.ext4 not found (Debian package e2fsprogs)")
-    if not programs.built(name):
-        return Availability(False, f"backends/{programs.path(name).parent.name}/{name} not built "
-                            "(make -C backends)")
-    return Availability(True)
+    return programs.availability(name)
 
 
 def _dilation(point, ctx):

@@ -238,7 +238,7 @@ def _tool_attrs(argv, start_kinds, end_kinds) -> dict:
 @dataclass
 class GuestTool:
     """One tool point made ready for a guest boot: its GuestRun and what reading its
-    result needs. finish: ToolRun -> the backend's RunResult."""
+    result needs."""
     run: object
     pol: object
     machine: object
@@ -246,7 +246,6 @@ class GuestTool:
     archive: Path
     start_kinds: tuple
     end_kinds: tuple
-    finish: object = None
 
 
 def prepare_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, exe: str,

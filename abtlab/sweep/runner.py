@@ -10,21 +10,21 @@ from ..factors.machine import parse_machines
 
 __all__ = ["build_levels", "run"]
 
-# factor -> parser(value) -> list of levels
+def _devices(v):
+    from ..system.device import parse_profile
+    return [parse_profile(w) for w in parse_words(v, "device")]
+
+
+# factor -> parser(value) -> list of typed levels (parsed once, here)
 _PARSERS = {
     "policy": policies.parse_list,
     "threads": lambda v: parse_ints(v, "threads", hi=MAX_THREADS),
     "files": lambda v: parse_ints(v, "files"),
     "file_size": lambda v: parse_sizes(v, "file_size"),
     "record_size": lambda v: parse_sizes(v, "record_size"),
-    "device": lambda v: _devices(v),
+    "device": _devices,
     "machine": parse_machines,
 }
-
-
-def _devices(v):
-    from ..system.device import parse_profile
-    return [parse_profile(w) for w in parse_words(v, "device")]
 
 
 def _freq_axis(be, freq):

@@ -179,13 +179,6 @@ def _digest(path: str, mtime_ns: int, size: int) -> str:
     return h.hexdigest()[:16]
 
 
-def _debs(*pkgs):
-    proc = subprocess.run([str(KERNEL_DIR / "debs.sh"), *pkgs], capture_output=True, text=True,
-                          timeout=900)
-    if proc.returncode != 0:
-        raise UnavailableError(f"guest: {proc.stderr.strip()}")
-
-
 def parse_info(text: str) -> dict:
     """Counters of /proc/fs/jbd2/<dev>/info: transactions, requested, and (patched
     kernel) delayjc_windows, delayjc_resets."""
