@@ -14,11 +14,10 @@ LAYERS = [
     {"data", "trace"},
     {"system"},
     {"factors", "policies", "model"},
-    {"sim"},
     {"backends"},
     {"stats"},
     {"sweep"},
-    {"bps", "syscalls", "sera", "bayes"},
+    {"sim", "bps", "syscalls", "sera", "bayes"},
     {"present"},
     {"commands", "cli", "accessor", "__init__", "__main__"},
 ]

@@ -18,12 +18,13 @@ __all__ = ["get", "names", "register", "Backend", "RunResult", "Availability"]
 _BUILTIN = {
     "iozone": "abtlab.backends.iozone:IozoneBackend",
     "metarates": "abtlab.backends.metarates:MetaratesBackend",
-    "sim": "abtlab.backends.sim:SimBackend",
+    "sim": "abtlab.sim.backend:SimBackend",
     "dio": "abtlab.backends.dio:DioBackend",
     "locks": "abtlab.backends.locks:LocksBackend",
     "iozone-tool": "abtlab.backends.iozone_tool:IozoneToolBackend",
     "mdtest": "abtlab.backends.mdtest:MdtestBackend",
     "fio": "abtlab.backends.fio:FioBackend",
+    "bps": "abtlab.bps.backend:BpsBackend",
 }
 _registry: dict[str, object] = {}
 _entry_points_loaded = False

@@ -45,6 +45,9 @@ class Backend:
     options: dict = {}
     # True for a model of the machine (runs anywhere, freq_mode "simulated", no real I/O)
     simulated: bool = False
+    # options that say where a run keeps its files, not what it measures: not part of the
+    # spec a --resume must match
+    place_options: tuple = ()
     # factor -> parser(value) -> levels, overriding the runner's (e.g. simulator device presets)
     factor_parsers: dict = {}
 
@@ -67,3 +70,31 @@ class Backend:
 
     def run_point(self, point: dict, ctx) -> RunResult:
         raise NotImplementedError
+
+    def dataset_labels(self, attrs: dict) -> dict:
+        """Dataset attrs that replace the sweep's (e.g. a model's kernel and cpu labels)."""
+        return {}
+
+    # -- groups: runs that share a start-up cost (a guest boot, a compiled simulator call) --
+    group_limit: int = 32
+
+    def group_size(self, task) -> int:
+        """At most this many tasks in one group."""
+        return self.group_limit
+
+    def group_key(self, task):
+        """Consecutive sweep tasks with the same key (not None) may run as one group
+        through run_group: a guest machine's points share one boot. None: alone."""
+        return None
+
+    def run_group(self, runs: list, workdir) -> list:
+        """runs: [(point, RunContext)] of one group -> a RunResult or the RunError of each,
+        in order (a failed run does not stop the others)."""
+        from ..errors import RunError
+        out = []
+        for point, ctx in runs:
+            try:
+                out.append(self.run_point(point, ctx))
+            except RunError as exc:
+                out.append(exc)
+        return out

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..data.result import RunResult
 from .base import Backend
+from .guest_point import GuestGroups
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio
@@ -53,7 +54,7 @@ def _job(value):
     return str(Path(str(value)).resolve())
 
 
-class FioBackend(Backend):
+class FioBackend(GuestGroups, Backend):
     name = "fio"
     description = ("fio on the scratch ext4: IOzone's initial-write pattern or a job file "
                    "(-o job=PATH); found on PATH, in $ABTLAB_FIO or -o exe=")
@@ -77,7 +78,10 @@ class FioBackend(Backend):
     def run_point(self, point, ctx):
         job = _job(ctx.options.get("job"))
         if is_guest(point):
-            return self.guest_batch([(point, ctx)], ctx.workdir)[0]
+            res = self.run_group([(point, ctx)], ctx.workdir)[0]
+            if isinstance(res, Exception):
+                raise res
+            return res
         from ..factors.machine import parse_machine
         exe = find_tool("fio", ENV, ctx.options.get("exe"))
         run = run_tool(lambda d: fio_argv(exe, point, d, job), point, ctx,
@@ -85,24 +89,19 @@ class FioBackend(Backend):
         run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
         return _result(run, job)
 
-    def guest_batch(self, points, workdir, raise_first=True) -> list:
-        """[(point, ctx)] of one guest machine in one boot (a sweep's batch): their
-        RunResults in order; a point that failed inside the guest raises its RunError, or
-        with raise_first=False stands in the list as that error."""
-        jobs = [_job(ctx.options.get("job")) for _, ctx in points]
+    def run_group(self, runs, workdir) -> list:
+        """[(point, ctx)] of one guest machine in one boot: a RunResult or the RunError of
+        each point, in order."""
+        jobs = [_job(ctx.options.get("job")) for _, ctx in runs]
         items = []
-        for index, ((point, ctx), job) in enumerate(zip(points, jobs), 1):
+        for index, ((point, ctx), job) in enumerate(zip(runs, jobs), 1):
             _check_guest_options(ctx.options, job)
             items.append(prepare_tool_in_guest(
                 lambda d, p=point, j=job: fio_argv(GUEST_FIO, p, d, j), point, ctx,
                 point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC),
                 GUEST_FIO, OVERLAY, NOT_IN_GUEST, index))
-        out = [r if isinstance(r, Exception) else _result(r, job)
-               for r, job in zip(boot_tools(items, workdir), jobs)]
-        first = next((r for r in out if isinstance(r, Exception)), None)
-        if raise_first and first is not None:
-            raise first
-        return out
+        return [r if isinstance(r, Exception) else _result(r, job)
+                for r, job in zip(boot_tools(items, workdir), jobs)]
 
 
 def _result(run, job) -> RunResult:

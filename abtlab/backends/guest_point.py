@@ -18,7 +18,7 @@ from ..factors.machine import Machine, parse_machine
 from ..data.result import RunResult
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
-           "guest_events", "shadow_waits", "DELAYJC_KNOBS"]
+           "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups"]
 
 _DATA = PurePosixPath("/mnt/data")
 _OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
@@ -271,60 +271,27 @@ def run_in_guest(argv_for, point, ctx, data_bytes, machine=None, timeout=None) -
 
 
 # -- a sweep's guest points, many per boot ------------------------------------------------
-def batch_key(task):
-    """The guest machine label a sweep task can be batched under, or None."""
-    from . import get
-    be = get(task.backend) if isinstance(task.backend, str) else task.backend
-    label = str(task.point.get("machine", "host"))
-    if not (hasattr(be, "prepare") or hasattr(be, "guest_batch")) or label == "host":
+def guest_key(point, ctx):
+    """The guest machine label a point runs on (its icount shift included), or None on the host."""
+    if str(point.get("machine", "host")) == "host":
         return None
-    return machine_for(task.point, task).label
+    return machine_for(point, ctx).label
 
 
-def batches(tasks, limit_default=32):
-    """Consecutive tasks of the same guest machine, in order and at most guest_batch of
-    them, as lists; every other task alone."""
-    group, key = [], None
-    for t in tasks:
-        k = batch_key(t)
-        limit = int(t.options.get("guest_batch") or limit_default)
-        if group and (k is None or k != key or len(group) >= limit):
-            yield group
-            group = []
-        group.append(t)
-        key = k
-        if k is None:
-            yield group
-            group = []
-    if group:
-        yield group
+class GuestGroups:
+    """For a driver with prepare(): a guest machine's consecutive points run in one boot
+    (abtlab.sweep.executor groups them by group_key)."""
 
+    def group_size(self, task) -> int:
+        return int(task.options.get("guest_batch") or 32)
 
-def execute_batch(tasks):
-    """Run a batch of sweep tasks (one backend, one guest machine) in one guest boot;
-    yield (task, part) in order, then raise the first point's RunError (the parts before
-    it are kept by the sweep). A backend with guest_batch (a real tool) boots its points
-    itself; the others give argv via prepare() and run_batch boots them."""
-    from ..data.assemble import result_to_part
-    from ..system import leftovers
-    from . import get
-    from .base import RunContext
-    from .realfs import add_measures
-    be = get(tasks[0].backend) if isinstance(tasks[0].backend, str) else tasks[0].backend
-    # owned, with its record beside it, and removed with the record (as executor.execute)
-    with leftovers.WorkDir(prefix="abtlab-run-") as work:
-        ctxs = [RunContext(Path(work), rep=t.rep, seed=t.seed, quiet=t.quiet, f_ref_ghz=t.f_ref,
-                           freq_mode=t.freq_mode, options=dict(t.options)) for t in tasks]
-        if hasattr(be, "guest_batch"):      # a real tool's points (fio): the backend's own boot
-            results = be.guest_batch([(t.point, c) for t, c in zip(tasks, ctxs)], work,
-                                     raise_first=False)
-        else:
-            preps = [be.prepare(t.point, c) for t, c in zip(tasks, ctxs)]
-            items = [(p.argv_for, t.point, c, p.data_bytes) for p, t, c in zip(preps, tasks, ctxs)]
-            results = [r if isinstance(r, Exception) else add_measures(r, p)
-                       for r, p in zip(run_batch(items, machine_for(tasks[0].point, tasks[0]), work),
-                                       preps)]
-    for t, res in zip(tasks, results):
-        if isinstance(res, Exception):
-            raise res
-        yield t, result_to_part(res, t.point, t.index, t.rep)
+    def group_key(self, task):
+        return guest_key(task.point, task)
+
+    def run_group(self, runs, workdir) -> list:
+        from .realfs import add_measures
+        preps = [self.prepare(p, c) for p, c in runs]
+        items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
+        machine = machine_for(*runs[0])
+        return [r if isinstance(r, Exception) else add_measures(r, pr)
+                for r, pr in zip(run_batch(items, machine, workdir), preps)]

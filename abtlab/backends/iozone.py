@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from .base import Backend
+from .guest_point import GuestGroups
 from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options,
                      real_available)
 from .dispatch import run_and_measure
@@ -25,7 +26,7 @@ def check_file_sizes(point) -> None:
                     f"in all for {point['threads']} threads")
 
 
-class IozoneBackend(Backend):
+class IozoneBackend(GuestGroups, Backend):
     name = "iozone"
     description = ("N threads each create a file, meet at a barrier, write S bytes in "
                    "R-byte records, fsync and close (backends/iozone/abt-iozone)")
@@ -51,7 +52,7 @@ class IozoneBackend(Backend):
                                **prep.measure_kw)
 
     def prepare(self, point, ctx) -> Prepared:
-        """The run without its machine (abtlab.backends.guest_point batches these)."""
+        """The run without its machine (GuestGroups runs a guest machine's points in one boot)."""
         exe = program("abt-iozone")
         fsync = ctx.options.get("fsync", True)
 

@@ -5,6 +5,7 @@ from .. import policies
 from ..errors import ConfigError
 from ..factors.levels import parse_size
 from .base import Backend
+from .guest_point import GuestGroups
 from .realfs import SCRATCH_OPTIONS, Prepared, check_scratch_options, real_available
 from .dispatch import run_and_measure
 from .programs import program
@@ -30,7 +31,7 @@ def write_bytes(value) -> int:
     return n
 
 
-class MetaratesBackend(Backend):
+class MetaratesBackend(GuestGroups, Backend):
     name = "metarates"
     description = ("N workers each create F files with open(O_CREAT)/fsync/close "
                    "(backends/metarates/abt-metarates)")
@@ -58,7 +59,7 @@ class MetaratesBackend(Backend):
                                **prep.measure_kw)
 
     def prepare(self, point, ctx) -> Prepared:
-        """The run without its machine (abtlab.backends.guest_point batches these)."""
+        """The run without its machine (GuestGroups runs a guest machine's points in one boot)."""
         exe = program("abt-metarates")
 
         def argv(data_dir, dilate, tpath):

@@ -15,7 +15,6 @@ as the paper does: |CC| when the sign is the one Table 1 expects, -|CC| otherwis
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import subprocess
 import tempfile
@@ -23,29 +22,21 @@ import tempfile
 import numpy as np
 
 from .. import about
-from ..data.schema import timestamp
-from . import EXPECTED_SIGN, METRICS, metrics
-from ..errors import ConfigError, RunError, UnavailableError
-from ..trace import Op
+from . import EXPECTED_SIGN, METRICS
+from ..errors import ConfigError, UnavailableError
+from .backend import CASE_KEYS, BpsBackend, case, fio_available, parse_case
 
-__all__ = ["SETS", "fio_available", "run_study", "correlations", "compare_with_paper"]
+__all__ = ["SETS", "fio_available", "run_study", "by_run", "one_run", "correlations", "compare_with_paper"]
 
 SETS = ("size", "concurrency", "sieving")
 KiB, MiB = 1024, 1024 * 1024
 DEFAULT_SIZES = tuple(4 * KiB << i for i in range(12))          # 4 KiB .. 8 MiB
 DEFAULT_JOBS = tuple(range(1, 9))
 DEFAULT_SPACINGS = (8, 64, 256, 1024, 4096)                       # seed 001: 8 B .. 4096 B
-FIO_DATA_OPS = (Op.PREAD, Op.PWRITE)                              # the psync engine's calls
 RUN_VARS = ("runtime", *METRICS, "blocks", "ops", "bytes", "required_bytes", "overlap_s",
             "elapsed_s", "dropped")
 UNITS = {"runtime": "s", "blocks": "1", "ops": "1", "bytes": "bytes", "required_bytes": "bytes",
          "overlap_s": "s", "elapsed_s": "s", "dropped": "1", **{k: v[0] for k, v in METRICS.items()}}
-
-
-def fio_available() -> tuple[bool, str]:
-    if shutil.which("fio") is None:
-        return False, "fio is not on PATH (make installs the Debian package)"
-    return True, ""
 
 
 def _positive_ints(field, values, lo=1, hi=None):
@@ -56,64 +47,13 @@ def _positive_ints(field, values, lo=1, hi=None):
     return vals
 
 
-def _plan(sizes, jobs, spacings, sets, reps, seed):
+def _cases(sizes, jobs, spacings, sets):
+    """The study's points as the sweep's `case` levels (abtlab.bps.backend)."""
     if not sets or any(s not in SETS for s in sets):
         raise ConfigError("sets", sets, " | ".join(SETS))
-    points = [("size", {"request_size": s}) for s in sizes if "size" in sets]
-    points += [("concurrency", {"jobs": j}) for j in jobs if "concurrency" in sets]
-    points += [("sieving", {"spacing": sp}) for sp in spacings if "sieving" in sets]
-    plan = [(name, p, r) for r in range(reps) for name, p in points]
-    random.Random(seed).shuffle(plan)   # interleave so drift does not masquerade as an effect
-    return plan
-
-
-def _make_file(path, nbytes):
-    """Fill a file with non-zero bytes once; later runs reuse it."""
-    if os.path.exists(path) and os.path.getsize(path) >= nbytes:
-        return
-    chunk = np.random.default_rng(0).integers(1, 255, MiB, dtype=np.uint8).tobytes()
-    with open(path, "wb") as f:
-        for off in range(0, nbytes, MiB):
-            f.write(chunk[: min(MiB, nbytes - off)])
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fio_args(directory, set_name, p, cfg):
-    """fio command line and required bytes of one run."""
-    common = ["fio", "--output=/dev/null", "--disk_util=0", "--ioengine=psync", "--rw=read",
-              "--group_reporting", f"--direct={int(cfg['direct'])}", "--name=bps"]
-    total = cfg["total_bytes"]
-    if set_name == "size":
-        f = os.path.join(directory, "bps.size")
-        _make_file(f, total)
-        return common + [f"--filename={f}", f"--bs={p['request_size']}", f"--size={total}"], total
-    if set_name == "concurrency":
-        n = p["jobs"]
-        per = total // n // cfg["job_bs"] * cfg["job_bs"]    # whole blocks: fio reads no partial one
-        for i in range(n):
-            _make_file(os.path.join(directory, f"bps.job.{i}"), per)
-        return common + [f"--directory={directory}", "--filename_format=bps.job.$jobnum",
-                         f"--numjobs={n}", f"--bs={cfg['job_bs']}", f"--size={per}"], per * n
-    # the sieve reads whole buffers (fio reads whole blocks): the extent rounds up to them
-    buf = cfg["sieve_buffer"]
-    extent = -(-cfg["regions"] * (cfg["region_size"] + p["spacing"]) // buf) * buf
-    f = os.path.join(directory, f"bps.sieve.{p['spacing']}")
-    _make_file(f, extent)
-    return (common + [f"--filename={f}", f"--bs={cfg['sieve_buffer']}", f"--size={extent}"],
-            cfg["regions"] * cfg["region_size"])
-
-
-def _one_run(directory, set_name, p, cfg):
-    from ..trace.recorder import record
-    cmd, required = _fio_args(directory, set_name, p, cfg)
-    rec = record(cmd)
-    if rec.returncode != 0:
-        raise RunError(f"fio exited with {rec.returncode}: {' '.join(cmd)}")
-    data = rec.records[np.isin(rec.records["op"], FIO_DATA_OPS)]
-    m = metrics(data, block_size=cfg["block_size"], required_bytes=required)
-    m.update(runtime=rec.wall_s, required_bytes=required, dropped=sum(rec.dropped.values()))
-    return m
+    return ([case("size", s) for s in sizes if "size" in sets]
+            + [case("concurrency", j) for j in jobs if "concurrency" in sets]
+            + [case("sieving", sp) for sp in spacings if "sieving" in sets])
 
 
 def _config(directory, total_bytes, job_bs, region_size, regions, spacings, sieve_buffer,
@@ -157,16 +97,19 @@ def _mount_of(path):
 def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAULT_SPACINGS,
               sets=SETS, reps: int = 1, total_bytes: int = 32 * MiB, job_bs: int = 64 * KiB,
               region_size: int = 256, regions: int | None = None, sieve_buffer: int = 64 * KiB,
-              direct: bool = False, block_size: int = 512, seed: int = 0, progress=None):
+              direct: bool = False, block_size: int = 512, seed: int = 0, quiet: bool = True,
+              out=None, resume: bool = False):
     """Run the three sets of seed 001 with fio in `directory`; one dataset row per run.
 
     Returns an xarray.Dataset on dim "run" with coords set, request_size, jobs,
     spacing (0 where a set does not vary it), rep, and variables runtime (wall
     time of fio, s) and the metrics of abtlab.bps. The files it reads live in a
     private subdirectory of `directory`, removed on every exit path.
-    progress(i, n, set, params) is called before each run.
+    It runs as a sweep (abtlab.sweep.loop, backend `bps`, runs in random order so drift
+    does not masquerade as an effect): with out= every finished run is kept there
+    (the sweep's dataset, dims case x rep) and resume=True continues a stopped study.
     """
-    import xarray as xr
+    from ..sweep.loop import run
     ok, why = fio_available()
     if not ok:
         raise UnavailableError(why)
@@ -176,28 +119,30 @@ def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAUL
     reps = _positive_ints("reps", [reps])[0]
     cfg = _config(directory, total_bytes, job_bs, region_size, regions, spacings, sieve_buffer,
                   direct, block_size)
-    plan = _plan(sizes, jobs, spacings, tuple(sets), reps, seed)
-    start = timestamp()
-    rows = []
-    work = tempfile.mkdtemp(prefix="abtlab-bps.", dir=os.fspath(directory))
-    try:
-        for i, (name, p, rep) in enumerate(plan):
-            if progress:
-                progress(i, len(plan), name, p)
-            rows.append((name, p, rep, _one_run(work, name, p, cfg)))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    coords = {"set": ("run", [r[0] for r in rows]), "rep": ("run", [r[2] for r in rows])}
-    for key in ("request_size", "jobs", "spacing"):
-        coords[key] = ("run", [int(r[1].get(key, 0)) for r in rows])
-    data = {v: ("run", np.array([float(r[3][v]) for r in rows]), {"units": UNITS[v]})
-            for v in RUN_VARS}
-    ds = xr.Dataset(data, coords=coords)
+    cases = _cases(sizes, jobs, spacings, tuple(sets))
     argv = (f"run_study({os.fspath(directory)!r}, sizes={list(sizes)}, jobs={list(jobs)}, "
             f"spacings={list(spacings)}, sets={list(sets)}, reps={reps})")
-    ds.attrs.update(_attrs(directory, cfg, argv), start_time=start,
-                    end_time=timestamp())
-    return ds
+    work = tempfile.mkdtemp(prefix="abtlab-bps.", dir=os.fspath(directory))
+    try:
+        ds = run(BpsBackend(), {"case": cases}, reps=reps, out=out, seed=seed, resume=resume,
+                 quiet=quiet, order="random", options={**cfg, "work": work},
+                 attrs=_attrs(directory, cfg, argv), command=argv)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return by_run(ds)
+
+
+def by_run(ds):
+    """The study's sweep dataset (dims case x rep) as one row per run (dim "run")."""
+    import xarray as xr
+    rows = [(*parse_case(c), int(r)) for c in ds["case"].values for r in ds["rep"].values]
+    flat = ds[list(RUN_VARS)].stack(run=("case", "rep"))
+    data = {v: ("run", flat[v].values.astype(float), {"units": UNITS[v]}) for v in RUN_VARS}
+    coords = {"set": ("run", [n for n, _, _ in rows]), "rep": ("run", [r for _, _, r in rows])}
+    for key in CASE_KEYS.values():
+        coords[key] = ("run", [int(p.get(key, 0)) for _, p, _ in rows])
+    attrs = {k: v for k, v in ds.attrs.items() if k not in ("backend",)}
+    return xr.Dataset(data, coords=coords, attrs={**attrs, "backend": "fio"})
 
 
 def _set_means(ds, set_name):

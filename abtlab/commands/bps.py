@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 __all__ = ["register"]
 
@@ -63,8 +62,7 @@ def study_main(args) -> int:
     ds = run_study(args.directory, sizes=_int_list("--sizes", args.sizes),
                    jobs=_int_list("--jobs", args.jobs), spacings=_int_list("--spacings", args.spacings),
                    total_bytes=_int_list("--total", args.total)[0], reps=args.reps,
-                   direct=args.direct,
-                   progress=lambda i, n, name, p: print(f"[{i + 1}/{n}] {name} {p}", file=sys.stderr))
+                   direct=args.direct, quiet=False)
     if args.out:
         ds.to_netcdf(args.out, engine="h5netcdf")
     table = compare_with_paper(correlations(ds))

@@ -6,8 +6,6 @@ and `params` for the parameters and their units.
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from .core import run_once, run_raw, run_reps
@@ -27,17 +25,19 @@ def simulate_point(reps=10, seed=0, **params):
     return run_reps(p, seed + np.arange(reps))
 
 
-def simulate(reps=10, seed=0, traces=True, **params):
+def simulate(reps=10, seed=0, traces=True, out=None, resume=False, quiet=True, **params):
     """Simulate every combination of the list-valued factors (FACTORS) x reps.
 
     Other keywords are SimParams fields (workload, cores, device_overrides, ...).
+    It runs as a sweep (abtlab.sweep.loop, backend `sim`): with out= every finished
+    repetition is kept and resume=True continues a stopped one. Repetition r of every
+    point uses seed + r (common random numbers, as simulate_point).
     Returns an xarray.Dataset in the run schema (dims: FACTORS + rep)."""
-    from ..data.schema import timestamp
-    from .dataset import assemble_sim_dataset
+    from .backend import SimBackend
     from ..errors import ConfigError
-    if not isinstance(reps, int) or reps < 1:
+    from ..sweep.loop import run
+    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")
-    start = timestamp()
     src = params.pop("params", None)
     base = load_params(src) if src is not None else {}
     defaults = SimParams()
@@ -45,9 +45,9 @@ def simulate(reps=10, seed=0, traces=True, **params):
     for f in FACTORS:
         v = params.pop(f, base.pop(f, getattr(defaults, f)))
         levels[f] = list(v) if isinstance(v, (list, tuple)) else [v]
-    results = []
-    for combo in itertools.product(*levels.values()):
-        results += simulate_point(reps, seed, params=base, **dict(zip(FACTORS, combo)), **params)
     levels["policy"] = [make(policy=p).policy for p in levels["policy"]]
     cmd = f"abtlab.sim.simulate(reps={reps}, seed={seed}, {levels}, {params})"
-    return assemble_sim_dataset(levels, reps, results, cmd, start, traces)
+    # the file's fields under the keywords, as simulate_point(params=...) takes them
+    options = {**({"params": base} if base else {}), **params, "traces": traces}
+    return run(SimBackend(), levels, reps=reps, out=out, seed=seed, resume=resume,
+               quiet=quiet, order="sequential", seeds="common", options=options, command=cmd)

@@ -7,7 +7,7 @@ writes each one to the store at once.
 """
 from __future__ import annotations
 
-__all__ = ["Task", "execute", "execute_group", "SerialExecutor", "DaskExecutor", "make_executor"]
+__all__ = ["Task", "execute", "execute_group", "execute_many", "groups", "SerialExecutor", "DaskExecutor", "make_executor"]
 
 IO_RESOURCE = "abtlab_io"
 
@@ -21,33 +21,71 @@ class Task:
             seed, options, f_ref, freq_mode, quiet)
 
 
+def _backend(task):
+    from ..backends import get
+    return get(task.backend) if isinstance(task.backend, str) else task.backend
+
+
+def _context(task, workdir):
+    from ..backends.base import RunContext
+    return RunContext(workdir, rep=task.rep, seed=task.seed, quiet=task.quiet,
+                      f_ref_ghz=task.f_ref, freq_mode=task.freq_mode, options=dict(task.options))
+
+
 def execute(task: Task):
     """Run one repetition of one point; return its part Dataset."""
     from ..data.assemble import result_to_part
-    from ..backends import get
-    from ..backends.base import RunContext
     from ..system import leftovers
-    be = get(task.backend) if isinstance(task.backend, str) else task.backend
+    be = _backend(task)
     # owned (after a kill -9 the next run undoes what is in here) and removed by the
     # undo stack, not by a weakref finalizer, where a signal would be swallowed
     with leftovers.WorkDir(prefix="abtlab-run-") as work:
-        ctx = RunContext(work, rep=task.rep, seed=task.seed, quiet=task.quiet,
-                         f_ref_ghz=task.f_ref, freq_mode=task.freq_mode, options=dict(task.options))
-        result = be.run_point(task.point, ctx)
+        result = be.run_point(task.point, _context(task, work))
     return result_to_part(result, task.point, task.index, task.rep)
 
 
+def groups(tasks):
+    """Consecutive tasks of one backend with the same group_key (a guest machine's points:
+    one boot), at most its group_size of them, as lists; every other task alone."""
+    group, key = [], None
+    for t in tasks:
+        be = _backend(t)
+        k = be.group_key(t)
+        if group and (k is None or k != key or len(group) >= be.group_size(t)):
+            yield group
+            group = []
+        group.append(t)
+        key = k
+        if k is None:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+def execute_many(tasks):
+    """Run one group (Backend.run_group) and yield (task, part) in order, then raise the
+    first run's RunError: the parts before it are kept by the sweep."""
+    from ..data.assemble import result_to_part
+    from ..system import leftovers
+    be = _backend(tasks[0])
+    with leftovers.WorkDir(prefix="abtlab-run-") as work:
+        results = be.run_group([(t.point, _context(t, work)) for t in tasks], work)
+    for t, res in zip(tasks, results):
+        if isinstance(res, Exception):
+            raise res
+        yield t, result_to_part(res, t.point, t.index, t.rep)
+
+
 def execute_group(group):
-    """On a worker: a group of tasks from guest_point.batches (one task, or a guest
-    machine's points for one boot) -> ([(task, part)] in order, the first error or None),
-    so the parts finished before a failed point are kept, as the serial executor keeps them."""
-    from ..backends.guest_point import execute_batch
+    """On a worker: one group from groups() -> ([(task, part)] in order, the first error or
+    None), so the parts finished before a failed run are kept, as the serial executor keeps them."""
     done = []
     try:
         if len(group) == 1:
             done.append((group[0], execute(group[0])))
         else:
-            done.extend(execute_batch(group))
+            done.extend(execute_many(group))
     except Exception as exc:    # sent back with what finished; raised in the sweep's process
         return done, exc
     return done, None
@@ -55,10 +93,9 @@ def execute_group(group):
 
 class SerialExecutor:
     def map(self, tasks):
-        from ..backends.guest_point import batches, execute_batch
-        for group in batches(tasks):   # consecutive points of one guest machine share a boot
+        for group in groups(tasks):
             if len(group) > 1:
-                yield from execute_batch(group)
+                yield from execute_many(group)
             else:
                 yield group[0], execute(group[0])
 
@@ -88,15 +125,14 @@ class DaskExecutor:
     def map(self, tasks):
         from dask.distributed import as_completed
 
-        from ..backends.guest_point import batches
-        groups = list(batches(list(tasks)))   # a guest machine's consecutive points: one boot
+        grouped = list(groups(list(tasks)))   # a guest machine's consecutive points: one boot
         kw = {}
         if self.real_io:
             kw = ({"workers": [self._io_worker]} if self._io_worker
                   else {"resources": {IO_RESOURCE: 1}})
         # priorities keep the sweep's order (random or blocked) where runs queue on one worker
-        futs = [self.client.submit(execute_group, g, pure=False, priority=len(groups) - k, **kw)
-                for k, g in enumerate(groups)]
+        futs = [self.client.submit(execute_group, g, pure=False, priority=len(grouped) - k, **kw)
+                for k, g in enumerate(grouped)]
         for fut in as_completed(futs):
             done, error = fut.result()
             yield from done

@@ -14,7 +14,6 @@ import json
 import itertools
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from .progress import Progress
 __all__ = ["expand", "run", "run_seed", "Reps", "ORDERS"]
 
 ORDERS = ("random", "blocked", "sequential")
+SEEDS = ("per_run", "common")
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,12 @@ def expand(levels: dict) -> list[dict]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(levels[k] for k in keys))]
 
 
-def run_seed(base_seed: int, point_index: int, rep: int) -> int:
-    """Seed for one repetition: independent of execution order, so runs are reproducible."""
+def run_seed(base_seed: int, point_index: int, rep: int, seeds: str = "per_run") -> int:
+    """Seed for one repetition: independent of execution order, so runs are reproducible.
+    seeds="common": repetition r of every point uses base_seed + r (common random numbers:
+    the simulator's points then differ by their parameters only)."""
+    if seeds == "common":
+        return base_seed + rep
     h = hashlib.sha256(f"{base_seed}:{point_index}:{rep}".encode()).digest()
     return int.from_bytes(h[:4], "little")
 
@@ -106,12 +110,14 @@ def _check(be, reps, levels, options):
 def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
         quiet: bool = False, order: str = "random", warmup: int = 0, options: dict | None = None,
         attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
-        scheduler=None, workers: int = 2, force: bool = False, wait: bool = True):
+        scheduler=None, workers: int = 2, force: bool = False, wait: bool = True,
+        seeds: str = "per_run"):
     """Run every point of levels x reps; return the assembled xarray.Dataset.
 
     backend: a registry name or Backend instance. levels: factor -> list of levels.
     reps: an int (fixed) or a Reps rule (adaptive). out: NetCDF path; without it, parts
-    go to a temporary directory that is removed. An existing dataset at out is never
+    stay in memory (nothing to resume). seeds: "per_run" (a hash of seed, point and
+    repetition) or "common" (run_seed). An existing dataset at out is never
     replaced without resume (which first checks the stored spec against this call) or
     force. order: "random" (points and repetitions interleaved at random), "blocked"
     (repetition r of one configuration runs at every frequency back to back, in random
@@ -129,9 +135,14 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     _check(be, reps, levels, options)
     if order not in ORDERS:
         raise ConfigError("order", order, " | ".join(ORDERS))
+    if seeds not in SEEDS:
+        raise ConfigError("seeds", seeds, " | ".join(SEEDS))
     points = [be.validate_point(p) for p in expand(levels)]
-    spec = {"backend": be.name, "factors": levels, "options": {**options, "freq_mode": freq_mode},
+    recorded = {k: v for k, v in options.items() if k not in be.place_options}
+    spec = {"backend": be.name, "factors": levels, "options": {**recorded, "freq_mode": freq_mode},
             "seed": seed, "reps": str(reps), "order": order}
+    if seeds != "per_run":
+        spec["seeds"] = seeds
     with contextlib.ExitStack() as held:
         if out is not None:
             held.enter_context(OutputLock(out))
@@ -172,20 +183,17 @@ def _on_host_devices(be, levels, options) -> bool:
 
 def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, warmup,
            options, attrs, command, freq_mode, scheduler, workers, spec):
-    tmp_out = None
-    if out is None:
-        tmp_out = Path(tempfile.mkdtemp(prefix="abtlab-sweep-")) / "run.nc"
-        out = tmp_out
-    out = Path(out)
+    out = None if out is None else Path(out)
     started = timestamp()
     done = store.read_parts(out) if resume else {}
-    if tmp_out is None:
+    if out is not None:
         store.write_spec(out, spec)
     f_ref = max(levels["freq_ghz"]) if "freq_ghz" in levels else None
+    seeds = spec.get("seeds", "per_run")
 
     def task(i, r, q=quiet):
         return Task(backend if isinstance(backend, str) else be, points[i], i, r,
-                    run_seed(seed, i, r), options, f_ref, freq_mode, q)
+                    run_seed(seed, i, r, seeds), options, f_ref, freq_mode, q)
 
     ex = make_executor(scheduler, workers=workers, real_io=not be.simulated)
     try:
@@ -198,7 +206,7 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
         raise RunError(f"{be.name}: {exc}") from exc
     finally:
         ex.close()
-        if tmp_out is None:     # stopped before any repetition: nothing to resume
+        if out is not None:     # stopped before any repetition: nothing to resume
             store.drop_unstarted(out)
     from ..data.schema import SWEEP_SPEC
     from ..system.facts import collect
@@ -207,15 +215,14 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
             "reps": str(reps), "order": order, SWEEP_SPEC: json.dumps(spec, default=str),
             **(attrs or {})}
     ds = assemble(list(done.values()), levels, meta)
+    ds.attrs.update(be.dataset_labels(ds.attrs))
     if "machine" in levels:  # each machine level's clock and kernel (abtlab.factors.machine)
         from ..factors.machine import machine_coords
         ds = ds.assign_coords(machine_coords(levels["machine"]))
-    if tmp_out is None:
+    if out is not None:
         store.save(ds, out)
         store.keep_rejected(out)
         shutil.rmtree(store.parts_dir(out), ignore_errors=True)
-    else:
-        shutil.rmtree(tmp_out.parent, ignore_errors=True)
     return ds
 
 
@@ -240,7 +247,8 @@ def _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, see
         todo = _ordered(todo, points, order, rng)
         for t, part in ex.map([task(i, r) for i, r in todo]):
             name = store.part_name(t.index, t.rep)
-            store.write_part(out, name, part)
+            if out is not None:
+                store.write_part(out, name, part)
             done[name] = part
             prog.step(_short(t.point))
 

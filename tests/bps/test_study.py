@@ -118,3 +118,34 @@ def test_missing_directory_and_missing_fio(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UnavailableError, match="fio"):
         bps_study.run_study(tmp_path)
+
+
+@needs_fio
+def test_a_stopped_study_resumes_without_losing_a_run(lib, tmp_path, monkeypatch):
+    """The study is a sweep (backend bps): runs finished before a stop are kept in
+    out's parts and not run again by resume."""
+    from abtlab.bps.backend import BpsBackend
+    from abtlab.data import store
+    from abtlab.errors import RunError
+    where, out = tmp_path / "files", tmp_path / "bps.nc"
+    where.mkdir()
+    kw = dict(sets=("size",), sizes=(4 * KiB, 64 * KiB, 1 * MiB), total_bytes=1 * MiB, out=out)
+    real, calls = BpsBackend.run_point, []
+
+    def stop_at_third(self, point, ctx):
+        calls.append(point["case"])
+        if len(calls) == 3:
+            raise RunError("stopped")
+        return real(self, point, ctx)
+    monkeypatch.setattr(BpsBackend, "run_point", stop_at_third)
+    with pytest.raises(RunError):
+        bps_study.run_study(where, **kw)
+    assert len(store.read_parts(out)) == 2 and not list(where.iterdir())
+    monkeypatch.setattr(BpsBackend, "run_point", real)
+    ds = bps_study.run_study(where, resume=True, **kw)
+    assert sorted(ds["ops"].values) == [1, 16, 256] and ds.sizes["run"] == 3
+    assert out.exists() and not store.parts_dir(out).exists()
+    with pytest.raises(ConfigError) as e:
+        from abtlab.bps.backend import parse_case
+        parse_case("size:big")
+    assert e.value.field == "case"

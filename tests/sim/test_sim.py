@@ -10,6 +10,7 @@ from abtlab.errors import ConfigError
 from abtlab.trace import Op
 
 SMALL = dict(threads=24, cores=2)
+SMALL_NO_THREADS = dict(cores=2)
 
 
 def _covering_ok(r):
@@ -243,3 +244,44 @@ def test_queue_depth_serves_requests_at_once():
     for r in (fifo, sim.simulate_point(reps=1, seed=1, **{**kw, "policy": "ext4"})[0]):
         f = r.ops[r.ops["op"] == Op.FSYNC]
         assert f.size == 32
+
+
+def test_simulate_is_a_durable_sweep_that_resumes(tmp_path, monkeypatch):
+    """simulate(out=) keeps every finished point; stopped after its first, it resumes to
+    the same dataset as an unbroken run (common seeds: rep r uses seed + r everywhere)."""
+    from abtlab.sim.backend import SimBackend
+    from abtlab.data import store
+    from abtlab.errors import RunError
+    kw = dict(reps=2, seed=3, threads=[4, 8], freq_ghz=[1.6, 3.3], **SMALL_NO_THREADS)
+    whole = sim.simulate(**kw)
+    assert whole.attrs["kernel"].startswith("simulated") and whole.attrs["cpu"] == "simulated, 2 cores"
+    out = tmp_path / "s.nc"
+    real, calls = SimBackend.run_group, []
+
+    def stop_after_one(self, runs, workdir):
+        calls.append(len(runs))
+        if len(calls) > 1:
+            raise RunError("stopped")
+        return real(self, runs, workdir)
+    monkeypatch.setattr(SimBackend, "run_group", stop_after_one)
+    with pytest.raises(RunError):
+        sim.simulate(out=out, **kw)
+    assert calls == [2, 2] and len(store.read_parts(out)) == 2 and not out.exists()
+    monkeypatch.setattr(SimBackend, "run_group", real)
+    resumed = sim.simulate(out=out, resume=True, **kw)
+    assert out.exists() and not store.parts_dir(out).exists()
+    assert np.array_equal(resumed.throughput.values, whole.throughput.values)
+    # the reps of one point ran as one group, seeded seed + r, as simulate_point does
+    one = sim.simulate_point(reps=2, seed=3, threads=4, freq_ghz=1.6, **SMALL_NO_THREADS)
+    assert [r.scalars["throughput"] for r in one] == list(
+        whole.throughput.sel(threads=4, freq_ghz=1.6).values.ravel())
+
+
+def test_simulate_without_traces_keeps_the_scalars():
+    a = sim.simulate(reps=1, threads=[4], **SMALL_NO_THREADS)
+    b = sim.simulate(reps=1, threads=[4], traces=False, **SMALL_NO_THREADS)
+    assert a.sizes["op"] > 0 and b.sizes["op"] == 0
+    assert float(a.throughput.squeeze()) == float(b.throughput.squeeze())
+    with pytest.raises(ConfigError) as e:
+        sim.simulate(reps=1, threads=[4], traces="maybe", **SMALL_NO_THREADS)
+    assert e.value.field == "traces"
