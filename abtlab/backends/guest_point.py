@@ -36,9 +36,10 @@ def _policy(spec):
 
 def _mkfs_args(pol, ctx, seed: int) -> list:
     """The host's geometry (abtlab.system.geometry) plus a UUID and directory hash seed
-    drawn from the run's seed, so the same seed makes the same filesystem."""
+    drawn from the run's seed, so the same seed makes the same filesystem. Every point
+    gets a fresh null_blk, whose unwritten blocks read as zeros."""
     from .realfs import _geometry
-    args = _geometry(ctx.options).mkfs_args(pol.journal)
+    args = _geometry(ctx.options).mkfs_args(pol.journal, zeroed=True)
     fs_uuid = str(uuid.UUID(int=(seed * 0x9E3779B97F4A7C15 + 1) % 2 ** 128, version=4))
     i = args.index("-E")
     args[i + 1] += f",hash_seed={fs_uuid}"

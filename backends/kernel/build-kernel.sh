@@ -19,7 +19,7 @@ mkdir -p "$cache" "$here/out"
 link() { ln -sfn "$cache/$key/bzImage" "$here/out/bzImage.tmp.$$" && mv -T "$here/out/bzImage.tmp.$$" "$here/out/bzImage"; }
 [ -f "$cache/$key/bzImage" ] && { link; echo "$cache/$key/bzImage"; exit 0; }
 
-"$here/debs.sh" linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev || exit 3
+"$here/debs.sh" linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev lz4 || exit 3
 
 exec 9>"$cache/.lock"
 flock -w 1800 9 || { echo "build-kernel: $cache/.lock held for 30 min" >&2; exit 1; }

@@ -93,6 +93,7 @@ def test_same_seed_same_filesystem_identity():
     assert a == b and a != guest_point._mkfs_args(pol, ctx, 6)
     e = a[a.index("-E") + 1]
     assert "lazy_itable_init=0" in e and f"hash_seed={a[a.index('-U') + 1]}" in e
+    assert "lazy_journal_init=1" in e    # a fresh null_blk reads zeros: nothing to zero
     assert "^has_journal" in guest_point._mkfs_args(guest_point._policy("nojc"), ctx, 5)
 
 

@@ -19,6 +19,14 @@ def test_default_is_4k_blocks_and_a_32_mib_journal():
     assert "^has_journal" in nojc and not any(a.startswith("size=") for a in nojc)
 
 
+def test_journal_zeroing_is_skipped_only_on_a_zeroed_device():
+    g = parse_geometry()
+    host, fresh = g.mkfs_args(), g.mkfs_args(zeroed=True)
+    assert host[host.index("-E") + 1] == "lazy_itable_init=0,lazy_journal_init=0"
+    # inode tables are still written: lazy ones would leave ext4lazyinit a job during the run
+    assert fresh[fresh.index("-E") + 1] == "lazy_itable_init=0,lazy_journal_init=1"
+
+
 @pytest.mark.parametrize("kw,field", [
     ({"block_size": 512}, "block_size"), ({"block_size": "4k"}, "block_size"),
     ({"block_size": True}, "block_size"), ({"journal_mb": 2}, "journal_mb"),
