@@ -1,7 +1,7 @@
 """Host seconds per point of the virtual-time guest, and its independence of host load.
 
     .venv/bin/python -m benchmarks.guest [--points 8] [--machine guest] [--device hdd7200]
-        [--no-hog] [--repeat N]
+        [--no-hog] [--repeat N] [--workers N]
 
 Runs one boot holding --points repetitions of IOzone (256 threads, 128k files, 32k
 records) and one of Metarates (16 workers x 4 files), each point on a fresh in-guest
@@ -9,6 +9,11 @@ filesystem, and prints host seconds per point with the boot amortized (target: <
 Then runs the same two-point IOzone batch with and without two host CPU hogs (busy
 processes, one per core of a 2-core machine) and prints each point's virtual elapsed time
 and a hash of its op records: identical under the virtual clock. Run it under the lock.
+
+--workers N instead runs N x --points repetitions of each as a sweep (abtlab.sweep.loop)
+on a dask LocalCluster of N workers, --points to a boot: virtual-time guest boots need no
+turn on the host's devices, so N of them run side by side, and it prints host seconds
+per point of the whole sweep (cluster start included) next to one worker's.
 
 --repeat N instead boots the same two-point batch N times (every other boot beside two CPU
 hogs) and counts the distinct results: 1 for one vCPU; with several vCPUs the host can
@@ -96,6 +101,28 @@ def _repeat(machine, device, n) -> int:
     return 0
 
 
+def _sweep(backend, point, n, device, machine, workers) -> float:
+    """Host seconds of a sweep of n repetitions of one point, boots of `per` points."""
+    from abtlab.sweep.loop import run
+    levels = {**{k: [v] for k, v in point.items()}, "device": [device], "machine": [machine.label]}
+    t0 = time.monotonic()
+    run(backend, levels, reps=n, seed=1, quiet=True, scheduler="local" if workers > 1 else None,
+        workers=workers, options={"guest_batch": -(-n // workers), "guest_timeout": 1200})
+    return time.monotonic() - t0
+
+
+def _workers(machine, device, points, workers) -> int:
+    print(f"machine {machine.label}, device {device}, {points} points per boot, sweeps of "
+          f"{workers} boots")
+    for name, (backend, point) in POINTS.items():
+        n = points * workers
+        one = _sweep(backend, point, n, device, machine, 1)
+        side = _sweep(backend, point, n, device, machine, workers)
+        print(f"  {name:22s} {one / n:6.2f} host s/point one boot at a time, {side / n:6.2f} "
+              f"with {workers} side by side ({n} points)", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.guest")
     ap.add_argument("--points", type=int, default=8)
@@ -103,8 +130,11 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="hdd7200")
     ap.add_argument("--no-hog", dest="hog", action="store_false")
     ap.add_argument("--repeat", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=0)
     args = ap.parse_args(argv)
     machine = parse_machine(args.machine)
+    if args.workers:
+        return _workers(machine, args.device, args.points, args.workers)
     if args.repeat:
         return _repeat(machine, args.device, args.repeat)
     with tempfile.TemporaryDirectory(prefix="abtlab-bench-guest-") as work:

@@ -33,3 +33,21 @@ def test_a_local_cluster_boots_a_guest_batch_like_the_serial_executor(built_gues
     for var in ("fcr", "commits"):
         np.testing.assert_array_equal(serial[var].values, dist[var].values, err_msg=var)
     np.testing.assert_array_equal(serial["op_t_end"].values, dist["op_t_end"].values)
+
+
+def test_only_virtual_time_guest_groups_run_beside_others():
+    """On a cluster, host runs queue for the one I/O worker; virtual-time guest groups do
+    not (nothing on the host enters their timing), clock=host guests do."""
+    from abtlab.sweep.executor import Task, _in_guest, groups
+
+    def task(machine, i=0, backend="iozone"):
+        point = {"policy": "ext4", "threads": 4, "file_size": 4096, "record_size": 4096,
+                 "device": "none", "machine": machine, "freq_ghz": 3.3}
+        return Task(backend, point, i, 0, 1, {"guest_batch": 2}, 3.3, "emulated")
+    assert _in_guest([task("guest")]) and _in_guest([task("guest:cpus=2")])
+    assert not _in_guest([task("host")]) and not _in_guest([task("guest:clock=host")])
+    assert not _in_guest([task("guest", backend="sim")])
+    # consecutive points of one guest machine: groups of guest_batch; host points alone
+    got = [[t.index for t in g] for g in groups(
+        [task("guest", 0), task("guest", 1), task("guest", 2), task("host", 3), task("host", 4)])]
+    assert got == [[0, 1], [2], [3], [4]]
