@@ -25,6 +25,7 @@ from ..data.schema import timestamp
 from ..data.assemble import assemble
 from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
+from ..factors.typed import typed_levels
 from .executor import Task, make_executor
 from .progress import Progress
 
@@ -129,7 +130,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     """
     from ..system.runlock import MachineLock, OutputLock
     be = get_backend(backend) if isinstance(backend, str) else backend
-    levels = {k: list(v) for k, v in levels.items()}
+    levels = typed_levels(levels, be.factor_parsers)   # a no-op for abtlab.run's levels
     options = be.validate_options(dict(options or {}))
     freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
     _check(be, reps, levels, options)

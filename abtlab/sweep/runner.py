@@ -1,30 +1,12 @@
 """`abtlab.run` / `abtlab run`: turn user-facing options into factor levels and sweep."""
 from __future__ import annotations
 
-from .. import policies
 from ..backends import get as get_backend
 from ..errors import ConfigError
-from ..factors.levels import (MAX_THREADS, check_real_freq, parse_freq, parse_ints, parse_sizes,
-                              parse_words)
-from ..factors.machine import parse_machines
+from ..factors.levels import check_real_freq, parse_freq
+from ..factors.typed import PARSERS
 
 __all__ = ["build_levels", "run"]
-
-def _devices(v):
-    from ..system.device import parse_profile
-    return [parse_profile(w) for w in parse_words(v, "device")]
-
-
-# factor -> parser(value) -> list of typed levels (parsed once, here)
-_PARSERS = {
-    "policy": policies.parse_list,
-    "threads": lambda v: parse_ints(v, "threads", hi=MAX_THREADS),
-    "files": lambda v: parse_ints(v, "files"),
-    "file_size": lambda v: parse_sizes(v, "file_size"),
-    "record_size": lambda v: parse_sizes(v, "record_size"),
-    "device": _devices,
-    "machine": parse_machines,
-}
 
 
 def _freq_axis(be, freq):
@@ -52,7 +34,7 @@ def build_levels(backend, freq=None, **factors):
             options["freq_mode"] = axis.mode
             continue
         value = factors.pop(name, None)
-        parse = {**_PARSERS, **be.factor_parsers}.get(name)
+        parse = {**PARSERS, **be.factor_parsers}.get(name)
         if value is None:
             levels[name] = [default]
         elif parse is not None:

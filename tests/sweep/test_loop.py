@@ -132,3 +132,27 @@ def test_guest_only_sweeps_need_the_guest_not_root(monkeypatch):
     monkeypatch.setattr(guest, "available", lambda: (False, "qemu-system-x86_64 not found"))
     with pytest.raises(ConfigError, match="qemu-system-x86_64 not found"):
         abtlab.run("iozone", machine="guest", threads=4, policy="ext4", reps=1, quiet=True)
+
+
+def test_string_levels_are_typed_once_where_they_enter_the_loop():
+    """A direct sweep with string levels gives the backend the same typed values as
+    abtlab.run does (Policy, Profile, Machine, int): nothing downstream parses a label."""
+    from abtlab.backends.base import Backend
+    from abtlab.data.result import RunResult
+    seen = []
+
+    class Probe(Backend):
+        name, simulated = "probe", True
+        factors = {"policy": "ext4", "device": "none", "machine": "host", "threads": 1}
+
+        def run_point(self, point, ctx):
+            seen.append({k: type(v).__name__ for k, v in point.items()})
+            return RunResult(scalars={"throughput": 1.0}, attrs={"freq_mode": "simulated"})
+    ds = sweep.run(Probe(), {"policy": ["delayjc:window=4ms"], "device": ["hdd7200"],
+                             "machine": ["guest:cpus=2"], "threads": ["4"]}, reps=1, quiet=True)
+    assert seen == [{"policy": "Policy", "device": "Profile", "machine": "Machine", "threads": "int"}]
+    assert list(ds.policy.values) == ["delayjc:window=4ms,max_resets=64,max_age=1s"]   # canonical
+    assert list(ds.threads.values) == [4]
+    with pytest.raises(ConfigError) as e:
+        sweep.run(Probe(), {"policy": ["ext5"]}, reps=1, quiet=True)
+    assert e.value.field == "policy" and len(seen) == 1
