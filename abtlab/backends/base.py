@@ -90,11 +90,11 @@ class Backend:
     def run_group(self, runs: list, workdir) -> list:
         """runs: [(point, RunContext)] of one group -> a RunResult or the RunError of each,
         in order (a failed run does not stop the others)."""
-        from ..errors import RunError
+        from ..errors import AbtError
         out = []
         for point, ctx in runs:
             try:
                 out.append(self.run_point(point, ctx))
-            except RunError as exc:
+            except AbtError as exc:
                 out.append(exc)
         return out

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from .. import policies, trace
-from ..errors import ConfigError, RunError
+from ..errors import AbtError, ConfigError, RunError
 from ..factors.machine import Machine, parse_machine
 from ..data.result import RunResult
 
@@ -150,16 +150,19 @@ def _commits(files, ops):
     return table if ops is None else _window(table, ops)
 
 
-def to_result(pres, pol, machine: Machine, ctx, workdir) -> RunResult:
-    """A guest PointResult -> RunResult (RunError naming the step that failed)."""
+def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> RunResult:
+    """A guest PointResult -> RunResult (RunError naming the step that failed; the
+    workload's own exit as on the host: backends.programs.check_exit)."""
+    from .programs import check_exit
+    argv0 = PurePosixPath(str(argv[0])).name
     from ..policies.delayjc import load_batches
     from ..system.geometry import parse_dumpe2fs
     if pres.status != "ok":
         log = {"mkfs": pres.files.get("mkfs.log", b""), "knobs": pres.files.get("where", b"")
                }.get(pres.status, b"").decode(errors="replace")
         raise RunError(f"guest point failed at '{pres.status}': {(log or pres.stderr).strip()[-500:]}")
-    if pres.rc != 0:
-        raise RunError(f"workload exited {pres.rc} in the guest: {pres.stderr.strip()[-500:]}")
+    if pres.rc != 0:   # the host's exit convention (2: bad argument, 3: unavailable)
+        check_exit([f"{argv0} (in the guest)"] + list(argv[1:]), pres.rc, pres.stderr.strip()[-500:])
     saved = []
     try:
         for name in ("ops.trace", "batches.trace"):
@@ -249,10 +252,10 @@ def run_batch(items, machine, workdir, timeout=None) -> list:
     out = []
     for (run, pol), pres, (_, _, ctx, _) in zip(built, res.points, items):
         try:
-            r = to_result(pres, pol, machine, ctx, workdir)
+            r = to_result(pres, pol, machine, ctx, workdir, run.argv)
             r.attrs.update({**run.disk.describe(), "mount_options": run.mount_options or "defaults"})
             out.append(r)
-        except RunError as exc:
+        except AbtError as exc:     # RunError, or ConfigError for a bad argument
             out.append(exc)
     return out
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import policies
-from ..errors import ConfigError, RunError, UnavailableError
+from ..errors import AbtError, ConfigError, RunError, UnavailableError
 from .base import Availability
 
 __all__ = ["find_tool", "tool_available", "check_tool_options", "Window", "window",
@@ -281,14 +281,14 @@ def boot_tools(items: list, workdir, timeout=None) -> list:
     for item, pres in zip(items, res.points):
         try:
             out.append(_tool_run(item, pres, workdir))
-        except RunError as exc:
+        except AbtError as exc:
             out.append(exc)
     return out
 
 
 def _tool_run(item: GuestTool, pres, workdir) -> ToolRun:
     from .guest_point import guest_events, to_result
-    base = to_result(pres, item.pol, item.machine, item.ctx, workdir)   # RunError for a failed point
+    base = to_result(pres, item.pol, item.machine, item.ctx, workdir, item.run.argv)  # raises for a failed point
     win, commits, fsyncs = _in_window(guest_events(pres.files), item.start_kinds, item.end_kinds)
     run = item.run
     attrs = {**base.attrs, **run.disk.describe(), "mount_options": run.mount_options or "defaults",

@@ -133,3 +133,18 @@ def test_failure_inside_the_guest_leaves_no_qemu_or_files(tmp_path, monkeypatch)
     with pytest.raises(RunError, match="qemu exited 1"):
         guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=work), 1, "guest")
     assert not list(work.glob("guest-*")) and not any("guest" in p for p in cleanup.pending())
+
+
+def test_a_workload_exit_in_the_guest_follows_the_host_convention(tmp_path, monkeypatch):
+    """Exit 2 (bad argument) in the guest is the ConfigError it is on the host, naming the
+    option; another exit is a RunError with the program's message."""
+    from abtlab.errors import ConfigError
+    ctx = RunContext(workdir=tmp_path, seed=7, freq_mode="emulated", f_ref_ghz=3.3)
+    point = {"policy": "ext4", "device": "none", "freq_ghz": 3.3, "machine": "guest"}
+    for rc, err, raised in ((2, b"abt-iozone: --threads: given 0; accepted 1..4096\n", ConfigError),
+                            (1, b"abt-iozone: write: No space left on device\n", RunError)):
+        files = {**_files(tmp_path), "rc": f"{rc}\n".encode(), "stderr": err}
+        _fake_boot(monkeypatch, files, {})
+        with pytest.raises(raised) as e:
+            guest_point.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest"))
+        assert ("threads" == e.value.field) if rc == 2 else "No space left" in str(e.value)
