@@ -1,0 +1,35 @@
+"""`abtlab merge A.nc B.nc ... --out C.nc`: pool run datasets of one design along rep."""
+from __future__ import annotations
+
+__all__ = ["register"]
+
+
+def register(sub):
+    p = sub.add_parser("merge", help="pool datasets of the same points (other seeds or sittings) "
+                                     "into one, repetitions after repetitions",
+                       description="Every dataset must have the same factors and levels, backend "
+                                   "and freq_mode. The op, commit and batch records follow their "
+                                   "runs; attrs that differ keep every value, and merged_from "
+                                   "names each source with its command and seed.")
+    p.add_argument("runs", nargs="+", help="run datasets (.nc or .zarr)")
+    p.add_argument("--out", "-o", required=True, help="where to write the pooled dataset")
+    p.add_argument("--force", action="store_true", help="replace what is at --out")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from pathlib import Path
+
+    from ..data import store
+    from ..data.merge import merge_reps
+    from ..errors import ConfigError
+    store.check_out(args.out, force=True)          # writable: before anything is read
+    if Path(args.out).exists() and not args.force:
+        raise ConfigError("--out", args.out, "a new path (--force replaces it)")
+    for r in args.runs:
+        if not store.is_dataset(r):
+            raise ConfigError("runs", r, "run datasets (.nc or .zarr) of abtlab")
+    merged = merge_reps([store.load(r).load() for r in args.runs], names=args.runs)
+    store.save(merged, args.out)
+    print(f"{args.out}: {merged.sizes['rep']} repetitions from {len(args.runs)} datasets")
+    return 0

@@ -1,0 +1,93 @@
+"""Pool run datasets of one design along `rep`: more repetitions of the same points
+from several sweeps (other seeds, other sittings), as one dataset that every analysis
+reads like a single sweep's.
+
+The op, commit and batch tables follow their runs (each `*_run` column and `run_id`
+is renumbered), and what differs between the sources stays visible: an attr that is
+not the same in all of them keeps every value (" | "), and `merged_from` lists each
+source with its command and seed."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import schema
+
+__all__ = ["merge_reps"]
+
+_TABLES = ((schema.OP_DIM, schema.OP_COLUMNS), (schema.COMMIT_DIM, schema.COMMIT_COLUMNS),
+           (schema.BATCH_DIM, schema.BATCH_COLUMNS))
+# the design: a dataset made otherwise measures something else
+_SAME = ("backend", "freq_mode")
+
+
+def _factors(ds) -> list:
+    if schema.RUN_ID not in ds:
+        raise ConfigError("datasets", "a dataset without run_id", "run datasets of abtlab")
+    return [d for d in ds[schema.RUN_ID].dims if d != schema.REP]
+
+
+def _check(datasets, names):
+    if len(datasets) < 2:
+        raise ConfigError("datasets", len(datasets), "two or more run datasets")
+    first, dims = datasets[0], _factors(datasets[0])
+    for ds, name in zip(datasets[1:], names[1:]):
+        if _factors(ds) != dims:
+            raise ConfigError("datasets", f"{name}: factors {_factors(ds)}",
+                              f"the factors of {names[0]}: {dims}")
+        for d in dims:
+            if list(ds[d].values) != list(first[d].values):
+                raise ConfigError("datasets", f"{name}: {d} = {list(ds[d].values)}",
+                                  f"the levels of {names[0]}: {list(first[d].values)}")
+        for key in _SAME:
+            if ds.attrs.get(key) != first.attrs.get(key):
+                raise ConfigError("datasets", f"{name}: {key} = {ds.attrs.get(key)!r}",
+                                  f"{key} = {first.attrs.get(key)!r}, as in {names[0]}")
+    return dims
+
+
+def _attrs(datasets, names) -> dict:
+    out = {}
+    for key in dict.fromkeys(k for ds in datasets for k in ds.attrs):
+        values = list(dict.fromkeys(str(ds.attrs[key]) for ds in datasets if key in ds.attrs))
+        out[key] = datasets[0].attrs[key] if len(values) == 1 and key in datasets[0].attrs \
+            else " | ".join(values)
+    out["merged_from"] = "; ".join(
+        f"{n} (reps {ds.sizes[schema.REP]}, seed {ds.attrs.get('seed', '?')}: "
+        f"{ds.attrs.get('command', '?')})" for ds, n in zip(datasets, names))
+    return out
+
+
+def merge_reps(datasets: list, names: list | None = None):
+    """One dataset with the repetitions of every dataset in order (rep 0.. of the first,
+    then the second's, ...). datasets must share factors, levels, backend and freq_mode
+    (ConfigError naming what differs); names label them in `merged_from` (default: their
+    order)."""
+    import xarray as xr
+    names = [str(n) for n in (names or [f"dataset {i}" for i in range(len(datasets))])]
+    dims = _check(datasets, names)
+    per_run, tables, offset = [], {dim: [] for dim, _ in _TABLES}, 0
+    for ds in datasets:
+        runs = ds[[v for v in ds.data_vars if set(ds[v].dims) == {*dims, schema.REP}]]
+        rid = runs[schema.RUN_ID]
+        runs[schema.RUN_ID] = rid.where(rid < 0, rid + offset)
+        per_run.append(runs.drop_vars(schema.REP))
+        for dim, cols in _TABLES:
+            tables[dim].append({c: ds[c].values + (offset if c.endswith("_run") else 0)
+                                for c in cols if c in ds})
+        # past every id the source uses: a selection (ds.sel) keeps records of runs it dropped
+        used = [int(rid.max())] if rid.size else []
+        used += [int(ds[c].max()) for _, cols in _TABLES for c in cols
+                 if c.endswith("_run") and c in ds and ds[c].size]
+        offset += max(used, default=-1) + 1
+    merged = xr.concat(per_run, dim=schema.REP, join="exact", data_vars="all",
+                       combine_attrs="override")
+    merged[schema.RUN_ID] = merged[schema.RUN_ID].fillna(-1).astype(np.int64)
+    merged = merged.assign_coords({schema.REP: np.arange(merged.sizes[schema.REP])})
+    for dim, cols in _TABLES:
+        for c, units in cols.items():
+            parts = [t[c] for t in tables[dim] if c in t]
+            if parts:
+                merged[c] = ((dim,), np.concatenate(parts).astype(np.int64), {"units": units})
+    merged.attrs = _attrs(datasets, names)
+    return merged

@@ -1,0 +1,75 @@
+"""abtlab.data.merge and `abtlab merge`: datasets of one design pooled along rep."""
+import numpy as np
+import pytest
+
+import abtlab.sim as sim
+from abtlab.cli import main
+from abtlab.data import schema, store
+from abtlab.data.merge import merge_reps
+from abtlab.data.runs import commits, ops
+from abtlab.errors import ConfigError
+
+KW = dict(threads=[4, 8], freq_ghz=[1.6, 3.3], cores=2)
+
+
+@pytest.fixture(scope="module")
+def two():
+    return sim.simulate(reps=2, seed=0, **KW), sim.simulate(reps=3, seed=10, **KW)
+
+
+def test_reps_follow_each_other_with_their_records(two):
+    a, b = two
+    m = merge_reps([a, b], names=["a.nc", "b.nc"])
+    schema.validate(m)
+    assert m.sizes["rep"] == 5 and list(m.rep.values) == [0, 1, 2, 3, 4]
+    np.testing.assert_array_equal(m.throughput.isel(rep=slice(0, 2)), a.throughput)
+    np.testing.assert_array_equal(m.throughput.isel(rep=slice(2, 5)), b.throughput)
+    # every run's op and commit records are its own after renumbering
+    for src, first in ((a, 0), (b, 2)):
+        for idx in np.ndindex(src.run_id.shape):
+            mi = idx[:-1] + (idx[-1] + first,)
+            got, want = int(m.run_id.values[mi]), int(src.run_id.values[idx])
+            np.testing.assert_array_equal(ops(m, got)["t_end_ns"], ops(src, want)["t_end_ns"])
+            np.testing.assert_array_equal(commits(m, got)["end"], commits(src, want)["end"])
+    assert m.sizes["op"] == a.sizes["op"] + b.sizes["op"]
+    assert len(np.unique(m.run_id.values)) == m.run_id.size
+    assert "a.nc (reps 2, seed 0" in m.attrs["merged_from"] and "b.nc (reps 3, seed 10" in m.attrs["merged_from"]
+    assert m.attrs["seed"] == "0 | 10"
+
+
+def test_other_designs_are_refused_naming_what_differs(two):
+    a, b = two
+    with pytest.raises(ConfigError) as e:
+        merge_reps([a, b.isel(threads=[0])], names=["a", "b"])
+    assert e.value.field == "datasets" and "threads" in str(e.value)
+    other = b.copy()
+    other.attrs["freq_mode"] = "real"
+    with pytest.raises(ConfigError, match="freq_mode"):
+        merge_reps([a, other])
+    with pytest.raises(ConfigError):
+        merge_reps([a])
+
+
+def test_cli_merge_writes_and_never_replaces_without_force(two, tmp_path, capsys):
+    a, b = two
+    pa, pb, out = tmp_path / "a.nc", tmp_path / "b.nc", tmp_path / "m.nc"
+    store.save(a, pa)
+    store.save(b, pb)
+    assert main(["merge", str(pa), str(pb), "--out", str(out)]) == 0
+    assert store.load(out).sizes["rep"] == 5
+    before = out.read_bytes()
+    assert main(["merge", str(pa), str(pb), "--out", str(out)]) == 2      # exists: refused
+    assert out.read_bytes() == before and "--force" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("x")
+    assert main(["merge", str(pa), str(tmp_path / "notes.txt"), "--out", str(tmp_path / "n.nc")]) == 2
+    assert not (tmp_path / "n.nc").exists()
+
+
+def test_selections_keep_their_runs_apart(two):
+    """A selection keeps the records of the runs it dropped: ids after it never collide."""
+    a, b = two
+    m = merge_reps([a.isel(freq_ghz=[0]), b.isel(freq_ghz=[0])])
+    for idx in np.ndindex(b.isel(freq_ghz=[0]).run_id.shape):
+        mi = idx[:-1] + (idx[-1] + 2,)
+        got, want = int(m.run_id.values[mi]), int(b.isel(freq_ghz=[0]).run_id.values[idx])
+        np.testing.assert_array_equal(ops(m, got)["t_end_ns"], ops(b, want)["t_end_ns"])
