@@ -92,10 +92,12 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     disk = guest_disk.for_profile(point.get("device", "none"), _image_mb(ctx.options, data_bytes),
                                   machine.depth, machine.mem)
     writes, resets = _knobs(pol, machine, index)
+    kk = _kernel_knobs(machine)
+    mount = ",".join(o for o in (_mount_options(pol, ctx), kk.mount_options() if kk else "") if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed), env={},
-                         mount_options=_mount_options(pol, ctx), knobs=writes, knobs_reset=resets)
+                         mount_options=mount, knobs=writes, knobs_reset=resets)
     if pol.kind == "delayjc":  # the preload needs the dynamically linked build
         from ..policies.delayjc import preload_env
         if exe is None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import journal as J
-from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIRTY, EV_COMMIT, EV_DEV, EV_START,
+from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIOREAD_NOLOCK, DIRTY, EV_COMMIT, EV_DEV, EV_START,
                     EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT,
-                    I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_FLUSH_FIXED,
+                    I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_DIOREAD, I_FLUSH_FIXED,
                     I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_INODE_WRITE, I_POLICY, I_QUANTUM,
                     I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT, W_CPU,
@@ -155,7 +155,8 @@ def _finish_op(i, t, op, row, pr, ji, ti, tf, out_t):
 @jit_inline
 def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c):
     """Advance thread i as far as it goes at time t. Phases of every op: 0 start,
-    1 metadata lock check, 2 CPU, 3 block allocation/flush/barrier, 4 journal, then finish."""
+    1 metadata lock check, 2 CPU, 3 block allocation/flush/barrier, (6 the extent
+    conversion after the flush, dioread_nolock), 4 journal, then finish."""
     nprog = prog.size
     while ti[i, PC] < nprog:
         pc = ti[i, PC]
@@ -180,7 +181,9 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
                 return
             ph = 3
         if ph == 3:
-            if op == FSYNC and _allocates(i, pr, tf):
+            alloc = op == FSYNC and _allocates(i, pr, tf)
+            late = alloc and int(pr[I_DIOREAD]) == DIOREAD_NOLOCK
+            if alloc and not late:
                 if ji[LOCKED] == 1:              # the allocation's handle waits for the lock
                     ti[i, PHASE] = 3
                     _block(i, W_LOCK, ti, core)
@@ -191,7 +194,15 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
                 ti[i, PHASE] = 5
                 return
             if op == FSYNC and _flush(i, t, pr, nz, hf, hn, ji, jf, ti, tf, core):
+                if late:
+                    ti[i, PHASE] = 6
                 return
+            ph = 4
+        if ph == 6:
+            # dioread_nolock: the unwritten extents are converted when the data I/O has
+            # completed, before the page's write-back ends, in a reserved handle, which
+            # joins whatever transaction runs then without waiting for a commit's lock
+            _join(i, ji, ti)
             ph = 4
         if ph == 4:
             ti[i, PHASE] = 5

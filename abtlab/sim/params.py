@@ -40,6 +40,7 @@ DEVICES = {
                      commit_us_per_block=8.0, commit_us_per_file=10.0, inode_write_us=60.0),
 }
 DATA_MODES = ("fsync", "commit")
+DIOREAD_MODES = ("lock", "nolock")
 DISTRIBUTIONS = ("lognormal", "gamma", "fixed")
 WORKLOADS = ("iozone", "metarates")
 
@@ -81,6 +82,10 @@ class SimParams:
                                            # commit: the commit writes its members' data
     fsync_allocates: bool = True           # data_flush=fsync: the write-back allocates blocks in
                                            # the running transaction, which the fsync then commits
+    dioread: str = "lock"                  # lock: blocks allocated written when the write-back
+                                           # starts (Linux 3.4's default); nolock: unwritten
+                                           # extents converted when the I/O completes, in the
+                                           # transaction running then (the default since 5.6)
 
     def device_params(self) -> dict:
         return {**DEVICES[self.device], **self.device_overrides}
@@ -127,6 +132,7 @@ def _validate(p: SimParams) -> None:
                                        and p.commit_lock_us >= 0),
           "commit_lock_us", p.commit_lock_us, "a number of us >= 0, or None (whole commit)")
     _need(p.data_flush in DATA_MODES, "data_flush", p.data_flush, " | ".join(DATA_MODES))
+    _need(p.dioread in DIOREAD_MODES, "dioread", p.dioread, " | ".join(DIOREAD_MODES))
     for name in ("fsync", "wake_front", "fsync_allocates"):
         v = getattr(p, name)
         _need(isinstance(v, (bool, np.bool_)), name, v, "true or false")
@@ -200,6 +206,7 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_DATA] = DATA_MODES.index(p.data_flush)
     v[K.I_FSYNC_ALLOC] = 1.0 if p.fsync_allocates else 0.0
     v[K.I_QDEPTH] = p.queue_depth
+    v[K.I_DIOREAD] = DIOREAD_MODES.index(p.dioread)
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k
     return v

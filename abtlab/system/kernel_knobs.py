@@ -7,6 +7,10 @@ Each knob is off (stock 6.1) unless asked for, and is written in the guest after
   BJ_Shadow buffer until the commit refiles it (removed by b34090e5e22a, 3.11);
 - legacy `write_handle`: ext4 `legacy_write_handle`, 3.4's journal handle per page in the
   delalloc write_begin/write_end (removed by cc883236b792, 5.15);
+- legacy `dioread_lock`: the ext4 mount option of that name, 3.4's default write-back
+  (blocks allocated written, in the transaction running when write-back starts), which
+  244adf6426ee "ext4: make dioread_nolock the default" (5.6) replaced with unwritten
+  extents converted when the I/O completes, in whatever transaction runs then;
 - sched `cfs34`: 3.4's CFS settings on 4 CPUs (latency 18 ms, min granularity 2.25 ms,
   wakeup granularity 3 ms) in debugfs /sys/kernel/debug/sched; `default` writes nothing;
 - iosched: the block device's elevator, `none`, `mq-deadline` or `bfq` (CFQ's successor);
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 
-__all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "SCHEDS", "IOSCHEDS", "BFQ_TUNABLES",
+__all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "IOSCHEDS", "BFQ_TUNABLES",
            "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]
 
 KERNELS = ("6.1", "6.1-legacy")
@@ -30,6 +34,9 @@ KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
 # legacy item -> the module parameter that switches it (1 on, 0 off)
 LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
                 "write_handle": "/sys/module/ext4/parameters/legacy_write_handle"}
+# legacy item -> the ext4 mount option that restores it (a stock kernel's own option)
+LEGACY_MOUNT = {"dioread_lock": "dioread_lock"}
+LEGACY_ITEMS = (*LEGACY_KNOBS, *LEGACY_MOUNT)
 SCHED_DIR = "/sys/kernel/debug/sched"
 # 3.4 on 4 CPUs: 6 ms / 0.75 ms / 1 ms, each times 1 + ilog2(4) (SCHED_TUNABLESCALING_LOG)
 SCHEDS = {"default": (),
@@ -46,7 +53,7 @@ BFQ_TUNABLES = {"strict_guarantees": (0, 1), "low_latency": (0, 1),
                 "back_seek_penalty": (1, _INT_MAX), "fifo_expire_sync": (1, _INT_MAX),
                 "timeout_sync": (1, _INT_MAX)}
 _PRESETS = {"6.1": (frozenset(), "default", "none"),
-            "6.1-legacy": (frozenset(LEGACY_KNOBS), "cfs34", "bfq")}
+            "6.1-legacy": (frozenset(LEGACY_ITEMS), "cfs34", "bfq")}
 _FIELD = "--machine guest:{}"
 
 
@@ -70,6 +77,10 @@ class KernelKnobs:
         out.append((f"/sys/block/{dev}/queue/scheduler", self.iosched))
         out += [(f"/sys/block/{dev}/queue/iosched/{name}", value) for name, value in self.bfq]
         return out
+
+    def mount_options(self) -> str:
+        """ext4 mount options of the legacy items that are mount options ('' for none)."""
+        return ",".join(LEGACY_MOUNT[n] for n in LEGACY_MOUNT if n in self.legacy)
 
     def readback_ok(self, readback: dict, dev: str) -> bool:
         """Does parse_readback's dict show every value of writes(dev) in force? (The
@@ -121,14 +132,14 @@ def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
 
 def _parse_legacy(text: str) -> frozenset:
     """'shadow_wait+write_handle', 'all' or 'none' -> the set of legacy items."""
-    accepted = f"none, all, or items joined by '+' from: {', '.join(LEGACY_KNOBS)}"
+    accepted = f"none, all, or items joined by '+' from: {', '.join(LEGACY_ITEMS)}"
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(_FIELD.format("legacy"), text, accepted)
     if text.strip() in ("none", "all"):
-        return frozenset(LEGACY_KNOBS) if text.strip() == "all" else frozenset()
+        return frozenset(LEGACY_ITEMS) if text.strip() == "all" else frozenset()
     names = [n.strip() for n in text.split("+")]
     for name in names:
-        if name not in LEGACY_KNOBS:
+        if name not in LEGACY_ITEMS:
             raise ConfigError(_FIELD.format("legacy"), text, accepted)
     return frozenset(names)
 

@@ -148,3 +148,14 @@ def test_a_workload_exit_in_the_guest_follows_the_host_convention(tmp_path, monk
         with pytest.raises(raised) as e:
             guest_point.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest"))
         assert ("threads" == e.value.field) if rc == 2 else "No space left" in str(e.value)
+
+
+def test_the_legacy_preset_mounts_with_dioread_lock(tmp_path):
+    """legacy=dioread_lock reaches the guest's mount options beside the policy's own."""
+    ctx = RunContext(workdir=tmp_path, seed=1, freq_mode="emulated", f_ref_ghz=3.3,
+                     options={"mount_options": "commit=1"})
+    point = {"policy": "ext4", "device": "none", "freq_ghz": 3.3}
+    legacy, _ = guest_point.guest_run(_argv, point, ctx, 1 << 20, parse_machine("guest:kernel=6.1-legacy"))
+    stock, _ = guest_point.guest_run(_argv, point, ctx, 1 << 20, parse_machine("guest"))
+    assert legacy.mount_options.split(",")[-2:] == ["commit=1", "dioread_lock"]
+    assert "dioread_lock" not in stock.mount_options

@@ -79,3 +79,30 @@ def test_a_guest_runs_cores_and_disk_depth_are_the_guests(run_ds):
     ds.attrs.update(guest_cpus="1 | 4", guest_disk_queue_depth="1 | 256")
     p = calibrate(ds)
     assert p["cores"] == 2 and "queue_depth" not in p
+
+
+def test_a_guest_disk_is_taken_from_its_settings_not_fitted(run_ds):
+    """In virtual time the in-guest null_blk's latency is a timer: calibration uses its
+    numbers (one completion a flush, three a small commit, transfer at mbps)."""
+    ds = run_ds.copy()
+    ds.attrs["guest_disk"] = ("null_blk memory_backed=1 irqmode=2 completion_nsec=12667000 "
+                              "mbps=125 hw_queue_depth=1 cache_size=16MiB max_sectors=2560")
+    dev = calibrate(ds)["device_overrides"]
+    assert dev["flush_fixed_us"] == 12667.0 and dev["commit_fixed_us"] == 3 * 12667.0
+    assert dev["flush_us_per_kib"] == pytest.approx(1024 / 125)
+    assert dev["commit_us_per_block"] == pytest.approx(4 * 1024 / 125)
+    assert calibrate(ds)["dev_cv"] == 0.0
+    ds.attrs["guest_disk"] += " | null_blk memory_backed=1 irqmode=0"   # several disks: fitted
+    assert calibrate(ds)["device_overrides"]["commit_fixed_us"] != 3 * 12667.0
+
+
+@pytest.mark.parametrize("kernel, mount, mode", [
+    ("guest linux 6.1 + delayjc (TCG) 6.1", "defaults", "nolock"),
+    ("guest linux 6.1 + delayjc (TCG) 6.1", "dioread_lock", "lock"),
+    ("6.18.44-fc", "nodelalloc,dioread_lock", "lock"),
+    ("3.4.2", "defaults", "lock"),           # before 244adf6426ee (5.6): dioread_lock was the default
+    ("5.6.0", "", "nolock")])
+def test_write_back_mode_follows_the_kernel_and_mount_options(run_ds, kernel, mount, mode):
+    ds = run_ds.copy()
+    ds.attrs.update(kernel=kernel, mount_options=mount)
+    assert calibrate(ds)["dioread"] == mode

@@ -285,3 +285,19 @@ def test_simulate_without_traces_keeps_the_scalars():
     with pytest.raises(ConfigError) as e:
         sim.simulate(reps=1, threads=[4], traces="maybe", **SMALL_NO_THREADS)
     assert e.value.field == "traces"
+
+
+def test_dioread_nolock_converts_in_a_later_transaction():
+    """dioread=lock (3.4's write-back): every fsync's allocation joins the transaction
+    running when its write-back starts, so 16 writers that all reach fsync before the
+    first data flush ends share one commit. nolock (the default since 5.6): the
+    conversion joins the transaction running when the data I/O completes, and writers
+    whose data completes after a commit started need another one."""
+    kw = dict(threads=16, cores=1, device="hdd7200", queue_depth=1, cpu_dist="fixed",
+              dev_dist="fixed", file_size=131072, record_size=32768)
+    lock = sim.simulate_point(reps=1, seed=1, dioread="lock", **kw)[0]
+    nolock = sim.simulate_point(reps=1, seed=1, dioread="nolock", **kw)[0]
+    assert lock.scalars["commits"] == 1 and nolock.scalars["commits"] >= 2
+    with pytest.raises(ConfigError) as e:
+        sim.make(dioread="maybe")
+    assert e.value.field == "dioread"

@@ -90,6 +90,8 @@ def test_disk_profiles_map_to_null_blk():
     assert guest_disk.for_profile("ssd-sata", 256, depth=32).hw_queue_depth == 32
     none = guest_disk.for_profile("none", 256)
     assert dict(none.configfs(1))["irqmode"] == "0" and none.cache_mb == 0
+    # 1280 KiB a request as 6.1 gives a SATA disk: a 128 KiB write-back is one request
+    assert dict(hdd.configfs(1))["max_sectors"] == "2560" and "max_sectors=2560" in hdd.describe()["guest_disk"]
     thr = guest_disk.for_profile("iops=100,bps=50M", 256)
     assert (thr.completion_nsec, thr.mbps) == (10_000_000, 50)
     with pytest.raises(ConfigError) as err:

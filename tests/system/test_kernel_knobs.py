@@ -20,16 +20,16 @@ def test_stock_kernel_writes_every_legacy_switch_off_and_no_cfs_setting():
 
 def test_legacy_preset_turns_every_knob_on():
     knobs = kk.parse_knobs("6.1-legacy")
-    assert knobs.legacy == {"shadow_wait", "write_handle"}
+    assert knobs.legacy == {"shadow_wait", "write_handle", "dioread_lock"}
     assert dict(knobs.writes("nullb0")) == {
         SHADOW: "1", HANDLE: "1",
         "/sys/kernel/debug/sched/latency_ns": "18000000",
         "/sys/kernel/debug/sched/min_granularity_ns": "2250000",
         "/sys/kernel/debug/sched/wakeup_granularity_ns": "3000000",
         "/sys/block/nullb0/queue/scheduler": "bfq"}
-    assert knobs.label == "6.1-legacy(shadow_wait+write_handle,cfs34,bfq)"
+    assert knobs.label == "6.1-legacy(dioread_lock+shadow_wait+write_handle,cfs34,bfq)"
     assert knobs.attrs() == {ATTR_KERNEL_PRESET: "6.1-legacy",
-                             ATTR_LEGACY: "shadow_wait+write_handle",
+                             ATTR_LEGACY: "dioread_lock+shadow_wait+write_handle",
                              ATTR_SCHED: "cfs34", ATTR_IOSCHED: "bfq", ATTR_BFQ: "default"}
 
 
@@ -41,7 +41,19 @@ def test_items_override_the_preset_one_knob_at_a_time():
     assert (less.legacy, less.sched, less.iosched) == (frozenset(), "cfs34", "mq-deadline")
     assert less.attrs()[ATTR_LEGACY] == "none"
     assert kk.parse_knobs(legacy="write_handle+shadow_wait").legacy == set(kk.LEGACY_KNOBS)
-    assert kk.parse_knobs(legacy="all") == kk.parse_knobs(legacy="shadow_wait+write_handle")
+    assert kk.parse_knobs(legacy="all") == kk.parse_knobs(legacy="shadow_wait+write_handle+dioread_lock")
+
+
+def test_dioread_lock_is_a_mount_option_of_the_legacy_items():
+    """3.4's write-back (blocks allocated when write-back starts) is ext4's dioread_lock:
+    a mount option, not a switch the guest writes."""
+    assert kk.parse_knobs("6.1-legacy").mount_options() == "dioread_lock"
+    assert kk.parse_knobs("6.1", legacy="dioread_lock").mount_options() == "dioread_lock"
+    assert kk.parse_knobs("6.1", legacy="shadow_wait+write_handle").mount_options() == ""
+    assert kk.parse_knobs("6.1-legacy", legacy="shadow_wait").mount_options() == ""
+    assert not any("dioread" in p for p, _ in kk.parse_knobs("6.1-legacy").writes("vda"))
+    with pytest.raises(ConfigError, match="dioread_lock"):     # the accepted list names it
+        kk.parse_knobs(legacy="dioread")
 
 
 def test_writes_keep_legacy_switches_before_the_elevator():
