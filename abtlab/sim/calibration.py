@@ -74,6 +74,37 @@ def guest_device(ds) -> dict | None:
             "commit_us_per_file": 0.0, "inode_write_us": c_us}
 
 
+CFS34_MIN_GRANULARITY_US = 2250.0   # abtlab.system.kernel_knobs' cfs34: 3.4 on 4 CPUs
+
+
+def _fsync_cpu(ops, cores, write_us, scale):
+    """CPU time (us at f_ref) of an fsync before its data goes to the disk (the write-back
+    it starts: allocation, page walk, bio submission), from the spacing of fsync starts
+    when threads outnumber cores and run one after another: cores x the median gap is one
+    thread's writes and its fsync's CPU. The median ignores the gap of threads a commit
+    blocked. None when it cannot be told."""
+    from ..trace import Op
+    tids = np.unique(ops["tid"])
+    f = np.sort(ops["t_start_ns"][ops["op"] == int(Op.FSYNC)])
+    writes = np.count_nonzero(ops["op"] == int(Op.WRITE))
+    if tids.size <= cores or f.size < 3:
+        return None
+    gap_us = cores * float(np.median(np.diff(f))) / 1e3 / scale
+    return max(gap_us - writes / tids.size * write_us, 0.0)
+
+
+def _median_fsync_cpu(ds, sel, f_ref, nonscaling, cores, out):
+    if "write_fixed_us" not in out:
+        return None
+    est = []
+    for run, f in _runs(ds, sel):
+        scale = nonscaling + (1 - nonscaling) * f_ref / f if f else 1.0
+        v = _fsync_cpu(runs.ops(ds, run), cores, out["write_fixed_us"], scale)
+        if v is not None:
+            est.append(v)
+    return float(np.median(est)) if est else None
+
+
 def _dioread(ds) -> str:
     """Where the runs' write-back joined a transaction: ext4's dioread_nolock is the
     default from Linux 5.6 (244adf6426ee); the dioread_lock mount option, or an older
@@ -107,6 +138,10 @@ def calibrate(ds, **sel) -> dict:
     for k in ("dev_cv", "commit_lock_us", "blocks_per_handle"):
         if (v := _median(fits, k)) is not None:
             out[k] = max(v, 0.0)
+    if cores and (v := _median_fsync_cpu(ds, sel, f_ref, nonscaling, cores, out)) is not None:
+        out["fsync_cpu_us"] = v
+    if str(ds.attrs.get("kernel_sched", "")) == "cfs34":   # 3.4's slices: 2.25 ms at least
+        out["quantum_us"] = CFS34_MIN_GRANULARITY_US
     known = guest_device(ds)
     if known:                                  # the guest's disk is a model: take its numbers
         dev, out["dev_cv"] = known, 0.0
