@@ -59,7 +59,7 @@ class History:
     missing: dict = field(default_factory=dict)   # row -> why it is not there
 
 
-def make_point(threads=64, file_size="128k", record_size="32k", device="hdd7200", depth=256,
+def make_point(threads=32, file_size="64k", record_size="32k", device="hdd7200", depth=1,
                policy="ext4,nojc", freqs="1.6,3.3", reps=2, seed=1) -> Point:
     """The point, checked: ConfigError naming the notebook parameter."""
     from ..factors.levels import parse_ints, parse_size, parse_words
@@ -131,17 +131,30 @@ def history_data(data="auto", point: Point | None = None, quiet=True) -> History
     hist = History(point)
     if data not in DATA_CHOICES and not Path(data).exists():
         raise ConfigError("data", data, " | ".join(DATA_CHOICES) + " | the path of a dataset")
-    # the simulator first: cheap, and it checks the point before any machine is touched
-    hist.runs[SIM] = _run("sim", point, quiet, freq=",".join(map(str, point.freqs)),
-                          params={"queue_depth": point.depth})
     if data in DATA_CHOICES:
         _host_row(hist, data, quiet)
         _guest_rows(hist, data, quiet)
     else:
         from ..data.store import load as load_dataset
         add_dataset_rows(hist, load_dataset(data), Path(data).name)
+    hist.runs[SIM] = _run("sim", point, quiet, freq=",".join(map(str, point.freqs)),
+                          params=sim_params(hist))
     hist.runs = {row: hist.runs[row] for row in ROWS if row in hist.runs}   # in ROWS order
     return hist
+
+
+def sim_params(hist: History) -> dict:
+    """The simulator's parameters for the simulator row: calibrated on the legacy guest's
+    ext4 runs when there are any (abtlab.sim.calibration: CPU costs, write-back, slices;
+    the in-guest disk from its settings), else the presets at the point's queue depth."""
+    legacy = hist.runs.get(LEGACY)
+    if legacy is None or "op_run" not in legacy:
+        return {"queue_depth": hist.point.depth}
+    from ..sim.calibration import calibrate
+    sel = {"policy": "ext4"} if "policy" in legacy.dims else {}
+    params = calibrate(legacy, **sel)
+    params.pop("calibration", None)
+    return {**params, "queue_depth": hist.point.depth}
 
 
 def _run(backend, point: Point, quiet, **kw):

@@ -94,7 +94,7 @@ def test_guest_machines_are_canonical_specs():
 
 
 def test_rows_from_a_dataset_with_a_machine_dim():
-    pt = kh.make_point(reps=3, depth=256)
+    pt = kh.make_point(reps=3, depth=256, threads=64)
     ds = _run([50.0, 52.0, 48.0], machines=["host", "guest:kernel=6.1-legacy,depth=256", "guest"])
     h = kh.History(pt)
     kh.add_dataset_rows(h, ds, "kh.nc")
@@ -159,7 +159,7 @@ def test_history_from_a_stored_dataset(tmp_path):
     import abtlab
     path = tmp_path / "kh.nc"
     abtlab.save(_run([50.0, 52.0, 48.0], machines=["host", "guest:depth=256"]), path)
-    h = kh.history_data(str(path), kh.make_point(reps=3, threads=64))
+    h = kh.history_data(str(path), kh.make_point(reps=3, threads=64, depth=256))
     assert list(h.runs) == [kh.HOST, kh.STOCK, kh.SIM]
     assert h.missing == {kh.LEGACY: "not in kh.nc (machines: host, guest:depth=256)"}
     t = kh.answer_table(h)
