@@ -129,10 +129,10 @@ def test_guest_data_notebooks(built_guest, tmp_path):
         assert o.status == "ok", o.error
     nb08, lab1 = _text(outcomes[0].ipynb), _text(outcomes[1].ipynb)
     assert "host              SKIPPED: not asked for (data='guest')" in nb08
-    assert "guest 6.1-legacy  ran: guest:kernel=6.1-legacy,depth=256" in nb08
+    assert "guest 6.1-legacy  ran: guest:kernel=6.1-legacy\n" in nb08      # the default depth is 1
     from abtlab.present.demo import answer_html
     answer = answer_html(outcomes[0])          # the table the demo's index opens with
-    for row, machine in (("guest 6.1", "guest:depth=256"), ("guest 6.1-legacy", "guest:kernel=6.1-legacy,depth=256")):
+    for row, machine in (("guest 6.1", "guest"), ("guest 6.1-legacy", "guest:kernel=6.1-legacy")):
         assert re.search(rf"<th>{re.escape(row)}</th>\s*<td>{re.escape(machine)}</td>\s*<td>[^<]*VIRTUAL"
                          rf"[^<]*</td>\s*<td>\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]</td>", answer), answer
     assert re.findall(r"\[(CORRECT|NOT QUITE)\]", lab1), lab1[-2000:]
