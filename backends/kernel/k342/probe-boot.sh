@@ -5,13 +5,16 @@
 # and print the console's "k342:" lines. The initramfs is the guest's own
 # (../out/initramfs.cpio.gz: busybox, mke2fs, abt-iozone) plus the host's dmsetup with its
 # libraries and abt-clockmark built for 3.4's tracing directory (debugfs, no tracefs).
+# Environment: THREADS, FILE_SIZE, RECORD_SIZE (the IOzone point, 16 x 1m x 128k), FEATURES
+# (mkfs -O), PROBE_CLOCK (trace clock), APPEND (kernel command line, e.g. brd.rq_mode=1),
+# KERNEL (a bzImage other than the build script's).
 # Not part of `make` or the tests: docs/kernel-3.4.2.md reports what it printed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kdir=$(dirname "$here")
 cpus=${1:-1}
 delay_ms=${2:-2}
-kernel=$("$kdir/build-kernel-3.4.2.sh")
+kernel=${KERNEL:-$("$kdir/build-kernel-3.4.2.sh")}
 base="$kdir/out/initramfs.cpio.gz"
 [ -f "$base" ] || make -s -C "$kdir" out/initramfs.cpio.gz
 work=$(mktemp -d /tmp/k342-probe.XXXXXX)
@@ -42,8 +45,12 @@ RECORD_SIZE=${RECORD_SIZE:-128k}
 DELAY_MS=$delay_ms
 MKFS_ARGS="${MKFS_ARGS:--q -F -T default -b 4096 -E lazy_itable_init=0,lazy_journal_init=1 -J size=64 $FEATURES}"
 TRACE_EVENTS="$events"
+PROBE_CLOCK=${PROBE_CLOCK:-}
 EOF
-(cd "$work/root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1 > "$work/initrd.gz"
+# the same bytes on every boot (as build-initramfs.sh packs): under the virtual clock the
+# kernel's unpacking of other bytes (file times) takes other time
+(cd "$work/root" && find . -exec touch -h -d @0 {} + && find . -print0 | LC_ALL=C sort -z |
+    cpio --null -o -H newc -R 0:0 --reproducible --quiet) | gzip -n -1 > "$work/initrd.gz"
 read -r qemu datadir < <("$kdir/qemu.sh")
 firmware=()
 [ -n "${datadir:-}" ] && firmware=(-L "$datadir/qemu" -L "$datadir/seabios")
@@ -51,7 +58,7 @@ start=$(date +%s.%N)
 timeout "${TIMEOUT:-1800}" "$qemu" "${firmware[@]}" -accel tcg,thread=single -icount shift=0,sleep=off \
     -smp "$cpus" -m 1024 -nodefaults -display none -no-reboot \
     -rtc base=2020-01-01T00:00:00,clock=vm -kernel "$kernel" -initrd "$work/initrd.gz" \
-    -append "console=ttyS0 panic=-1 norandmaps ramdisk_size=262144" \
+    -append "console=ttyS0 panic=-1 norandmaps ramdisk_size=262144 ${APPEND:-}" \
     -serial "file:$work/console" -serial null
 end=$(date +%s.%N)
 grep -a '^k342:' "$work/console" || { tail -n 40 "$work/console"; exit 1; }

@@ -2,7 +2,9 @@
 # /init of the Linux 3.4.2 probe boot (probe-boot.sh): prints, one "k342:" line each,
 # what abtlab's guest /init (../init.sh) needs and this kernel has or lacks, then runs one
 # small IOzone point on each disk 3.4 offers in place of null_blk: brd (RAM disk) bare,
-# and dm-delay over brd (DELAY_MS per bio). Nothing leaves but the console (ttyS0).
+# brd with a request queue and DELAY_MS per request (with k342/07-brd-rq-mode.patch and
+# brd.rq_mode=1), and dm-delay over brd (DELAY_MS per bio). Nothing leaves but the
+# console (ttyS0).
 export PATH=/bin:/sbin:/abt
 mkdir -p /proc /sys /dev /tmp /mnt
 mount -t proc proc /proc
@@ -11,7 +13,7 @@ mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs tmp /tmp
 say() { echo "k342: $*"; }
 try() { if "$@" 2>/tmp/err; then say "ok: $*"; else say "FAIL: $* ($(head -c 200 /tmp/err))"; fi; }
-. /abt/probe.env   # THREADS FILE_SIZE RECORD_SIZE DELAY_MS MKFS_ARGS
+. /abt/probe.env   # THREADS FILE_SIZE RECORD_SIZE DELAY_MS MKFS_ARGS TRACE_EVENTS [PROBE_CLOCK]
 
 say "uname $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo)"
 say "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
@@ -20,6 +22,9 @@ try mount -t tracefs tracefs /sys/kernel/tracing
 try mount -t configfs configfs /sys/kernel/config
 T=/sys/kernel/debug/tracing
 say "tracing dir $T: $(ls -d $T 2>&1)"
+# the trace clock: mono where this kernel has it (k342/06-trace-clock-mono.patch), else local
+CLOCK=${PROBE_CLOCK:-local}
+grep -qw mono $T/trace_clock && CLOCK=${PROBE_CLOCK:-mono}
 say "trace_clock: $(cat $T/trace_clock)"
 try sh -c "echo mono > $T/trace_clock"
 say "instances: $(ls -d $T/instances 2>&1)"
@@ -40,7 +45,7 @@ point() {   # point NAME DEV: mkfs, mount, traced IOzone, report
     mount -t ext4 "$2" /mnt 2>/tmp/err || { say "mount failed: $(cat /tmp/err) $(dmesg | tail -n 2)"; return; }
     mkdir -p /mnt/data && sync
     mm=$(cat /sys/block/${2#/dev/}/dev); devt=$(( (${mm%%:*} << 20) | ${mm#*:} ))
-    echo 0 > $T/tracing_on; echo > $T/trace; echo local > $T/trace_clock
+    echo 0 > $T/tracing_on; echo > $T/trace; echo "$CLOCK" > $T/trace_clock
     for ev in $TRACE_EVENTS; do
         echo "dev == $devt" > $T/events/$ev/filter && echo 1 > $T/events/$ev/enable
     done
@@ -54,6 +59,17 @@ point() {   # point NAME DEV: mkfs, mount, traced IOzone, report
     for ev in $TRACE_EVENTS; do echo 0 > $T/events/$ev/enable; done
     cat /tmp/clock.before /tmp/clock.after | sed 's/^/k342: clock /'
     grep abtlab-clock $T/trace | sed 's/^/k342: marker /'
+    # abtlab's clock check: each marker's time (us) within its two CLOCK_MONOTONIC reads
+    grep abtlab-clock $T/trace > /tmp/markers
+    awk -v clock="$CLOCK" '
+        FILENAME != "/tmp/markers" { lo[$1] = $2; hi[$1] = $3; next }
+        { split($0, a, "tracing_mark_write: "); name = a[2]
+          for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) t = $i
+          sub(":", "", t); split(t, s, "."); ns = s[1] * 1e9 + s[2] * 1e3
+          off = ns - lo[name]; ok = (ns <= hi[name] && ns + 999 >= lo[name])
+          n++; good += ok; printf "k342: offset %s %s %.0f ns\n", clock, name, off }
+        END { printf "k342: clock check %s: %d of %d markers inside\n", clock, good, n }
+    ' /tmp/clock.before /tmp/clock.after /tmp/markers
     say "trace lines $(grep -vc '^#' $T/trace)"
     for ev in $TRACE_EVENTS; do say "count ${ev#*/} $(grep -c " ${ev#*/}:" $T/trace)"; done
     grep ' jbd2_run_stats:' $T/trace | tail -n 2 | sed 's/^/k342: stats /'
@@ -62,6 +78,13 @@ point() {   # point NAME DEV: mkfs, mount, traced IOzone, report
 }
 
 point brd /dev/ram0
+BP=/sys/module/brd/parameters
+if [ "$(cat $BP/rq_mode 2>/dev/null)" = Y ]; then   # k342/07-brd-rq-mode.patch
+    echo $((DELAY_MS * 1000000)) > $BP/completion_nsec
+    say "brd rq_mode: completion_nsec $(cat $BP/completion_nsec)"
+    point "brd rq_mode" /dev/ram0
+    echo 0 > $BP/completion_nsec
+fi
 sectors=$(cat /sys/block/ram0/size)
 if echo "0 $sectors delay /dev/ram0 0 $DELAY_MS" | dmsetup create --noudevsync slow 2>/tmp/err; then
     dev=/dev/$(ls /sys/block | grep '^dm-' | head -n 1)
