@@ -38,8 +38,15 @@ say "debugfs sched dir: $(ls -d /sys/kernel/debug/sched 2>&1)"
 say "ram0 scheduler: $(cat /sys/block/ram0/queue/scheduler)"
 say "dm targets: $(dmsetup targets 2>&1 | tr '\n' ' ')"
 
+fresh() {   # a fresh disk per point, as null_blk's per-point device: BLKFLSBUF frees a RAM
+            # disk's pages, which then read as zeros (mkfs skips zeroing the journal)
+    blockdev --flushbufs /dev/ram0 && cmp -s -n 67108864 /dev/ram0 /dev/zero &&
+        say "ram0 flushed: its first 64 MiB read as zeros"
+}
+
 point() {   # point NAME DEV: mkfs, mount, traced IOzone, report
     say "== point $1 on $2 ($(cat /sys/block/${2#/dev/}/queue/scheduler 2>&1))"
+    [ "$2" = /dev/ram0 ] && fresh
     mkfs.ext4 $MKFS_ARGS "$2" > /tmp/mkfs.log 2>&1 || { say "mkfs failed: $(cat /tmp/mkfs.log)"; return; }
     say "features: $(dumpe2fs -h "$2" 2>/dev/null | sed -n 's/^Filesystem features: *//p')"
     mount -t ext4 "$2" /mnt 2>/tmp/err || { say "mount failed: $(cat /tmp/err) $(dmesg | tail -n 2)"; return; }
@@ -71,6 +78,7 @@ point() {   # point NAME DEV: mkfs, mount, traced IOzone, report
         END { printf "k342: clock check %s: %d of %d markers inside\n", clock, good, n }
     ' /tmp/clock.before /tmp/clock.after /tmp/markers
     say "trace lines $(grep -vc '^#' $T/trace)"
+    say "cpu0 stats: $(tr '\n' ' ' < $T/per_cpu/cpu0/stats)"
     for ev in $TRACE_EVENTS; do say "count ${ev#*/} $(grep -c " ${ev#*/}:" $T/trace)"; done
     grep ' jbd2_run_stats:' $T/trace | tail -n 2 | sed 's/^/k342: stats /'
     grep ' jbd2_end_commit:' $T/trace | tail -n 2 | sed 's/^/k342: end /'
@@ -86,6 +94,7 @@ if [ "$(cat $BP/rq_mode 2>/dev/null)" = Y ]; then   # k342/07-brd-rq-mode.patch
     echo 0 > $BP/completion_nsec
 fi
 sectors=$(cat /sys/block/ram0/size)
+fresh
 if echo "0 $sectors delay /dev/ram0 0 $DELAY_MS" | dmsetup create --noudevsync slow 2>/tmp/err; then
     dev=/dev/$(ls /sys/block | grep '^dm-' | head -n 1)
     say "dm-delay $DELAY_MS ms: $(dmsetup table slow)"
