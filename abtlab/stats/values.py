@@ -64,6 +64,7 @@ def provenance_label(ds) -> str:
     disk was the FUSE latency model: goes on every plot."""
     mode = ds.attrs.get("freq_mode", "?")
     label = {"real": "measured", "emulated": "measured, emulated frequency",
+             "virtual": "measured, frequency by icount shift (whole guest CPU)",
              "simulated": "SIMULATED"}.get(mode, mode)
     if mode != "simulated" and ds.attrs.get("device_emulation"):
         label += f", emulated device ({_emulated_devices(ds)})"

@@ -282,3 +282,26 @@ def test_paired_ratio_drops_incomplete_pairs_and_checks_shapes():
     with pytest.raises(ConfigError) as e:
         stats.ratio_ci([1.0, 2.0], [1.0, 2.0, 3.0], paired=True)
     assert e.value.field == "den"
+
+
+def test_virtual_levels_descending_slowdown_test_and_cli(tmp_path, capsys):
+    """`--freq virtual:1,0.5` stores freq_ghz as [1.0, 0.5]: the reference is still the
+    lowest level, the ratio is 1.0 GHz over 0.5, and the label says icount shift."""
+    from abtlab.cli import main
+    from abtlab.data import store
+    ds = make_run({"ext4": 0.5, "nojc": 2.0}, reps=6, rsd=0.02, freqs=(1.0, 0.5))
+    ds.attrs["freq_mode"] = "virtual"
+    sd = stats.slowdown(ds)
+    assert sd.attrs["ref_freq_ghz"] == 0.5
+    r = sd.sel(freq_ghz=1.0).mean("threads").ratio
+    assert float(r.sel(policy="ext4")) == pytest.approx(0.5, rel=0.05)
+    assert float(r.sel(policy="nojc")) == pytest.approx(2.0, rel=0.05)
+    t = stats.test_slowdown(ds).set_index(["policy", "threads"])
+    assert t.attrs["f_low"] == 0.5 and t.attrs["f_high"] == 1.0
+    assert t.reject.xs("ext4").all() and not t.reject.xs("nojc").any()
+    path = tmp_path / "virtual.nc"
+    store.save(ds, path)
+    assert main(["stats", str(path), "--slowdown", "--test"]) == 0
+    text = capsys.readouterr().out
+    assert "== slowdown vs 0.5 GHz" in text and "at 1.0 GHz < at 0.5 GHz" in text
+    assert "frequency by icount shift" in text
