@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ConfigError
 from .data import config_frame, factors_of
@@ -21,7 +22,10 @@ def _formula(table, response):
     for f in factors_of(table):
         if table[f].nunique() < 2:
             continue
-        terms.append(f"C({f})" if f in ("policy", "device") else f"np.log2({f})")
+        # a factor of names (policy, device, machine) is categorical; sizes and counts
+        # enter on a log2 scale
+        numeric = pd.api.types.is_numeric_dtype(table[f])
+        terms.append(f"np.log2({f})" if numeric else f"C({f})")
     rhs = " + ".join(terms) or "1"
     if "C(policy)" in terms and "np.log2(threads)" in terms:
         rhs += " + C(policy):np.log2(threads)"     # the slowdown depends on both

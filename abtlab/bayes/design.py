@@ -17,7 +17,7 @@ from ..errors import ConfigError
 __all__ = ["ConfigDesign"]
 
 _NUMERIC = (schema.THREADS, schema.FILE_SIZE, schema.RECORD_SIZE, schema.FILES)
-_CATEGORICAL = (schema.POLICY, schema.DEVICE)
+_CATEGORICAL = (schema.POLICY, schema.DEVICE, schema.MACHINE)
 
 
 class ConfigDesign:

@@ -30,6 +30,13 @@ def test_each_machine_is_a_configuration_of_its_own():
                                        "device", "machine", "rep"))
     configs, idx = data.config_frame(t)
     assert len(configs) == 2 * 6 and set(configs["machine"]) == {"host", "guest:kernel=6.1-legacy"}
+    # the baselines and the hierarchical design take the machine as a category (it is a name)
+    for kind in baselines.KINDS:
+        assert "C(machine)" in baselines._formula(t, "y")
+        fit = baselines.fit_baseline(t, kind)
+        mean, lo, hi = fit.predict_interval(t)
+        assert mean.shape == (len(t),) and np.all(lo <= mean) and np.all(mean <= hi)
+    assert "machine[host]" in design.ConfigDesign(configs).columns
 
 
 @pytest.mark.parametrize("mutate, field", [
