@@ -46,13 +46,13 @@ def _mkfs_args(pol, ctx, seed: int) -> list:
     return args + ["-U", fs_uuid]
 
 
-def _knobs(pol, machine: Machine, index: int):
-    """(writes, resets): delayjc knobs of a kdelayjc policy, then the machine's kernel knobs."""
+def _knobs(pol, kk, index: int):
+    """(writes, resets): delayjc knobs of a kdelayjc policy, then the machine's kernel
+    knobs kk (KernelKnobs, or None)."""
     writes, resets = [], []
     if pol.kind == "kdelayjc":  # max_resets first, so the window never runs with a stale bound
         writes = [(DELAYJC_KNOBS[0], pol.params["max_resets"]), (DELAYJC_KNOBS[1], pol.params["window_us"])]
         resets = [(DELAYJC_KNOBS[1], 0)]
-    kk = _kernel_knobs(machine)
     if kk is not None:
         writes += list(kk.writes(f"nullb{index}"))
     return writes, resets
@@ -91,8 +91,8 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
     disk = guest_disk.for_profile(point.get("device", "none"), _image_mb(ctx.options, data_bytes),
                                   machine.depth, machine.mem)
-    writes, resets = _knobs(pol, machine, index)
     kk = _kernel_knobs(machine)
+    writes, resets = _knobs(pol, kk, index)
     mount = ",".join(o for o in (_mount_options(pol, ctx), kk.mount_options() if kk else "") if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,

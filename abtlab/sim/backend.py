@@ -76,7 +76,7 @@ def _typed(name, value):
     if not isinstance(value, str) or default is None or isinstance(default, str):
         return value
     if isinstance(default, bool):
-        return value.strip().lower() in ("1", "true", "yes", "on")
+        return _flag(name, value)
     try:
         return type(default)(value)
     except ValueError:

@@ -31,15 +31,17 @@ def _runs(ds, sel):
 
 
 def _fit_runs(ds, sel, f_ref, nonscaling):
+    """(per-run fits, [(ops, freq_ghz)] of those runs): the op records are read once."""
     from ..model import fit_sim_params
-    fits = []
+    fits, seen = [], []
     for run, f in _runs(ds, sel):
         ops, com = runs.ops(ds, run), runs.commits(ds, run)
         if ops.size:
             fits.append(fit_sim_params(ops, com, freq_ghz=f, f_ref_ghz=f_ref, nonscaling=nonscaling))
+            seen.append((ops, f))
     if not fits:
         raise ConfigError("dataset", "no op records", "runs with op traces")
-    return fits
+    return fits, seen
 
 
 def _median(fits, key):
@@ -93,13 +95,11 @@ def _fsync_cpu(ops, cores, write_us, scale):
     return max(gap_us - writes / tids.size * write_us, 0.0)
 
 
-def _median_fsync_cpu(ds, sel, f_ref, nonscaling, cores, out):
-    if "write_fixed_us" not in out:
-        return None
+def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us):
     est = []
-    for run, f in _runs(ds, sel):
+    for ops, f in seen:
         scale = nonscaling + (1 - nonscaling) * f_ref / f if f else 1.0
-        v = _fsync_cpu(runs.ops(ds, run), cores, out["write_fixed_us"], scale)
+        v = _fsync_cpu(ops, cores, write_us, scale)
         if v is not None:
             est.append(v)
     return float(np.median(est)) if est else None
@@ -121,7 +121,7 @@ def calibrate(ds, **sel) -> dict:
     emulated = ds.attrs.get("freq_mode") == "emulated"
     f_ref = float(ds.attrs.get("f_ref_ghz", 3.3))
     nonscaling = 0.0 if emulated else 0.1     # emulation dilates all of a thread's CPU time
-    fits = _fit_runs(ds, sel, f_ref, nonscaling)
+    fits, seen = _fit_runs(ds, sel, f_ref, nonscaling)
     out = {"f_ref_ghz": f_ref, "nonscaling": nonscaling, "write_us_per_kib": 0.0}
     out.update({k: v for k in _CPU if (v := _median(fits, k)) is not None})
     # a guest run's cores and disk are the guest's, not the host's that ran qemu
@@ -138,7 +138,8 @@ def calibrate(ds, **sel) -> dict:
     for k in ("dev_cv", "commit_lock_us", "blocks_per_handle"):
         if (v := _median(fits, k)) is not None:
             out[k] = max(v, 0.0)
-    if cores and (v := _median_fsync_cpu(ds, sel, f_ref, nonscaling, cores, out)) is not None:
+    if cores and "write_fixed_us" in out and (v := _median_fsync_cpu(
+            seen, f_ref, nonscaling, cores, out["write_fixed_us"])) is not None:
         out["fsync_cpu_us"] = v
     if str(ds.attrs.get("kernel_sched", "")) == "cfs34":   # 3.4's slices: 2.25 ms at least
         out["quantum_us"] = CFS34_MIN_GRANULARITY_US

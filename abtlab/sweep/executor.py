@@ -29,10 +29,10 @@ def _backend(task):
 def _in_guest(group) -> bool:
     """A group of virtual-time guest points: the guest's own disk and clock, so another
     run beside it changes nothing it measures (a clock=host guest is timed by the host)."""
-    from ..backends.guest_point import guest_key, machine_for
+    from ..factors.machine import parse_machine
     t = group[0]
-    return (not _backend(t).simulated and guest_key(t.point, t) is not None
-            and machine_for(t.point, t).clock == "virtual")
+    m = parse_machine(t.point.get("machine", "host"))
+    return not _backend(t).simulated and m.is_guest and m.clock == "virtual"
 
 
 def _context(task, workdir):
