@@ -1,9 +1,10 @@
 """The optimal delayJC window as a decision under uncertainty.
 
 For each configuration (every factor but the policy), the options are ext4 (no delay)
-and delayjc:window=W for the swept windows. A small hierarchical model gives, per
-(configuration, option) cell, the posterior of the expected throughput and of the
-expected mean commit wait (both lognormal):
+and the swept fixed windows of both mechanisms, delayjc:window=W (the preload library)
+and kdelayjc:window=W (the jbd2 patch); an option is the policy label as the dataset
+has it. A small hierarchical model gives, per (configuration, option) cell, the
+posterior of the expected throughput and of the expected mean commit wait (lognormal):
     log y    ~ Normal(mu_co, sigma_o),   mu_co = m_c + e_o + tau_mu z_co
     log wait ~ Normal(nu_co, omega_o),   nu_co = n_c + g_o + tau_nu u_co
 In each posterior draw the chosen option maximises E[throughput] among the options
@@ -24,18 +25,26 @@ from ..errors import ConfigError
 from .data import model_table
 from .sampling import diagnostics, sample
 
-__all__ = ["DelayFit", "fit_delay", "optimal_delay", "delay_table"]
+__all__ = ["DelayFit", "fit_delay", "optimal_delay", "decision_summary", "delay_table"]
 
 WAIT = "mean_commit_wait"
 
 
-def _option(label):
+def _window(label):
+    """The option's window in us (ext4: 0), or None for a policy that is not an option."""
     pol = policies.parse(label)
     if pol.kind == "ext4":
         return 0.0
-    if pol.kind == "delayjc" and pol.params.get("mode") == "fixed":
+    if pol.kind == "kdelayjc" or (pol.kind == "delayjc" and pol.params.get("mode") == "fixed"):
         return float(pol.params["window_us"])
     return None
+
+
+def _order(t):
+    """Options in order: ext4 first (the wait constraint's reference), then by window."""
+    first = t.drop_duplicates("option")
+    keys = sorted(zip(first["option"] != "ext4", first["window_us"], first["option"]))
+    return np.array([k[2] for k in keys], dtype=object)
 
 
 def delay_table(ds):
@@ -45,11 +54,12 @@ def delay_table(ds):
         raise ConfigError(WAIT, None, "a dataset with mean_commit_wait (runs with a journal)")
     if "policy" not in t.columns:
         raise ConfigError("policy", None, "a dataset swept over policy")
-    t["window_us"] = [_option(p) for p in t["policy"]]
-    t = t[t["window_us"].notna()]
-    if not (t["window_us"] == 0).any() or t["window_us"].nunique() < 2:
+    t["window_us"] = [_window(p) for p in t["policy"]]
+    t = t[t["window_us"].notna()].copy()
+    t["option"] = t["policy"].astype(str)
+    if not (t["option"] == "ext4").any() or t["option"].nunique() < 2:
         raise ConfigError("policy", sorted(set(ds["policy"].values.tolist())),
-                          "ext4 and at least one delayjc:window=W level")
+                          "ext4 and at least one delayjc:window=W or kdelayjc:window=W level")
     t = t[np.isfinite(t[WAIT]) & (t[WAIT] > 0)].reset_index(drop=True)
     t["log_wait"] = np.log(t[WAIT].to_numpy(float))
     return t
@@ -59,8 +69,8 @@ def _cells(t):
     facs = [f for f in schema.FACTOR_DIMS if f in t.columns and f != "policy"]
     ckey = t[facs].astype(str).agg("|".join, axis=1)
     conf, ci = np.unique(ckey, return_inverse=True)
-    opts = np.sort(t["window_us"].unique())
-    oi = np.searchsorted(opts, t["window_us"].to_numpy())
+    opts = _order(t)
+    oi = np.array([list(opts).index(o) for o in t["option"]])
     first = [np.flatnonzero(ci == c)[0] for c in range(len(conf))]
     configs = t.iloc[first][facs].reset_index(drop=True)
     return configs, ci, opts, oi
@@ -89,7 +99,8 @@ def build_model(t):
 class DelayFit:
     idata: object
     configs: object
-    options_us: np.ndarray
+    options: np.ndarray           # policy labels, ext4 first
+    options_us: np.ndarray        # their windows (ext4: 0)
     observed: np.ndarray          # (configs, options) True where the cell has runs
     diagnostics: dict = field(default_factory=dict)
 
@@ -105,11 +116,12 @@ def fit_delay(data, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", tar
     seen[ci, oi] = True
     diag = diagnostics(idata, ["eff_y", "eff_w", "tau_y", "tau_w", "sd_y", "sd_w"], info)
     diag["total_s"] = time.perf_counter() - t0
-    return DelayFit(idata, configs, opts, seen, diag)
+    window = dict(zip(t["option"], t["window_us"]))
+    return DelayFit(idata, configs, opts, np.array([window[o] for o in opts]), seen, diag)
 
 
 def optimal_delay(fit):
-    """Long table: per configuration and option (window_us, 0 = ext4), the posterior
+    """Long table: per configuration and option (its policy label and window_us, 0 = ext4), the posterior
     probability that the option is the optimum, that it meets the wait constraint,
     and its expected throughput (bytes/s) and mean commit wait (s)."""
     import pandas as pd
@@ -121,11 +133,26 @@ def optimal_delay(fit):
     best = np.argmax(score, axis=2)                        # ext4 (index 0) always feasible
     rows = []
     for c in range(len(fit.configs)):
-        for o, w in enumerate(fit.options_us):
-            rows.append({**fit.configs.iloc[c].to_dict(), "window_us": w,
+        for o, (name, w) in enumerate(zip(fit.options, fit.options_us)):
+            rows.append({**fit.configs.iloc[c].to_dict(), "option": name, "window_us": w,
                          "measured": bool(fit.observed[c, o]),
                          "p_optimal": float(np.mean(best[:, c] == o)),
                          "p_feasible": float(np.mean(feasible[:, c, o])),
                          "throughput": float(np.mean(ey[:, c, o])),
                          "mean_commit_wait": float(np.mean(ew[:, c, o]))})
+    return pd.DataFrame(rows)
+
+
+def decision_summary(table):
+    """One row per configuration: the most probable optimum, its probability, and its
+    expected throughput and commit wait as multiples of ext4's (from optimal_delay)."""
+    facs = [c for c in table.columns if c in schema.FACTOR_DIMS]
+    rows = []
+    for key, g in table.groupby(facs, sort=False):
+        best, ext4 = g.loc[g["p_optimal"].idxmax()], g[g["option"] == "ext4"].iloc[0]
+        rows.append({**dict(zip(facs, key if isinstance(key, tuple) else (key,))),
+                     "optimum": best["option"], "p_optimal": best["p_optimal"],
+                     "throughput_x_ext4": best["throughput"] / ext4["throughput"],
+                     "wait_x_ext4": best["mean_commit_wait"] / ext4["mean_commit_wait"]})
+    import pandas as pd
     return pd.DataFrame(rows)

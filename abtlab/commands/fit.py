@@ -44,7 +44,10 @@ def main(args):
         if args.holdout:
             raise ConfigError("holdout", args.holdout, "not used with --model delay")
         fit = decision.fit_delay(ds, **kw)
-        _show("optimal delay (window_us 0 = ext4): posterior P(optimal)", decision.optimal_delay(fit))
+        table = decision.optimal_delay(fit)
+        _show("optimal delay per configuration (the most probable optimum; x ext4)",
+              decision.decision_summary(table))
+        _show("every option: posterior P(optimal), P(wait no worse than ext4), expectations", table)
     elif args.holdout:
         scores, preds, fits = compare.compare(ds, args.holdout, (args.model,), **kw)
         _show(f"held out {args.holdout}: predicted vs observed log {ds.attrs.get('var', 'throughput')}",

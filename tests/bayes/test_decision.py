@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from abtlab.bayes.decision import delay_table, fit_delay, optimal_delay
+from abtlab.bayes.decision import decision_summary, delay_table, fit_delay, optimal_delay
 from abtlab.errors import ConfigError
 from bayes_data import ATTRS
 
@@ -38,6 +38,10 @@ def test_optimum_respects_wait_constraint():
     assert by["p_optimal"].max()[4000.0] == 0.0             # fastest, but waits too long
     assert by["p_feasible"].max()[4000.0] < 0.05
     assert (opt.loc[opt.window_us == 0, "p_feasible"] == 1.0).all()
+    summary = decision_summary(opt)
+    assert len(summary) == 4 and (summary["optimum"] == "delayjc:window=1ms").all()
+    assert summary["throughput_x_ext4"].between(1.4, 1.8).all()    # truth 1.6
+    assert (summary["wait_x_ext4"] < 1).all()                       # truth 0.8
 
 
 def test_needs_ext4_and_a_window():
@@ -48,3 +52,15 @@ def test_needs_ext4_and_a_window():
     with pytest.raises(ConfigError) as e:
         delay_table(ds.drop_vars("mean_commit_wait"))
     assert e.value.field == "mean_commit_wait"
+
+
+def test_kernel_windows_are_options_of_their_own():
+    """A kdelayjc window is an option beside the preload window of the same length."""
+    ds = constructed()
+    k = ds.sel(policy=["delayjc:window=4ms"]).assign_coords(policy=["kdelayjc:window=4ms,max_resets=0"])
+    t = delay_table(xr.concat([ds, k], "policy"))
+    assert set(t["option"]) == set(POLICIES) | {"kdelayjc:window=4ms,max_resets=0"}
+    assert t.loc[t.option.str.startswith("kdelayjc"), "window_us"].eq(4000.0).all()
+    with pytest.raises(ConfigError) as e:    # adaptive delayJC has no window to choose
+        delay_table(ds.sel(policy=["ext4"]).assign_coords(policy=["delayjc:adaptive"]))
+    assert e.value.field == "policy"
