@@ -5,8 +5,10 @@ and the swept fixed windows of both mechanisms, delayjc:window=W (the preload li
 and kdelayjc:window=W (the jbd2 patch); an option is the policy label as the dataset
 has it. A small hierarchical model gives, per (configuration, option) cell, the
 posterior of the expected throughput and of the expected mean commit wait (lognormal):
-    log y    ~ Normal(mu_co, sigma_o),   mu_co = m_c + e_o + tau_mu z_co
-    log wait ~ Normal(nu_co, omega_o),   nu_co = n_c + g_o + tau_nu u_co
+    log y    ~ Normal(mu_co, sigma_o),   mu_co = m_c + e_o + tau_o z_co
+    log wait ~ Normal(nu_co, omega_o),   nu_co = n_c + g_o + kappa_o u_co
+with e and g zero for ext4 (the effects are relative to it) and z, u summing to zero
+over configurations.
 In each posterior draw the chosen option maximises E[throughput] among the options
 whose E[wait] is no worse than ext4's (seed 000's reliability criterion; ext4 itself
 always qualifies). The distribution of the choice over draws is the posterior of the
@@ -77,21 +79,31 @@ def _cells(t):
 
 
 def build_model(t):
+    """A cell is its configuration's base, plus the option's mean effect (zero for ext4,
+    which identifies the effects), plus a deviation on the option's own scale. ext4
+    deviates too, and each option's scale is its own: how ext4 compares with a window
+    changes across configurations (with the frequency, above all) far more than two
+    windows compare, and one shared scale, or ext4 tied to the base, took those changes
+    for noise. The deviations sum to zero over configurations, so a shift of every base
+    cannot trade against a shift of every effect (a ridge the sampler crawled along)."""
     import pymc as pm
+    import pytensor.tensor as pt
     configs, ci, opts, oi = _cells(t)
     C, O = len(configs), len(opts)
     ly, lw = t["log_y"].to_numpy(), t["log_wait"].to_numpy()
-    with pm.Model(coords={"config": np.arange(C), "option": opts}) as m:
+    with pm.Model(coords={"config": np.arange(C), "option": opts, "delay": opts[1:]}) as m:
         cells = {}
         for name, obs, centre in (("y", ly, ly.mean()), ("w", lw, lw.mean())):
             base = pm.Normal(f"base_{name}", centre, 3.0, dims="config")
-            eff = pm.Normal(f"eff_{name}", 0.0, 2.0, dims="option")
-            tau = pm.Gamma(f"tau_{name}", 2.0, 10.0)
-            z = pm.Normal(f"z_{name}", 0.0, 1.0, shape=(C, O))
+            eff = pm.Normal(f"eff_{name}", 0.0, 2.0, dims="delay")
+            tau = pm.Gamma(f"tau_{name}", 2.0, 10.0, dims="option")
+            mean = base[:, None] + pt.concatenate([pt.zeros(1), eff])[None, :]
+            if C > 1:
+                z = pm.ZeroSumNormal(f"z_{name}", 1.0, shape=(O, C))    # zero over configs
+                mean = mean + (tau[:, None] * z).T
             sd = pm.HalfNormal(f"sd_{name}", 1.0, dims="option")
-            mu = base[:, None] + eff[None, :] - eff[0] + tau * z
-            cells[name] = pm.Deterministic(f"cell_{name}", mu + 0.5 * sd[None, :] ** 2)
-            pm.Normal(f"obs_{name}", mu[ci, oi], sd[oi], observed=obs)
+            cells[name] = pm.Deterministic(f"cell_{name}", mean + 0.5 * sd[None, :] ** 2)
+            pm.Normal(f"obs_{name}", mean[ci, oi], sd[oi], observed=obs)
     return m, configs, opts, (ci, oi)
 
 
