@@ -79,27 +79,29 @@ def guest_device(ds) -> dict | None:
 CFS34_MIN_GRANULARITY_US = 2250.0   # abtlab.system.kernel_knobs' cfs34: 3.4 on 4 CPUs
 
 
-def _fsync_cpu(ops, cores, write_us, scale):
+def _fsync_cpu(ops, cores, write_us, scale, dilation=False):
     """CPU time (us at f_ref) of an fsync before its data goes to the disk (the write-back
     it starts: allocation, page walk, bio submission), from the spacing of fsync starts
     when threads outnumber cores and run one after another: cores x the median gap is one
     thread's writes and its fsync's CPU. The median ignores the gap of threads a commit
-    blocked. None when it cannot be told."""
+    blocked. By dilation the writes are dilated in the gap and the fsync is not (its
+    dilation is spun after it returns). None when it cannot be told."""
     from ..trace import Op
     tids = np.unique(ops["tid"])
     f = np.sort(ops["t_start_ns"][ops["op"] == int(Op.FSYNC)])
     writes = np.count_nonzero(ops["op"] == int(Op.WRITE))
     if tids.size <= cores or f.size < 3:
         return None
-    gap_us = cores * float(np.median(np.diff(f))) / 1e3 / scale
-    return max(gap_us - writes / tids.size * write_us, 0.0)
+    gap_us = cores * float(np.median(np.diff(f))) / 1e3
+    fsync_us = gap_us - writes / tids.size * write_us * scale
+    return max(fsync_us if dilation else fsync_us / scale, 0.0)
 
 
-def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us):
+def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
     est = []
     for ops, f in seen:
         scale = nonscaling + (1 - nonscaling) * f_ref / f if f else 1.0
-        v = _fsync_cpu(ops, cores, write_us, scale)
+        v = _fsync_cpu(ops, cores, write_us, scale, dilation)
         if v is not None:
             est.append(v)
     return float(np.median(est)) if est else None
@@ -138,8 +140,10 @@ def calibrate(ds, **sel) -> dict:
     for k in ("dev_cv", "commit_lock_us", "blocks_per_handle"):
         if (v := _median(fits, k)) is not None:
             out[k] = max(v, 0.0)
+    if emulated:             # the backends dilate an op's CPU time by spinning after the call
+        out["dilation"] = True
     if cores and "write_fixed_us" in out and (v := _median_fsync_cpu(
-            seen, f_ref, nonscaling, cores, out["write_fixed_us"])) is not None:
+            seen, f_ref, nonscaling, cores, out["write_fixed_us"], emulated)) is not None:
         out["fsync_cpu_us"] = v
     if str(ds.attrs.get("kernel_sched", "")) == "cfs34":   # 3.4's slices: 2.25 ms at least
         out["quantum_us"] = CFS34_MIN_GRANULARITY_US

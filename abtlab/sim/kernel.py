@@ -17,7 +17,7 @@ from . import journal as J
 from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIOREAD_NOLOCK, DIRTY, EV_COMMIT, EV_DEV, EV_START,
                     EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT,
                     I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_DIOREAD, I_FLUSH_FIXED,
-                    I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_INODE_WRITE, I_POLICY, I_QUANTUM,
+                    I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_FSYNC_SPIN, I_INODE_WRITE, I_POLICY, I_QUANTUM,
                     I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT, W_CPU,
                     W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit, jit_inline, pop,
@@ -156,7 +156,8 @@ def _finish_op(i, t, op, row, pr, ji, ti, tf, out_t):
 def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c):
     """Advance thread i as far as it goes at time t. Phases of every op: 0 start,
     1 metadata lock check, 2 CPU, 3 block allocation/flush/barrier, (6 the extent
-    conversion after the flush, dioread_nolock), 4 journal, then finish."""
+    conversion after the flush, dioread_nolock), 4 journal, (7 the fsync's dilation
+    spin, frequency by dilation), then finish."""
     nprog = prog.size
     while ti[i, PC] < nprog:
         pc = ti[i, PC]
@@ -208,6 +209,15 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
             ti[i, PHASE] = 5
             if op == FSYNC and _journal(i, t, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, out_c):
                 return
+            ph = 5
+        if ph == 5 and op == FSYNC and pr[I_FSYNC_SPIN] > 0:
+            # frequency by dilation: the fsync's CPU ran at f_ref before its write-back;
+            # the thread spins the dilation once the call has returned
+            ti[i, PHASE] = 7
+            tf[i, REM] = pr[I_FSYNC_SPIN] * nz[i, pc, 0]
+            if ti[i, CORE] < 0:
+                _enqueue(i, pr[I_WAKE_FRONT] > 0 and ti[i, WAIT] != W_NONE, q, ji, ti)
+            return
         _finish_op(i, t, op, row, pr, ji, ti, tf, out_t)
     _block(i, W_NONE, ti, core)
 

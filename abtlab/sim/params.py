@@ -7,7 +7,10 @@ speed up with the core clock). Device phases (data flush, journal commit, inode 
 do not scale with f. The scheduler's time slice does not either: by default it follows
 CFS, max(sched_latency / (N / cores), min_granularity), both scaled by 1 + log2(cores) as Linux
 does. How a thread's CPU work per op compares with these f-independent times is what
-decides how many threads one commit batches.
+decides how many threads one commit batches. With `dilation` (frequency emulated by
+spinning after each call, as abtlab's emulated mode does) an op's CPU runs at f_ref inside
+the call and the thread then spins the rest: the same CPU time, but an fsync's
+write-back starts as early as at f_ref, and its dilation is spun after the commit.
 """
 from __future__ import annotations
 
@@ -86,6 +89,10 @@ class SimParams:
                                            # starts (Linux 3.4's default); nolock: unwritten
                                            # extents converted when the I/O completes, in the
                                            # transaction running then (the default since 5.6)
+    dilation: bool = False                 # frequency by CPU-time dilation (abtlab's emulated
+                                           # mode): an op runs at f_ref inside the call and the
+                                           # thread spins the rest after it returns, so an
+                                           # fsync starts its write-back at f_ref's speed
 
     def device_params(self) -> dict:
         return {**DEVICES[self.device], **self.device_overrides}
@@ -133,7 +140,9 @@ def _validate(p: SimParams) -> None:
           "commit_lock_us", p.commit_lock_us, "a number of us >= 0, or None (whole commit)")
     _need(p.data_flush in DATA_MODES, "data_flush", p.data_flush, " | ".join(DATA_MODES))
     _need(p.dioread in DIOREAD_MODES, "dioread", p.dioread, " | ".join(DIOREAD_MODES))
-    for name in ("fsync", "wake_front", "fsync_allocates"):
+    _need(not p.dilation or p.freq_ghz <= p.f_ref_ghz, "freq_ghz", p.freq_ghz,
+          f"<= f_ref_ghz ({p.f_ref_ghz}) with dilation=true (dilation only slows the CPU)")
+    for name in ("fsync", "wake_front", "fsync_allocates", "dilation"):
         v = getattr(p, name)
         _need(isinstance(v, (bool, np.bool_)), name, v, "true or false")
     for name in ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
@@ -186,7 +195,10 @@ def vector(p: SimParams) -> np.ndarray:
     s = p.scale()
     v = np.zeros(K.NPARAM)
     v[K.I_QUANTUM] = p.quantum()
-    v[K.I_C_OPEN], v[K.I_C_FSYNC], v[K.I_C_CLOSE] = p.open_us * s, p.fsync_cpu_us * s, p.close_us * s
+    v[K.I_C_OPEN], v[K.I_C_CLOSE] = p.open_us * s, p.close_us * s
+    # by dilation only the order within an op changes, and only fsync blocks after its CPU
+    v[K.I_C_FSYNC] = p.fsync_cpu_us * (1.0 if p.dilation else s)
+    v[K.I_FSYNC_SPIN] = p.fsync_cpu_us * (s - 1.0) if p.dilation else 0.0
     v[K.I_C_WRITE] = (p.write_fixed_us + p.write_us_per_kib * p.record_size / 1024) * s
     v[K.I_FLUSH_FIXED] = dev["flush_fixed_us"]
     v[K.I_FLUSH_PER_BYTE] = dev["flush_us_per_kib"] / 1024

@@ -35,8 +35,8 @@ I_QUANTUM, I_C_OPEN, I_C_WRITE, I_C_FSYNC, I_C_CLOSE, I_FLUSH_FIXED, I_FLUSH_PER
     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_BLOCKS_PER_HANDLE, I_INODE_WRITE, I_POLICY, \
     I_WINDOW, I_KPARAM, I_MAX_RESETS, I_MAX_AGE, I_WAKE_FRONT, I_ALPHA, I_D0, \
     I_RECORD_BYTES, I_CORES, I_LOCK, I_DATA, I_COMMIT_PER_FILE, I_FSYNC_ALLOC, I_QDEPTH, \
-    I_DIOREAD = range(27)
-NPARAM = 27
+    I_DIOREAD, I_FSYNC_SPIN = range(28)
+NPARAM = 28
 # where a delalloc write-back's allocation joins a transaction (ext4's dioread_[no]lock)
 DIOREAD_LOCK, DIOREAD_NOLOCK = 0, 1
 # thread int state / float state columns

@@ -178,6 +178,23 @@ def test_frequency_scales_cpu_not_device():
     assert fs > ff and fs - ff == pytest.approx(8.0e3, rel=1e-2)   # only fsync's 8 us CPU part scales
 
 
+def test_dilation_spins_an_fsyncs_cpu_after_it_returns():
+    """Frequency by dilation (the backends spin after each call): an fsync's CPU runs at
+    f_ref before its write-back, so its commit starts 300 us earlier at 1.65 GHz, and
+    the thread spins the other 300 us after the commit: the same fsync duration. At
+    f_ref dilation changes nothing."""
+    kw = dict(threads=1, cores=1, cpu_dist="fixed", dev_dist="fixed", nonscaling=0.0,
+              fsync_cpu_us=300.0, device="hdd7200", queue_depth=1)
+    def run(**more):
+        r = sim.simulate_point(reps=1, seed=0, **kw, **more)[0]
+        f = r.ops[r.ops["op"] == Op.FSYNC][0]
+        return (r.commits["start"][0] - f["t_start_ns"]) / 1e3, (f["t_end_ns"] - f["t_start_ns"]) / 1e3
+    (clock_wait, clock_dur), (dil_wait, dil_dur) = (run(freq_ghz=1.65, dilation=d) for d in (False, True))
+    assert clock_wait - dil_wait == pytest.approx(300.0, abs=1.0)
+    assert dil_dur == pytest.approx(clock_dur, abs=1.0)
+    assert run(freq_ghz=3.3, dilation=True) == run(freq_ghz=3.3, dilation=False)
+
+
 def test_dataset_schema_and_labels():
     ds = sim.simulate(reps=2, policy=["ext4", "nojc"], freq_ghz=[1.6, 3.3], **SMALL)
     schema.validate(ds)
@@ -222,7 +239,8 @@ def test_backend_params_file_under_options(tmp_path):
     (dict(warp=9), "warp"), (dict(device_overrides={"x": 1}), "device_overrides.x"),
     (dict(quantum_us=0), "quantum_us"), (dict(commit_lock_us=-1.0), "commit_lock_us"),
     (dict(data_flush="later"), "data_flush"), (dict(fsync_allocates="yes"), "fsync_allocates"),
-    (dict(queue_depth=0), "queue_depth"), (dict(queue_depth=257), "queue_depth")])
+    (dict(queue_depth=0), "queue_depth"), (dict(queue_depth=257), "queue_depth"),
+    (dict(dilation="yes"), "dilation"), (dict(dilation=True, freq_ghz=4.0), "freq_ghz")])
 def test_bad_parameters_name_the_field(kw, field):
     with pytest.raises(ConfigError) as e:
         sim.make(**kw)
