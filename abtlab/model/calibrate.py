@@ -4,6 +4,10 @@ Estimators, chosen to be robust to the blocking the model describes:
 - CPU time per op: median duration of opens, writes and closes that overlap no commit
   (a blocked op measures the commit, not the CPU), converted to the reference frequency
   by the simulator's scaling rule c_ref = c / (nonscaling + (1 - nonscaling) f_ref / f).
+  When threads outnumber the cores and write side by side, a write's duration is mostly
+  its wait for a core (its median far above its fastest); then a write's CPU is the
+  busy cores' time per write done while more threads write than there are cores:
+  cores x window / writes, when the window holds at least one write per thread.
 - commit duration: least squares of (end - flushing) on the commit's journal blocks,
   giving commit_fixed_us + commit_us_per_block * blocks; its spread gives dev_cv. This
   is the device part (jbd2's T_FLUSH..end: ordered data, then the journal blocks).
@@ -60,6 +64,31 @@ def _commit_fit(commits):
     return out
 
 
+def busy_write_us(ops, cores) -> float:
+    """us of one core per write while more threads write than there are cores (from the
+    first write until at most `cores` threads have not reached fsync): the cores are
+    busy with writes, so cores x that time / the writes done in it. nan when threads do
+    not outnumber the cores or the window holds fewer writes than threads."""
+    threads = np.unique(ops["tid"]).size
+    w = ops[ops["op"] == Op.WRITE]
+    fs = np.sort(ops["t_start_ns"][ops["op"] == Op.FSYNC])
+    if not cores or threads <= cores or w.size == 0 or fs.size < threads:
+        return float("nan")
+    start, stop = int(w["t_start_ns"].min()), int(fs[threads - cores - 1])
+    done = np.count_nonzero(w["t_end_ns"] <= stop)
+    return cores * (stop - start) * 1e-3 / done if done >= threads else float("nan")
+
+
+def _waits_for_cores(ops, free_us) -> bool:
+    """A write's median duration (free of commits) far above its fastest ones: writes
+    wait for a core, and their duration is not their CPU."""
+    _, q, r = op_durations(ops, Op.WRITE)
+    return q.size > 0 and free_us > WAITING * float(np.percentile(r - q, 5)) * 1e-3
+
+
+WAITING = 2.0     # median / 5th percentile of writes here: 1.0-1.6 on one vCPU, 14-154 on 4
+
+
 def _blocks_per_handle(ops, commits):
     if "blocks" not in commits or len(commits["blocks"]) == 0:
         return float("nan")
@@ -100,9 +129,11 @@ def _busy_share(fq, fr, commits):
     return max(span - float(np.sum(end[inside] - start[inside])), 0.0) / fq.size * 1e-3
 
 
-def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1) -> dict:
+def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1,
+                   cores=None) -> dict:
     """SimParams-named estimates (us) from an op trace and a commit table.
-    With freq_ghz and f_ref_ghz the CPU costs are converted to f_ref."""
+    With freq_ghz and f_ref_ghz the CPU costs are converted to f_ref; with the run's
+    cores, a write's CPU comes from the busy cores when threads wait for them."""
     s, e = commit_table(commits)
     scale = 1.0
     if freq_ghz and f_ref_ghz:
@@ -112,6 +143,9 @@ def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1) 
            "write_us_per_kib": 0.0,
            "close_us": _free_median(ops, Op.CLOSE, s, e) / scale,
            "flush_us": _flush(ops, s, commits)}
+    free = _free_median(ops, Op.WRITE, s, e)
+    if _waits_for_cores(ops, free) and np.isfinite(busy := busy_write_us(ops, cores)):
+        out["write_fixed_us"] = busy / scale
     if s.size:
         out.update(_commit_fit(commits))
         out["blocks_per_handle"] = _blocks_per_handle(ops, commits)

@@ -30,14 +30,15 @@ def _runs(ds, sel):
     return out
 
 
-def _fit_runs(ds, sel, f_ref, nonscaling):
+def _fit_runs(ds, sel, f_ref, nonscaling, cores=None):
     """(per-run fits, [(ops, freq_ghz)] of those runs): the op records are read once."""
     from ..model import fit_sim_params
     fits, seen = [], []
     for run, f in _runs(ds, sel):
         ops, com = runs.ops(ds, run), runs.commits(ds, run)
         if ops.size:
-            fits.append(fit_sim_params(ops, com, freq_ghz=f, f_ref_ghz=f_ref, nonscaling=nonscaling))
+            fits.append(fit_sim_params(ops, com, freq_ghz=f, f_ref_ghz=f_ref, nonscaling=nonscaling,
+                                       cores=cores))
             seen.append((ops, f))
     if not fits:
         raise ConfigError("dataset", "no op records", "runs with op traces")
@@ -74,6 +75,12 @@ def guest_device(ds) -> dict | None:
     return {"flush_fixed_us": c_us, "flush_us_per_kib": per_kib,
             "commit_fixed_us": COMMIT_REQUESTS * c_us, "commit_us_per_block": 4 * per_kib,
             "commit_us_per_file": 0.0, "inode_write_us": c_us}
+
+
+def _bfq(ds) -> bool:
+    """BFQ serves one process's queue at a time (and idles on it): the writers' requests,
+    one process each, reach the device one at a time whatever its depth."""
+    return str(ds.attrs.get("kernel_iosched", "")).strip() == "bfq"
 
 
 CFS34_MIN_GRANULARITY_US = 2250.0   # abtlab.system.kernel_knobs' cfs34: 3.4 on 4 CPUs
@@ -123,15 +130,15 @@ def calibrate(ds, **sel) -> dict:
     emulated = ds.attrs.get("freq_mode") == "emulated"
     f_ref = float(ds.attrs.get("f_ref_ghz", 3.3))
     nonscaling = 0.0 if emulated else 0.1     # emulation dilates all of a thread's CPU time
-    fits, seen = _fit_runs(ds, sel, f_ref, nonscaling)
-    out = {"f_ref_ghz": f_ref, "nonscaling": nonscaling, "write_us_per_kib": 0.0}
-    out.update({k: v for k in _CPU if (v := _median(fits, k)) is not None})
     # a guest run's cores and disk are the guest's, not the host's that ran qemu
     cores = _one_int(ds.attrs.get("guest_cpus")) or _one_int(ds.attrs.get("cpu_logical"))
+    fits, seen = _fit_runs(ds, sel, f_ref, nonscaling, cores)
+    out = {"f_ref_ghz": f_ref, "nonscaling": nonscaling, "write_us_per_kib": 0.0}
+    out.update({k: v for k in _CPU if (v := _median(fits, k)) is not None})
     if cores:
         out["cores"] = cores
     if depth := _one_int(ds.attrs.get("guest_disk_queue_depth")):
-        out["queue_depth"] = depth
+        out["queue_depth"] = 1 if _bfq(ds) else depth
     dev = {k: v for k in _DEVICE if (v := _median(fits, k)) is not None}
     flush = _median(fits, "flush_us")
     if flush is not None:                     # whole own-data write-back per fsync
@@ -150,6 +157,8 @@ def calibrate(ds, **sel) -> dict:
     known = guest_device(ds)
     if known:                                  # the guest's disk is a model: take its numbers
         dev, out["dev_cv"] = known, 0.0
+        # null_blk's mbps is one budget for the device, whatever the requests in flight
+        out["shared_transfer"] = dev["flush_us_per_kib"] > 0
     out["dioread"] = _dioread(ds)
     out["device_overrides"] = dev
     out["calibration"] = {"source_command": str(ds.attrs.get("command", "")),

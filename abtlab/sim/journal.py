@@ -21,7 +21,9 @@ jbd2 semantics kept here (fs/jbd2/transaction.c, commit.c):
   and directory blocks, so calibration from real commits gives well under one.
 The device serves `queue_depth` requests at once, each on the server free first: 1 is
 one FIFO queue shared by data flushes and commits; a depth as large as the thread count
-makes every request an independent delay.
+makes every request an independent delay. With `shared_transfer` the requests' transfers
+(their per-byte part) go one after another at the device's rate, each before its own
+latency, as a bandwidth-limited device does with several requests in flight.
 """
 from __future__ import annotations
 
@@ -29,20 +31,27 @@ from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVQ, DIRTY, E
                     EV_UNLOCK, EWMA_D, FIRST, GAP, GEN, HANDLES, I_ALPHA, I_BLOCKS_PER_HANDLE,
                     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_COMMIT_PER_FILE, I_DATA, I_FLUSH_PER_BYTE,
                     I_KPARAM, I_LOCK, I_MAX_AGE, I_MAX_RESETS, I_POLICY, I_WINDOW, LAST, LOCKED,
-                    NCOMMIT, PENDING, POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH, RESETS, RUN, TXN,
-                    jit, push)
+                    NCOMMIT, PENDING, PIPE, POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH, RESETS, RUN,
+                    SHARED, TXN, jit, push)
 
 
 @jit
-def device(t, dur, jf):
-    """A request of dur issued at t, served by the server free first; (start, end)."""
+def device(t, dur, xfer, jf):
+    """A request of dur (xfer of it its transfer) issued at t, served by the server free
+    first; (start, end). A shared transfer admits it when the previous ones are through
+    (a request without data, a cache flush or an inode's latency alone, does not wait)."""
     best = DEVQ
     for s in range(DEVQ + 1, DEVQ + int(jf[QDEPTH])):
         if jf[s] < jf[best]:
             best = s
     start = max(t, jf[best])
-    jf[best] = start + dur
-    return start, start + dur
+    end = start + dur
+    if jf[SHARED] > 0 and xfer > 0:
+        admit = max(start, jf[PIPE])
+        jf[PIPE] = admit + xfer
+        end = admit + dur
+    jf[best] = end
+    return start, end
 
 
 @jit
@@ -63,13 +72,15 @@ def window(pr, jf):
 
 @jit
 def _member_data(k, pr, ti, tf):
-    """Device time to write back the data of transaction k's members (DATA_COMMIT)."""
-    us = 0.0
+    """Device time to write back the data of transaction k's members (DATA_COMMIT), and
+    the transfer part of it."""
+    us, xfer = 0.0, 0.0
     for i in range(ti.shape[0]):
         if ti[i, TXN] == k and tf[i, DIRTY] > 0:
             us += pr[I_COMMIT_PER_FILE] + pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY]
+            xfer += pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY]
             tf[i, DIRTY] = 0.0
-    return us
+    return us, xfer
 
 
 @jit
@@ -77,10 +88,13 @@ def start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
     k = ji[RUN]
     handles = ji[HANDLES]
     blocks = 2.0 + pr[I_BLOCKS_PER_HANDLE] * handles    # descriptor + commit block
-    dur = pr[I_COMMIT_FIXED] + pr[I_COMMIT_PER_BLOCK] * blocks
+    xfer = pr[I_COMMIT_PER_BLOCK] * blocks
+    dur = pr[I_COMMIT_FIXED] + xfer
     if int(pr[I_DATA]) == DATA_COMMIT:
-        dur += _member_data(k, pr, ti, tf)
-    dstart, end = device(t, dur * cn[k % cn.size], jf)
+        data, data_xfer = _member_data(k, pr, ti, tf)
+        dur, xfer = dur + data, xfer + data_xfer
+    f = cn[k % cn.size]
+    dstart, end = device(t, dur * f, xfer * f, jf)
     ji[COMMITTING] = k
     ji[RUN] = k + 1
     ji[PENDING] = 0

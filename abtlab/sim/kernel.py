@@ -70,9 +70,9 @@ def _cost(op, pr):
 
 
 @jit
-def _device_wait(i, t, dur, hf, hn, ji, jf, ti, core):
+def _device_wait(i, t, dur, xfer, hf, hn, ji, jf, ti, core):
     # the thread sleeps until its request is served (on a server of the queue, J.device)
-    _, end = J.device(t, dur, jf)
+    _, end = J.device(t, dur, xfer, jf)
     _block(i, W_DEV, ti, core)
     push(hf, hn, ji, end, EV_DEV, i)
 
@@ -99,9 +99,11 @@ def _flush(i, t, pr, nz, hf, hn, ji, jf, ti, tf, core):
     """fsync, data part: write back the thread's own dirty data. True if it must wait."""
     if tf[i, DIRTY] <= 0 or int(pr[I_DATA]) != DATA_FSYNC:
         return False
-    dur = (pr[I_FLUSH_FIXED] + pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY]) * nz[i, ti[i, PC], 1]
+    f = nz[i, ti[i, PC], 1]
+    xfer = pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY] * f
+    dur = pr[I_FLUSH_FIXED] * f + xfer
     tf[i, DIRTY] = 0.0
-    _device_wait(i, t, dur, hf, hn, ji, jf, ti, core)
+    _device_wait(i, t, dur, xfer, hf, hn, ji, jf, ti, core)
     return True
 
 
@@ -113,11 +115,12 @@ def _journal(i, t, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, out_c):
         return False
     if int(pr[I_POLICY]) == POL_NOJC:             # no journal: write data and inode in place
         ti[i, TXN] = -1
-        dur = pr[I_INODE_WRITE] * nz[i, ti[i, PC], 2]
+        dur, xfer = pr[I_INODE_WRITE] * nz[i, ti[i, PC], 2], 0.0
         if tf[i, DIRTY] > 0:
-            dur += (pr[I_FLUSH_FIXED] + pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY]) * nz[i, ti[i, PC], 1]
+            xfer = pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY] * nz[i, ti[i, PC], 1]
+            dur += pr[I_FLUSH_FIXED] * nz[i, ti[i, PC], 1] + xfer
             tf[i, DIRTY] = 0.0
-        _device_wait(i, t, dur, hf, hn, ji, jf, ti, core)
+        _device_wait(i, t, dur, xfer, hf, hn, ji, jf, ti, core)
         return True
     if txn <= ji[COMMITTED]:
         return False

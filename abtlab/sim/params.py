@@ -72,6 +72,8 @@ class SimParams:
     device_overrides: dict = field(default_factory=dict, hash=False)
     queue_depth: int = 1                   # requests the device serves at once: 1 = one FIFO
                                            # queue for data flushes and commits
+    shared_transfer: bool = False          # the requests in flight share the device's rate
+                                           # (their per-KiB parts go one after another)
     blocks_per_handle: float = 1.0
     cpu_dist: str = "lognormal"
     cpu_cv: float = 0.1
@@ -142,7 +144,7 @@ def _validate(p: SimParams) -> None:
     _need(p.dioread in DIOREAD_MODES, "dioread", p.dioread, " | ".join(DIOREAD_MODES))
     _need(not p.dilation or p.freq_ghz <= p.f_ref_ghz, "freq_ghz", p.freq_ghz,
           f"<= f_ref_ghz ({p.f_ref_ghz}) with dilation=true (dilation only slows the CPU)")
-    for name in ("fsync", "wake_front", "fsync_allocates", "dilation"):
+    for name in ("fsync", "wake_front", "fsync_allocates", "dilation", "shared_transfer"):
         v = getattr(p, name)
         _need(isinstance(v, (bool, np.bool_)), name, v, "true or false")
     for name in ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
@@ -218,6 +220,7 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_DATA] = DATA_MODES.index(p.data_flush)
     v[K.I_FSYNC_ALLOC] = 1.0 if p.fsync_allocates else 0.0
     v[K.I_QDEPTH] = p.queue_depth
+    v[K.I_SHARED_XFER] = 1.0 if p.shared_transfer else 0.0
     v[K.I_DIOREAD] = DIOREAD_MODES.index(p.dioread)
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k

@@ -35,8 +35,8 @@ I_QUANTUM, I_C_OPEN, I_C_WRITE, I_C_FSYNC, I_C_CLOSE, I_FLUSH_FIXED, I_FLUSH_PER
     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_BLOCKS_PER_HANDLE, I_INODE_WRITE, I_POLICY, \
     I_WINDOW, I_KPARAM, I_MAX_RESETS, I_MAX_AGE, I_WAKE_FRONT, I_ALPHA, I_D0, \
     I_RECORD_BYTES, I_CORES, I_LOCK, I_DATA, I_COMMIT_PER_FILE, I_FSYNC_ALLOC, I_QDEPTH, \
-    I_DIOREAD, I_FSYNC_SPIN = range(28)
-NPARAM = 28
+    I_DIOREAD, I_FSYNC_SPIN, I_SHARED_XFER = range(29)
+NPARAM = 29
 # where a delalloc write-back's allocation joins a transaction (ext4's dioread_[no]lock)
 DIOREAD_LOCK, DIOREAD_NOLOCK = 0, 1
 # thread int state / float state columns
@@ -47,8 +47,9 @@ W_NONE, W_LOCK, W_COMMIT, W_BARRIER, W_DEV, W_CPU = range(6)
 RUN, COMMITTING, COMMITTED, NCOMMIT, PENDING, GEN, RESETS, LOCKED, NBAR, HANDLES, SEQ, \
     QH, QT, QN, HSIZE, FH, FT, SP = range(18)
 NJI = 18
-# then one free-at time per device server (queue depth, at most MAX_QDEPTH)
-QDEPTH, FIRST, DEADLINE, GAP, LAST, EWMA_D, DEVQ = range(7)
+# PIPE: when the device's shared transfer is free (shared_transfer); SHARED: whether it
+# is; then one free-at time per device server (queue depth, at most MAX_QDEPTH)
+QDEPTH, FIRST, DEADLINE, GAP, LAST, EWMA_D, PIPE, SHARED, DEVQ = range(9)
 MAX_QDEPTH = 256
 NJF = DEVQ + MAX_QDEPTH
 # events
@@ -140,4 +141,5 @@ def reset(pr, ti, tf, ji, jf, core):
     jf[LAST] = -1.0
     jf[EWMA_D] = pr[I_D0]
     jf[QDEPTH] = pr[I_QDEPTH]
+    jf[SHARED] = pr[I_SHARED_XFER]
     core[:] = -1

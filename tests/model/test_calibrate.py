@@ -50,3 +50,44 @@ def test_journal_blocks_per_handle(kw):
     r = sim.run_once(p, 2)
     assert r.commits["handles"].sum() > r.commits["handles"].size      # commits share handles
     assert fit_sim_params(r.ops, r.commits)["blocks_per_handle"] == pytest.approx(0.4, rel=0.05)
+
+
+def _round_robin(threads, cores, writes, cpu_ns):
+    """Op records of threads that each write `writes` times then fsync, on `cores` cores
+    taking turns one write a slice: a thread waits in its write for the others' turns
+    (its first write starts when it first runs, as after IOzone's barrier)."""
+    import numpy as np
+
+    from abtlab.trace import RECORD_DTYPE, Op
+    recs, last, step = [], {}, 0
+    left = {t: writes for t in range(threads)}
+    while any(left.values()):
+        ready = [t for t in range(threads) if left[t]]
+        turn = [ready[(step * cores + k) % len(ready)] for k in range(min(cores, len(ready)))]
+        for t in turn:
+            end = (step + 1) * cpu_ns
+            recs.append((0, t, int(Op.WRITE), 0, 32768, last.get(t, step * cpu_ns), end))
+            last[t], left[t] = end, left[t] - 1
+            if not left[t]:
+                recs.append((0, t, int(Op.FSYNC), 0, 0, end, end + 1000))
+        step += 1
+    return np.array(recs, RECORD_DTYPE)
+
+
+def test_write_cpu_from_busy_cores_when_writes_wait_for_them():
+    """16 threads on 2 cores, 100 us of CPU a write: a write's median duration is its
+    wait for the other 14 threads' turns (800 us). With the cores, the fit takes the busy
+    cores' time per write instead."""
+    from abtlab.model.calibrate import busy_write_us
+    ops = _round_robin(threads=16, cores=2, writes=10, cpu_ns=100_000)
+    assert fit_sim_params(ops, None)["write_fixed_us"] == pytest.approx(800.0, rel=0.05)
+    assert busy_write_us(ops, 2) == pytest.approx(100.0, rel=0.1)
+    assert fit_sim_params(ops, None, cores=2)["write_fixed_us"] == pytest.approx(100.0, rel=0.1)
+    assert busy_write_us(ops, 16) != busy_write_us(ops, 16)          # no waiting: nan
+
+
+def test_write_cpu_stays_the_median_when_writes_do_not_wait():
+    p = sim.make(threads=8, cores=1, device="hdd7200", **FIXED)
+    r = sim.run_once(p, 0)
+    fit = fit_sim_params(r.ops, r.commits, cores=1)
+    assert fit["write_fixed_us"] == pytest.approx(p.write_fixed_us + p.write_us_per_kib * 32, rel=1e-3)

@@ -76,7 +76,9 @@ def test_a_guest_runs_cores_and_disk_depth_are_the_guests(run_ds):
     ds.attrs.update(cpu_logical=2, guest_cpus="4", guest_disk_queue_depth="256")
     p = calibrate(ds)
     assert p["cores"] == 4 and p["queue_depth"] == 256
-    ds.attrs.update(guest_cpus="1 | 4", guest_disk_queue_depth="1 | 256")
+    ds.attrs.update(kernel_iosched="bfq")       # one process's queue at a time
+    assert calibrate(ds)["queue_depth"] == 1
+    ds.attrs.update(guest_cpus="1 | 4", guest_disk_queue_depth="1 | 256", kernel_iosched="none")
     p = calibrate(ds)
     assert p["cores"] == 2 and "queue_depth" not in p
 
@@ -92,6 +94,7 @@ def test_a_guest_disk_is_taken_from_its_settings_not_fitted(run_ds):
     assert dev["flush_us_per_kib"] == pytest.approx(1024 / 125)
     assert dev["commit_us_per_block"] == pytest.approx(4 * 1024 / 125)
     assert calibrate(ds)["dev_cv"] == 0.0
+    assert calibrate(ds)["shared_transfer"] is True     # mbps: one budget for the device
     ds.attrs["guest_disk"] += " | null_blk memory_backed=1 irqmode=0"   # several disks: fitted
     assert calibrate(ds)["device_overrides"]["commit_fixed_us"] != 3 * 12667.0
 

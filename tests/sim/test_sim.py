@@ -319,3 +319,18 @@ def test_dioread_nolock_converts_in_a_later_transaction():
     with pytest.raises(ConfigError) as e:
         sim.make(dioread="maybe")
     assert e.value.field == "dioread"
+
+
+def test_shared_transfer_sends_requests_through_one_rate():
+    """4 fsyncs of 1 MiB at once on a device serving 4 requests: each on its own server,
+    they end together; with a shared transfer (a bandwidth-limited device) each waits
+    for the transfers before it, 10.24 ms of 1 MiB apart. At depth 1 it changes nothing."""
+    kw = dict(threads=4, cores=4, cpu_dist="fixed", dev_dist="fixed", policy="nojc",
+              file_size=1 << 20, record_size=1 << 15, queue_depth=4,
+              device_overrides={"flush_fixed_us": 10000.0, "flush_us_per_kib": 10.0})
+    def ends(**more):
+        r = sim.simulate_point(reps=1, seed=0, **{**kw, **more})[0]
+        return np.sort(r.ops[r.ops["op"] == Op.FSYNC]["t_end_ns"] / 1e3)
+    apart = np.diff(ends(shared_transfer=True))
+    assert np.ptp(ends()) < 100 and apart == pytest.approx([10240.0] * 3, abs=100)
+    assert np.array_equal(ends(queue_depth=1), ends(queue_depth=1, shared_transfer=True))
