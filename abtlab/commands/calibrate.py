@@ -15,6 +15,9 @@ def register(sub):
     p.add_argument("--validate", action="store_true",
                    help="then simulate the run's points with them and print the relative "
                         "error of each point's mean (abtlab.sim.validate)")
+    p.add_argument("--sel", action="append", default=[], metavar="FACTOR=VALUE",
+                   help="fit (and validate) only the runs at this level of a factor, e.g. "
+                        "machine=guest:kernel=6.1-legacy or policy=ext4; repeatable")
     p.add_argument("--reps", type=int, default=20, help="simulated repetitions per point (--validate)")
     p.add_argument("--seed", type=int, default=0, help="simulator seed (--validate)")
     p.set_defaults(func=main)
@@ -31,7 +34,9 @@ def main(args):
     if args.validate and args.reps < 1:
         raise ConfigError("reps", args.reps, "an integer >= 1 (simulated repetitions per point)")
     real = load(args.run)
-    params = calibrate(real)
+    sel = _selection(real, args.sel)
+    params = calibrate(real, **sel)
+    real = real.sel({k: [v] for k, v in sel.items()})
     text = to_toml(params)
     if args.out:
         pathlib.Path(args.out).write_text(text)
@@ -43,3 +48,28 @@ def main(args):
         sim = simulate_like(real, params, reps=args.reps, seed=args.seed)
         print(format_table(compare(real, sim)))
     return 0
+
+
+def _selection(ds, items) -> dict:
+    """{factor: level} of --sel FACTOR=VALUE items, each a level of the dataset."""
+    from ..errors import ConfigError
+    out = {}
+    for item in items:
+        key, _, text = item.partition("=")
+        key = key.strip()
+        if key not in ds.dims or key not in ds.coords:
+            raise ConfigError("sel", item, "FACTOR=VALUE with a factor of the run: "
+                              + ", ".join(d for d in ds.dims if d in ds.coords))
+        levels = [v.item() for v in ds[key].values]
+        match = [v for v in levels if str(v) == text.strip() or _same_number(v, text)]
+        if not match:
+            raise ConfigError("sel", item, f"a level of {key}: " + ", ".join(map(str, levels)))
+        out[key] = match[0]
+    return out
+
+
+def _same_number(level, text) -> bool:
+    try:
+        return not isinstance(level, str) and float(level) == float(text)
+    except ValueError:
+        return False

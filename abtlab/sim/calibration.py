@@ -64,11 +64,13 @@ COMMIT_REQUESTS = 3
 
 
 def guest_device(ds) -> dict | None:
-    """device_overrides of an in-guest null_blk (the dataset's `guest_disk`): in virtual
-    time its latency is a timer, known exactly, not something to fit; None otherwise."""
+    """device_overrides of an in-guest null_blk (the `guest_disk` attr of a dataset or an
+    attrs dict): in virtual time its latency is a timer, known exactly, not something to
+    fit; None otherwise."""
     import re
-    words = dict(re.findall(r"(\w+)=(\d+)", str(ds.attrs.get("guest_disk", ""))))
-    if "completion_nsec" not in words or "|" in str(ds.attrs.get("guest_disk")):
+    attrs = getattr(ds, "attrs", ds)
+    words = dict(re.findall(r"(\w+)=(\d+)", str(attrs.get("guest_disk", ""))))
+    if "completion_nsec" not in words or "|" in str(attrs.get("guest_disk")):
         return None
     c_us, mbps = int(words["completion_nsec"]) / 1e3, int(words.get("mbps", 0))
     per_kib = 1024 / mbps if mbps else 0.0     # us per KiB at mbps MB/s
@@ -77,10 +79,10 @@ def guest_device(ds) -> dict | None:
             "commit_us_per_file": 0.0, "inode_write_us": c_us}
 
 
-def _bfq(ds) -> bool:
+def _bfq(attrs) -> bool:
     """BFQ serves one process's queue at a time (and idles on it): the writers' requests,
     one process each, reach the device one at a time whatever its depth."""
-    return str(ds.attrs.get("kernel_iosched", "")).strip() == "bfq"
+    return str(attrs.get("kernel_iosched", "")).strip() == "bfq"
 
 
 CFS34_MIN_GRANULARITY_US = 2250.0   # abtlab.system.kernel_knobs' cfs34: 3.4 on 4 CPUs
@@ -105,8 +107,14 @@ def _fsync_cpu(ops, cores, write_us, scale, dilation=False):
 
 
 def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
+    """Median of _fsync_cpu over the runs at the frequency nearest f_ref: the gap also
+    holds the writes' CPU beyond their median (their tail, dilated with them), which at
+    a lower clock would be taken for the fsync's, by dilation undilated."""
+    near = min((abs(f - f_ref) for _, f in seen if f), default=None)
     est = []
     for ops, f in seen:
+        if near is not None and f and abs(f - f_ref) > near:
+            continue
         scale = nonscaling + (1 - nonscaling) * f_ref / f if f else 1.0
         v = _fsync_cpu(ops, cores, write_us, scale, dilation)
         if v is not None:
@@ -114,31 +122,52 @@ def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
     return float(np.median(est)) if est else None
 
 
-def _dioread(ds) -> str:
+def _dioread(attrs) -> str:
     """Where the runs' write-back joined a transaction: ext4's dioread_nolock is the
     default from Linux 5.6 (244adf6426ee); the dioread_lock mount option, or an older
     kernel, allocates when write-back starts."""
     import re
-    if "dioread_lock" in str(ds.attrs.get("mount_options", "")).split(","):
+    if "dioread_lock" in str(attrs.get("mount_options", "")).split(","):
         return "lock"
-    m = re.search(r"(\d+)\.(\d+)", str(ds.attrs.get("kernel", "")))
+    m = re.search(r"(\d+)\.(\d+)", str(attrs.get("kernel", "")))
     return "nolock" if m is None or (int(m[1]), int(m[2])) >= (5, 6) else "lock"
 
 
+def _machine_attrs(ds, sel) -> dict:
+    """ds.attrs, and when sel picks one guest of several machines (whose attrs the
+    dataset joins, 'a | b'), that guest's own: vCPUs, disk depth, kernel knobs and the
+    mount options they imply, from its spec (abtlab.factors.machine)."""
+    attrs = dict(ds.attrs)
+    label = sel.get("machine")
+    if label is None or "machine" not in ds.dims or ds.sizes["machine"] < 2:
+        return attrs
+    from ..factors.machine import parse_machine
+    from ..system.kernel_knobs import parse_knobs
+    m = parse_machine(str(label))
+    if not m.is_guest:
+        return attrs
+    knobs = parse_knobs(m.kernel or "6.1", **dict(m.knobs))
+    attrs.update(knobs.attrs(), mount_options=knobs.mount_options(),
+                 guest_cpus=str(m.cpus or 1), guest_disk_queue_depth=str(m.depth))
+    return attrs
+
+
 def calibrate(ds, **sel) -> dict:
-    """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors)."""
-    emulated = ds.attrs.get("freq_mode") == "emulated"
-    f_ref = float(ds.attrs.get("f_ref_ghz", 3.3))
+    """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors;
+    one machine of several: that machine's attrs)."""
+    attrs = _machine_attrs(ds, sel)
+    emulated = attrs.get("freq_mode") == "emulated"
+    f_ref = float(attrs.get("f_ref_ghz", 3.3))
     nonscaling = 0.0 if emulated else 0.1     # emulation dilates all of a thread's CPU time
     # a guest run's cores and disk are the guest's, not the host's that ran qemu
-    cores = _one_int(ds.attrs.get("guest_cpus")) or _one_int(ds.attrs.get("cpu_logical"))
+    cores = _one_int(attrs.get("guest_cpus")) or _one_int(attrs.get("cpu_logical"))
     fits, seen = _fit_runs(ds, sel, f_ref, nonscaling, cores)
     out = {"f_ref_ghz": f_ref, "nonscaling": nonscaling, "write_us_per_kib": 0.0}
     out.update({k: v for k in _CPU if (v := _median(fits, k)) is not None})
     if cores:
         out["cores"] = cores
-    if depth := _one_int(ds.attrs.get("guest_disk_queue_depth")):
-        out["queue_depth"] = 1 if _bfq(ds) else depth
+    if depth := _one_int(attrs.get("guest_disk_queue_depth")):
+        out["queue_depth"] = 1 if _bfq(attrs) else depth
     dev = {k: v for k in _DEVICE if (v := _median(fits, k)) is not None}
     flush = _median(fits, "flush_us")
     if flush is not None:                     # whole own-data write-back per fsync
@@ -152,17 +181,17 @@ def calibrate(ds, **sel) -> dict:
     if cores and "write_fixed_us" in out and (v := _median_fsync_cpu(
             seen, f_ref, nonscaling, cores, out["write_fixed_us"], emulated)) is not None:
         out["fsync_cpu_us"] = v
-    if str(ds.attrs.get("kernel_sched", "")) == "cfs34":   # 3.4's slices: 2.25 ms at least
+    if str(attrs.get("kernel_sched", "")) == "cfs34":   # 3.4's slices: 2.25 ms at least
         out["quantum_us"] = CFS34_MIN_GRANULARITY_US
-    known = guest_device(ds)
+    known = guest_device(attrs)
     if known:                                  # the guest's disk is a model: take its numbers
         dev, out["dev_cv"] = known, 0.0
         # null_blk's mbps is one budget for the device, whatever the requests in flight
         out["shared_transfer"] = dev["flush_us_per_kib"] > 0
-    out["dioread"] = _dioread(ds)
+    out["dioread"] = _dioread(attrs)
     out["device_overrides"] = dev
-    out["calibration"] = {"source_command": str(ds.attrs.get("command", "")),
-                          "freq_mode": str(ds.attrs.get("freq_mode", "")),
+    out["calibration"] = {"source_command": str(attrs.get("command", "")),
+                          "freq_mode": str(attrs.get("freq_mode", "")),
                           "runs": len(fits), "commits_seen": int(sum(f.get("commit_count", 0)
                                                                      for f in fits))}
     return out

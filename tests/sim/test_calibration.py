@@ -69,6 +69,41 @@ def test_cli_validates_against_the_run(run_ds, tmp_path, capsys):
     assert "reps" in capsys.readouterr().err
 
 
+def test_cli_fits_and_validates_one_level_of_a_factor(run_ds, tmp_path, capsys):
+    """--sel FACTOR=VALUE fits and validates only those runs; a level the run does not
+    have is refused naming --sel and the levels it has."""
+    real = run_ds.copy()
+    real.attrs["backend"] = "iozone"
+    path = tmp_path / "run.nc"
+    store.save(real, path)
+    assert main(["calibrate", str(path), "--sel", "freq_ghz=3.3", "--validate", "--reps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "1.65" not in out and "throughput" in out
+    assert main(["calibrate", str(path), "--sel", "freq_ghz=2.0"]) == 2
+    err = capsys.readouterr().err
+    assert "sel" in err and "1.65, 3.3" in err
+    assert main(["calibrate", str(path), "--sel", "warp=9"]) == 2
+    assert "sel" in capsys.readouterr().err
+
+
+def test_one_guest_of_several_machines_is_fitted_with_its_own_knobs(run_ds):
+    """A dataset of several machines joins their attrs ('a | b'); picking one guest
+    takes its vCPUs, disk depth, slices, elevator and write-back from its spec."""
+    import xarray as xr
+    from abtlab.data import schema
+    ids = run_ds[schema.RUN_ID]
+    two = run_ds.assign({schema.RUN_ID: xr.concat([ids, ids.where(ids < 0, -1)], "machine")
+                         .assign_coords(machine=["guest:cpus=4,depth=256,kernel=6.1-legacy", "host"])})
+    two.attrs.update(kernel_sched="default | cfs34", kernel_iosched="none | bfq",
+                     mount_options="defaults | dioread_lock", guest_cpus="1 | 4",
+                     guest_disk_queue_depth="1 | 256", kernel="6.1 | 6.1")
+    p = calibrate(two, machine="guest:cpus=4,depth=256,kernel=6.1-legacy")
+    assert (p["cores"], p["queue_depth"], p["quantum_us"], p["dioread"]) == (4, 1, 2250.0, "lock")
+    assert p["calibration"]["runs"] == 4
+    p = calibrate(two)                                   # no machine picked: the joined attrs
+    assert "quantum_us" not in p and p["dioread"] == "nolock"
+
+
 def test_a_guest_runs_cores_and_disk_depth_are_the_guests(run_ds):
     """A guest run was made on the guest's vCPUs and in-guest disk, not on the host's
     cores; a dataset of several machines (joined attrs) gives neither."""
