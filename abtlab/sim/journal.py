@@ -9,7 +9,11 @@ jbd2 semantics kept here (fs/jbd2/transaction.c, commit.c):
 - a commit locks new handles. jbd2 holds T_LOCKED only until the running handles stop
   (tens of us), after which new handles go to the next transaction; seed 000's model
   (Figs. 5 and 6) has writes block for the whole commit. `lock` (us, < 0 = whole
-  commit) chooses; the paper's semantics is the default;
+  commit) chooses; the paper's semantics is the default. With `shadow_wait` the lock
+  lasts at least until the commit's log blocks are written (its end less the commit
+  record): a handle that dirties a buffer the commit is logging waits for that log
+  write (jbd2's BH_Shadow; 3.4's BJ_Shadow until the refile, the same moment with one
+  log write), and every file's inode shares a few inode-table blocks;
 - data=ordered: with DATA_COMMIT the commit writes back the data of every member of
   the transaction before its journal blocks (ext3, or ext4 with nodelalloc), so one
   commit with many members is long but shared. With DATA_FSYNC each fsync writes back
@@ -30,7 +34,7 @@ from __future__ import annotations
 from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVQ, DIRTY, EV_COMMIT, EV_TIMER,
                     EV_UNLOCK, EWMA_D, FIRST, GAP, GEN, HANDLES, I_ALPHA, I_BLOCKS_PER_HANDLE,
                     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_COMMIT_PER_FILE, I_DATA, I_FLUSH_PER_BYTE,
-                    I_KPARAM, I_LOCK, I_MAX_AGE, I_MAX_RESETS, I_POLICY, I_WINDOW, LAST, LOCKED,
+                    I_KPARAM, I_LOCK, I_MAX_AGE, I_SHADOW, I_MAX_RESETS, I_POLICY, I_WINDOW, LAST, LOCKED,
                     NCOMMIT, PENDING, PIPE, POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH, RESETS, RUN,
                     SHARED, TXN, jit, push)
 
@@ -109,8 +113,11 @@ def start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
     out_c[c, 5] = blocks
     ji[NCOMMIT] = c + 1
     push(hf, hn, ji, end, EV_COMMIT, k)
-    if pr[I_LOCK] >= 0 and t + pr[I_LOCK] < end:
-        push(hf, hn, ji, t + pr[I_LOCK], EV_UNLOCK, k)
+    lock = pr[I_LOCK]
+    if lock >= 0 and pr[I_SHADOW] >= 0:       # and until its log blocks are written
+        lock = max(lock, end - pr[I_SHADOW] - t)
+    if lock >= 0 and t + lock < end:
+        push(hf, hn, ji, t + lock, EV_UNLOCK, k)
 
 
 @jit

@@ -33,14 +33,18 @@ __all__ = ["SimParams", "DEVICES", "DISTRIBUTIONS", "DATA_MODES", "make", "vecto
 # paper's Fig. 8a mean waits of 18-25 ms for two commits suggest. Data written back by
 # a commit is sorted and merged by the elevator: ~0.2 ms per file on top of transfer.
 # loop: this kind of VM's loop device, ~1 ms fsync. ssd-sata: ~500 MB/s, ~100 us flushes.
+# commit_record_us: the part of a commit after its log blocks (cache flush, commit block);
+# used by shadow_wait only, 0 (unknown for the presets): the shadow wait ends with the commit.
 DEVICES = {
     "loop": dict(flush_fixed_us=150.0, flush_us_per_kib=0.5, commit_fixed_us=800.0,
-                 commit_us_per_block=4.0, commit_us_per_file=20.0, inode_write_us=150.0),
+                 commit_us_per_block=4.0, commit_us_per_file=20.0, inode_write_us=150.0,
+                 commit_record_us=0.0),
     "hdd7200": dict(flush_fixed_us=2000.0, flush_us_per_kib=10.0, commit_fixed_us=10000.0,
                     commit_us_per_block=40.0, commit_us_per_file=200.0,
-                    inode_write_us=6000.0),
+                    inode_write_us=6000.0, commit_record_us=0.0),
     "ssd-sata": dict(flush_fixed_us=60.0, flush_us_per_kib=2.0, commit_fixed_us=150.0,
-                     commit_us_per_block=8.0, commit_us_per_file=10.0, inode_write_us=60.0),
+                     commit_us_per_block=8.0, commit_us_per_file=10.0, inode_write_us=60.0,
+                     commit_record_us=0.0),
 }
 DATA_MODES = ("fsync", "commit")
 DIOREAD_MODES = ("lock", "nolock")
@@ -91,6 +95,8 @@ class SimParams:
                                            # starts (Linux 3.4's default); nolock: unwritten
                                            # extents converted when the I/O completes, in the
                                            # transaction running then (the default since 5.6)
+    shadow_wait: bool = False              # writes wait while the commit logs the metadata
+                                           # they dirty: until its end less commit_record_us
     dilation: bool = False                 # frequency by CPU-time dilation (abtlab's emulated
                                            # mode): an op runs at f_ref inside the call and the
                                            # thread spins the rest after it returns, so an
@@ -144,7 +150,8 @@ def _validate(p: SimParams) -> None:
     _need(p.dioread in DIOREAD_MODES, "dioread", p.dioread, " | ".join(DIOREAD_MODES))
     _need(not p.dilation or p.freq_ghz <= p.f_ref_ghz, "freq_ghz", p.freq_ghz,
           f"<= f_ref_ghz ({p.f_ref_ghz}) with dilation=true (dilation only slows the CPU)")
-    for name in ("fsync", "wake_front", "fsync_allocates", "dilation", "shared_transfer"):
+    for name in ("fsync", "wake_front", "fsync_allocates", "dilation", "shared_transfer",
+                 "shadow_wait"):
         v = getattr(p, name)
         _need(isinstance(v, (bool, np.bool_)), name, v, "true or false")
     for name in ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
@@ -221,6 +228,7 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_FSYNC_ALLOC] = 1.0 if p.fsync_allocates else 0.0
     v[K.I_QDEPTH] = p.queue_depth
     v[K.I_SHARED_XFER] = 1.0 if p.shared_transfer else 0.0
+    v[K.I_SHADOW] = dev["commit_record_us"] if p.shadow_wait else -1.0
     v[K.I_DIOREAD] = DIOREAD_MODES.index(p.dioread)
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k

@@ -130,6 +130,7 @@ def test_a_guest_disk_is_taken_from_its_settings_not_fitted(run_ds):
     assert dev["commit_us_per_block"] == pytest.approx(4 * 1024 / 125)
     assert calibrate(ds)["dev_cv"] == 0.0
     assert calibrate(ds)["shared_transfer"] is True     # mbps: one budget for the device
+    assert calibrate(ds)["shadow_wait"] is True and dev["commit_record_us"] == 2 * 12667.0
     ds.attrs["guest_disk"] += " | null_blk memory_backed=1 irqmode=0"   # several disks: fitted
     assert calibrate(ds)["device_overrides"]["commit_fixed_us"] != 3 * 12667.0
 

@@ -83,6 +83,27 @@ def test_short_lock_lets_writes_through_a_running_commit():
     assert through(whole) == 0 and through(brief) > 0
 
 
+def test_shadow_wait_holds_writes_until_the_commits_log_is_written():
+    """With a short T_LOCKED a write arriving during a commit goes through; with the
+    shadow wait it waits until the commit's log blocks are written: the commit's end
+    less its record (here 5 ms), never to the end itself."""
+    kw = dict(threads=64, cores=4, device="hdd7200", data_flush="commit", seed=2,
+              commit_lock_us=10.0, device_overrides={"commit_record_us": 5000.0})
+    brief = sim.simulate_point(reps=1, **kw)[0]
+    shadow = sim.simulate_point(reps=1, shadow_wait=True, **kw)[0]
+
+    def resumed(r):     # (writes started inside a commit, of them ending record_us before its end)
+        w = r.ops[r.ops["op"] == Op.WRITE]
+        n = held = 0
+        for a, b in zip(r.commits["start"], r.commits["end"]):
+            inside = (w["t_start_ns"] > a + 10_000) & (w["t_start_ns"] < b - 5_000_000)
+            n += int(inside.sum())
+            held += int(np.sum(inside & (w["t_end_ns"] >= b - 5_000_000) & (w["t_end_ns"] < b)))
+        return n, held
+    (n0, held0), (n1, held1) = resumed(brief), resumed(shadow)
+    assert n0 > 0 and held0 < n0 and n1 > 0 and held1 == n1
+
+
 def test_commit_writes_back_member_data_in_ordered_mode():
     kw = dict(threads=1, cores=1, device="hdd7200", cpu_dist="fixed", dev_dist="fixed")
     own, shared = (sim.simulate_point(reps=1, data_flush=m, **kw)[0] for m in ("fsync", "commit"))
