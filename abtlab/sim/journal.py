@@ -34,9 +34,9 @@ from __future__ import annotations
 from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVQ, DIRTY, EV_COMMIT, EV_TIMER,
                     EV_UNLOCK, EWMA_D, FIRST, GAP, GEN, HANDLES, I_ALPHA, I_BLOCKS_PER_HANDLE,
                     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_COMMIT_PER_FILE, I_DATA, I_FLUSH_PER_BYTE,
-                    I_KPARAM, I_LOCK, I_MAX_AGE, I_SHADOW, I_MAX_RESETS, I_POLICY, I_WINDOW, LAST, LOCKED,
-                    NCOMMIT, PENDING, PIPE, POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH, RESETS, RUN,
-                    SHARED, TXN, jit, push)
+                    I_KPARAM, I_LOCK, I_MAX_AGE, I_MAX_RESETS, I_POLICY, I_SHADOW, I_WINDOW, LAST,
+                    LOCKED, NCOMMIT, PENDING, PIPE, POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH,
+                    RESETS, RUN, SHARED, TXN, jit, push)
 
 
 @jit

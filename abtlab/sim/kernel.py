@@ -17,8 +17,9 @@ from . import journal as J
 from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIOREAD_NOLOCK, DIRTY, EV_COMMIT, EV_DEV, EV_START,
                     EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT,
                     I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_DIOREAD, I_FLUSH_FIXED,
-                    I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_FSYNC_SPIN, I_INODE_WRITE, I_POLICY, I_QUANTUM,
-                    I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP,
+                    I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_FSYNC_SPIN, I_INODE_WRITE, I_POLICY,
+                    I_QUANTUM, I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC,
+                    PHASE, SP,
                     POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT, W_CPU,
                     W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit, jit_inline, pop,
                     push, reset)

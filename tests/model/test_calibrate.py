@@ -90,4 +90,5 @@ def test_write_cpu_stays_the_median_when_writes_do_not_wait():
     p = sim.make(threads=8, cores=1, device="hdd7200", **FIXED)
     r = sim.run_once(p, 0)
     fit = fit_sim_params(r.ops, r.commits, cores=1)
-    assert fit["write_fixed_us"] == pytest.approx(p.write_fixed_us + p.write_us_per_kib * 32, rel=1e-3)
+    write = p.write_fixed_us + p.write_us_per_kib * 32
+    assert fit["write_fixed_us"] == pytest.approx(write, rel=1e-3)

@@ -92,12 +92,13 @@ def test_one_guest_of_several_machines_is_fitted_with_its_own_knobs(run_ds):
     import xarray as xr
     from abtlab.data import schema
     ids = run_ds[schema.RUN_ID]
-    two = run_ds.assign({schema.RUN_ID: xr.concat([ids, ids.where(ids < 0, -1)], "machine")
-                         .assign_coords(machine=["guest:cpus=4,depth=256,kernel=6.1-legacy", "host"])})
+    guest = "guest:cpus=4,depth=256,kernel=6.1-legacy"
+    ids = xr.concat([ids, ids.where(ids < 0, -1)], "machine")
+    two = run_ds.assign({schema.RUN_ID: ids.assign_coords(machine=[guest, "host"])})
     two.attrs.update(kernel_sched="default | cfs34", kernel_iosched="none | bfq",
                      mount_options="defaults | dioread_lock", guest_cpus="1 | 4",
                      guest_disk_queue_depth="1 | 256", kernel="6.1 | 6.1")
-    p = calibrate(two, machine="guest:cpus=4,depth=256,kernel=6.1-legacy")
+    p = calibrate(two, machine=guest)
     assert (p["cores"], p["queue_depth"], p["quantum_us"], p["dioread"]) == (4, 1, 2250.0, "lock")
     assert p["calibration"]["runs"] == 4
     p = calibrate(two)                                   # no machine picked: the joined attrs
