@@ -137,9 +137,9 @@ def _dioread(attrs) -> str:
 
 
 def _machine_attrs(ds, sel) -> dict:
-    """ds.attrs, and when sel picks one guest of several machines (whose attrs the
-    dataset joins, 'a | b'), that guest's own: vCPUs, disk depth, kernel knobs and the
-    mount options they imply, from its spec (abtlab.factors.machine)."""
+    """ds.attrs, and when sel picks one of several machines (whose attrs the dataset
+    joins, 'a | b'): for a guest its own vCPUs, disk depth, kernel knobs and the mount
+    options they imply, from its spec (abtlab.factors.machine); for the host, no guest's."""
     attrs = dict(ds.attrs)
     label = sel.get("machine")
     if label is None or "machine" not in ds.dims or ds.sizes["machine"] < 2:
@@ -147,8 +147,8 @@ def _machine_attrs(ds, sel) -> dict:
     from ..factors.machine import parse_machine
     from ..system.kernel_knobs import parse_knobs
     m = parse_machine(str(label))
-    if not m.is_guest:
-        return attrs
+    if not m.is_guest:                     # the host: none of the guests' settings
+        return {k: v for k, v in attrs.items() if not k.startswith(("guest_", "kernel_"))}
     knobs = parse_knobs(m.kernel or "6.1", **dict(m.knobs))
     attrs.update(knobs.attrs(), mount_options=knobs.mount_options(),
                  guest_cpus=str(m.cpus or 1), guest_disk_queue_depth=str(m.depth))

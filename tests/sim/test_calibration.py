@@ -93,7 +93,7 @@ def test_one_guest_of_several_machines_is_fitted_with_its_own_knobs(run_ds):
     from abtlab.data import schema
     ids = run_ds[schema.RUN_ID]
     guest = "guest:cpus=4,depth=256,kernel=6.1-legacy"
-    ids = xr.concat([ids, ids.where(ids < 0, -1)], "machine")
+    ids = xr.concat([ids, ids], "machine")          # the same runs stand in for both
     two = run_ds.assign({schema.RUN_ID: ids.assign_coords(machine=[guest, "host"])})
     two.attrs.update(kernel_sched="default | cfs34", kernel_iosched="none | bfq",
                      mount_options="defaults | dioread_lock", guest_cpus="1 | 4",
@@ -103,6 +103,10 @@ def test_one_guest_of_several_machines_is_fitted_with_its_own_knobs(run_ds):
     assert p["calibration"]["runs"] == 4
     p = calibrate(two)                                   # no machine picked: the joined attrs
     assert "quantum_us" not in p and p["dioread"] == "nolock"
+    two.attrs.update(guest_disk="null_blk completion_nsec=12667000 mbps=125", cpu_logical=2)
+    assert "shadow_wait" in calibrate(two, machine=guest)
+    p = calibrate(two, machine="host")                   # not the guest's disk or vCPUs
+    assert "shadow_wait" not in p and p["cores"] == 2
 
 
 def test_a_guest_runs_cores_and_disk_depth_are_the_guests(run_ds):
