@@ -155,6 +155,25 @@ def _machine_attrs(ds, sel) -> dict:
     return attrs
 
 
+def _device(fits, attrs, out) -> dict:
+    """device_overrides fitted from the runs, or the in-guest disk's own settings (a
+    model: its numbers are known), with what follows from them in `out`."""
+    known = guest_device(attrs)
+    if known is None:
+        dev = {k: v for k in _DEVICE if (v := _median(fits, k)) is not None}
+        flush = _median(fits, "flush_us")
+        if flush is not None:                 # whole own-data write-back per fsync
+            dev.update(flush_fixed_us=flush, flush_us_per_kib=0.0)
+        return {k: max(v, 0.0) for k, v in dev.items()}
+    out["dev_cv"] = 0.0
+    # null_blk's mbps is one budget for the device, whatever the requests in flight
+    out["shared_transfer"] = known["flush_us_per_kib"] > 0
+    # ext4's writes dirty the inode-table blocks all files share: each waits while a
+    # commit logs them, until the log write completes (the record after it is known)
+    out["shadow_wait"] = True
+    return known
+
+
 def calibrate(ds, **sel) -> dict:
     """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors;
     one machine of several: that machine's attrs)."""
@@ -171,11 +190,6 @@ def calibrate(ds, **sel) -> dict:
         out["cores"] = cores
     if depth := _one_int(attrs.get("guest_disk_queue_depth")):
         out["queue_depth"] = 1 if _bfq(attrs) else depth
-    dev = {k: v for k in _DEVICE if (v := _median(fits, k)) is not None}
-    flush = _median(fits, "flush_us")
-    if flush is not None:                     # whole own-data write-back per fsync
-        dev.update(flush_fixed_us=max(flush, 0.0), flush_us_per_kib=0.0)
-    dev = {k: max(v, 0.0) for k, v in dev.items()}
     for k in ("dev_cv", "commit_lock_us", "blocks_per_handle"):
         if (v := _median(fits, k)) is not None:
             out[k] = max(v, 0.0)
@@ -186,16 +200,8 @@ def calibrate(ds, **sel) -> dict:
         out["fsync_cpu_us"] = v
     if str(attrs.get("kernel_sched", "")) == "cfs34":   # 3.4's slices: 2.25 ms at least
         out["quantum_us"] = CFS34_MIN_GRANULARITY_US
-    known = guest_device(attrs)
-    if known:                                  # the guest's disk is a model: take its numbers
-        dev, out["dev_cv"] = known, 0.0
-        # null_blk's mbps is one budget for the device, whatever the requests in flight
-        out["shared_transfer"] = dev["flush_us_per_kib"] > 0
-        # ext4's writes dirty the inode-table blocks all files share: each waits while a
-        # commit logs them, until the log write completes (the record after it is known)
-        out["shadow_wait"] = True
     out["dioread"] = _dioread(attrs)
-    out["device_overrides"] = dev
+    out["device_overrides"] = _device(fits, attrs, out)
     out["calibration"] = {"source_command": str(attrs.get("command", "")),
                           "freq_mode": str(attrs.get("freq_mode", "")),
                           "runs": len(fits), "commits_seen": int(sum(f.get("commit_count", 0)
