@@ -164,3 +164,23 @@ def test_fsync_cpu_from_the_spacing_of_fsyncs_on_a_busy_core():
     assert p["fsync_cpu_us"] == pytest.approx(300.0, rel=0.1) and p["quantum_us"] == 2250.0
     assert p["dilation"] is True
     assert "fsync_cpu_us" not in calibrate(ds.assign_attrs(cpu_logical=64))   # cores >= threads
+
+
+def test_fsync_cpu_is_read_from_the_runs_nearest_the_reference_clock():
+    """By dilation a lower clock's fsync spacing also holds the writes' dilated tail,
+    which would be taken for fsync CPU: the estimate comes from the runs nearest f_ref."""
+    import numpy as np
+
+    from abtlab.sim.calibration import _median_fsync_cpu
+    from abtlab.trace import RECORD_DTYPE, Op
+
+    def run(gap_us):     # 8 threads on one core, 2 writes each, fsyncs gap_us apart
+        ops = np.zeros(24, RECORD_DTYPE)
+        ops["tid"] = np.repeat(np.arange(8), 3)
+        ops["op"] = np.tile([int(Op.WRITE), int(Op.WRITE), int(Op.FSYNC)], 8)
+        ops["t_start_ns"] = np.repeat(np.arange(8) * gap_us * 1000, 3)
+        return ops
+    seen = [(run(500.0), 3.3), (run(900.0), 1.65), (run(900.0), 1.65)]
+    # 3.3 GHz: 500 - 2 x 100 = 300 us; 1.65 GHz: 900 - 2 x 200 = 500 us
+    assert _median_fsync_cpu(seen, 3.3, 0.0, 1, 100.0, dilation=True) == pytest.approx(300.0)
+    assert _median_fsync_cpu(seen[1:], 3.3, 0.0, 1, 100.0, dilation=True) == pytest.approx(500.0)
