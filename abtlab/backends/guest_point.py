@@ -18,28 +18,49 @@ from ..factors.machine import Machine, parse_machine
 from ..data.result import RunResult
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
-           "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups"]
+           "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups",
+           "check_levels"]
 
 _DATA = PurePosixPath("/mnt/data")
+K342 = "3.4.2"           # the paper's kernel: brd's /dev/ram0, no kernel delayJC
 _OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
 _JBD2 = "/sys/module/jbd2/parameters/"
 DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")
 FREQ_MODES = ("native", "emulated", "virtual")
 
 
-def _policy(spec):
+def _policy(spec, machine: Machine | None = None):
     from ..policies.kdelayjc import KIND, parse_kdelayjc
     if str(getattr(spec, "kind", spec)).strip().lower().startswith(KIND):
+        if machine is not None and machine.kernel == K342:
+            raise ConfigError("policy", str(spec), f"ext4, nojc or delayjc (the LD_PRELOAD "
+                              f"library) on --machine {machine.label}: kernel delayJC is a "
+                              f"patch to Linux 6.1's jbd2 (backends/kernel/delayjc.patch)")
         return parse_kdelayjc(spec)
     return policies.parse(spec)
 
 
-def _mkfs_args(pol, ctx, seed: int) -> list:
+def check_levels(levels: dict) -> None:
+    """Before any point runs: each guest machine's kernel can be built here (its source
+    is present) and takes each policy (no kernel delayJC on 3.4.2)."""
+    from ..factors.machine import parse_machines
+    from ..system.guest import check_kernels
+    machines = [m for m in parse_machines(levels.get("machine") or ["host"]) if m.is_guest]
+    for m in machines:
+        for pol in levels.get("policy") or ():
+            _policy(pol, m)
+    check_kernels(machines)
+
+
+def _mkfs_args(pol, ctx, seed: int, kernel: str = "6.1") -> list:
     """The host's geometry (abtlab.system.geometry) plus a UUID and directory hash seed
     drawn from the run's seed, so the same seed makes the same filesystem. Every point
-    gets a fresh null_blk, whose unwritten blocks read as zeros."""
+    gets a fresh disk, whose unwritten blocks read as zeros; 3.4.2 gets the ext4 features
+    it mounts (geometry.FEATURES_342)."""
+    from ..system.geometry import FEATURES_342
     from .realfs import _geometry
-    args = _geometry(ctx.options).mkfs_args(pol.journal, zeroed=True)
+    args = _geometry(ctx.options).mkfs_args(pol.journal, zeroed=True,
+                                            features=FEATURES_342 if kernel == K342 else "")
     fs_uuid = str(uuid.UUID(int=(seed * 0x9E3779B97F4A7C15 + 1) % 2 ** 128, version=4))
     i = args.index("-E")
     args[i + 1] += f",hash_seed={fs_uuid}"
@@ -54,7 +75,7 @@ def _knobs(pol, kk, index: int):
         writes = [(DELAYJC_KNOBS[0], pol.params["max_resets"]), (DELAYJC_KNOBS[1], pol.params["window_us"])]
         resets = [(DELAYJC_KNOBS[1], 0)]
     if kk is not None:
-        writes += list(kk.writes(f"nullb{index}"))
+        writes += list(kk.writes("ram0" if kk.kernel == K342 else f"nullb{index}"))
     return writes, resets
 
 
@@ -86,17 +107,17 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     dynamically linked tool, which the delayJC preload needs no -dyn build of)."""
     from ..system import guest, guest_disk
     from .realfs import _image_mb, _mount_options
-    pol = _policy(point["policy"])
+    pol = _policy(point["policy"], machine)
     out = PurePosixPath(_OUT.format(index))
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
     disk = guest_disk.for_profile(point.get("device", "none"), _image_mb(ctx.options, data_bytes),
-                                  machine.depth, machine.mem)
+                                  machine.depth, machine.mem, machine.kernel)
     kk = _kernel_knobs(machine)
     writes, resets = _knobs(pol, kk, index)
     mount = ",".join(o for o in (_mount_options(pol, ctx), kk.mount_options() if kk else "") if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
-                         mkfs_args=_mkfs_args(pol, ctx, ctx.seed), env={},
+                         mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.kernel), env={},
                          mount_options=mount, knobs=writes, knobs_reset=resets)
     if pol.kind == "delayjc":  # the preload needs the dynamically linked build
         from ..policies.delayjc import preload_env
@@ -130,25 +151,26 @@ def clock_samples(files: dict) -> list:
     return out
 
 
-def guest_events(files: dict) -> list:
-    """The point's trace events in time order; RunError when events were lost or the
-    trace's clock is not the guest's CLOCK_MONOTONIC."""
-    from ..system.tracefs import RESOLUTION_NS, parse_line
+def guest_events(files: dict, printed: str = "truncated") -> list:
+    """The point's trace events in time order; RunError when events were lost (trace.stats:
+    `overrun:` and, after 3.4, `dropped events:` per CPU) or the trace's clock is not the
+    guest's CLOCK_MONOTONIC. printed: how the kernel prints microseconds (tracefs.PRINTED)."""
+    from ..system.tracefs import marker_between, parse_line
     lost = sum(int(ln.split(":")[1]) for ln in files.get("trace.stats", b"").decode().splitlines())
     if lost:
         raise RunError(f"{lost} trace events lost in the guest: raise trace_kb")
     events = sorted(filter(None, map(parse_line, trace_lines(files))), key=lambda e: e["ts"])
     samples = clock_samples(files)
-    if not samples or not all(b - RESOLUTION_NS < t <= a for b, t, a in samples):
+    if not samples or not all(marker_between(b, t, a, printed) for b, t, a in samples):
         raise RunError(f"guest trace clock and CLOCK_MONOTONIC disagree: {samples}")
     return events
 
 
-def _commits(files, ops):
+def _commits(files, ops, printed: str = "truncated"):
     """Commits from the first op on; all of them for a program without op records."""
     from ..system.tracefs import commits_table
     from .realfs import _window
-    table = commits_table(guest_events(files))
+    table = commits_table(guest_events(files, printed))
     return table if ops is None else _window(table, ops)
 
 
@@ -179,7 +201,8 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
     finally:
         for p in saved:
             p.unlink(missing_ok=True)
-    commits = _commits(pres.files, ops) if pol.journal else _empty_commits()
+    from ..system.guest import trace_times
+    commits = _commits(pres.files, ops, trace_times(machine.kernel)) if pol.journal else _empty_commits()
     b, a = pres.info_before, pres.info_after
     scalars = {"jbd2_info_commits": float(a["transactions"] - b["transactions"]) if a else 0.0}
     scalars.update(shadow_waits(pres.files))
@@ -211,20 +234,23 @@ def _empty_commits():
 
 
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
-    from ..system.guest import KERNEL_LABEL, initramfs_build, kernel_build, qemu
-    attrs = {**machine.attrs(), "kernel": f"{KERNEL_LABEL} {machine.kernel}", "qemu": qemu().describe(),
-             "guest_kernel_build": kernel_build(), "guest_initramfs_build": initramfs_build(),
+    from ..system.guest import initramfs_build, kernel_build, kernel_label, qemu
+    label = kernel_label(machine.kernel)
+    attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": qemu().describe(),
+             "guest_kernel_build": kernel_build(machine.kernel), "guest_initramfs_build": initramfs_build(),
              "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
-             "filesystem": "ext4 on null_blk in a qemu TCG guest",
+             "filesystem": f"ext4 on {'brd' if machine.kernel == K342 else 'null_blk'} in a qemu TCG guest",
              "policy_mechanism": {"kdelayjc": "kernel delayjc (jbd2 patch)",
                                   "delayjc": "LD_PRELOAD libdelayjc.so"}.get(pol.kind, "stock jbd2"),
-             "commit_records": "tracefs in the guest (trace_clock mono)",
+             "commit_records": ("debugfs tracing in the guest (trace_clock mono, k342/06; times "
+                                "printed to the nearest us)" if machine.kernel == K342 else
+                                "tracefs in the guest (trace_clock mono)"),
              "time_base": ("virtual: guest CLOCK_MONOTONIC under qemu -icount" if machine.clock == "virtual"
                            else "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)")}
     kk = _kernel_knobs(machine)
     if kk is not None:
         attrs.update(kk.attrs())
-        attrs["kernel"] = f"{KERNEL_LABEL} {kk.label}"
+        attrs["kernel"] = f"{label} {kk.label}"
     knobs = pres.files.get("knobs", b"").decode().strip()
     if knobs:
         attrs["guest_knobs_read_back"] = "; ".join(knobs.splitlines())
@@ -256,10 +282,18 @@ def run_batch(items, machine, workdir, timeout=None) -> list:
         try:
             r = to_result(pres, pol, machine, ctx, workdir, run.argv)
             r.attrs.update({**run.disk.describe(), "mount_options": run.mount_options or "defaults"})
+            _disk_read_back(r.attrs, pres.files)
             out.append(r)
         except AbtError as exc:     # RunError, or ConfigError for a bad argument
             out.append(exc)
     return out
+
+
+def _disk_read_back(attrs: dict, files: dict) -> None:
+    """What the guest's disk really took (brd: its queue's request size), beside what was asked."""
+    kb = files.get("max_sectors_kb", b"").decode().strip()
+    if kb:
+        attrs["guest_disk"] += f" (read back: max_sectors_kb={kb})"
 
 
 def _events():

@@ -12,7 +12,9 @@
   `repeatable`: the host can force qemu to switch vCPUs at an instruction it picks). More than one needs qemu 8+ (qemu 7.2's icount guest hangs bringing
   up the second vCPU): abtlab.system.guest.qemu() finds or fetches one, and a boot on an
   older qemu is refused naming `guest:cpus`.
-* `kernel=NAME` (6.1): a named guest kernel build.
+* `kernel=NAME` (6.1): a named guest kernel build: `6.1`, its preset `6.1-legacy`, or
+  `3.4.2`, the paper's own kernel (docs/kernel-3.4.2.md), whose disk serves one request
+  at a time (`depth=1` only).
 * `shift=S` (0): icount shift, 0 to 10 (virtual clock only).
 * `mem=MB` (1024): guest memory; the in-guest disk lives in it (null_blk memory_backed).
 * `depth=N` (1): hardware queue depth of the in-guest disk (1 = one request at a time).
@@ -157,6 +159,9 @@ def parse_machine(spec) -> Machine:
     nums = {k: _int(k, items[k], text) for k in _RANGES}
     if items["clock"] == "host" and nums["shift"] != 0:
         raise ConfigError(f"{FIELD} guest:shift", text, "shift only with clock=virtual")
+    if items["kernel"] == "3.4.2" and nums["depth"] != 1:
+        raise ConfigError(f"{FIELD} guest:depth", text, "depth=1 with kernel=3.4.2 (its disk, "
+                          "brd in request mode, serves one request at a time)")
     knobs = tuple((k, items[k]) for k in KNOB_KEYS if k in items)
     m = Machine("guest", items["clock"], nums["cpus"], items["kernel"], nums["shift"],
                 nums["mem"], nums["depth"], knobs)

@@ -106,6 +106,9 @@ def _check(be, reps, levels, options):
     for k in BOOL_OPTIONS:
         if k in options and not isinstance(options[k], (bool, np.bool_)):
             raise ConfigError(k, options[k], "true or false (a boolean, not a string)")
+    if not be.simulated and "machine" in levels:   # a guest kernel buildable, its policies
+        from ..backends.guest_point import check_levels
+        check_levels(levels)
 
 
 def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,

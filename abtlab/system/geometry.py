@@ -15,9 +15,15 @@ from dataclasses import dataclass
 from ..errors import ConfigError, RunError
 from ._shell import sh
 
-__all__ = ["Geometry", "BLOCK_SIZES", "parse_geometry", "parse_dumpe2fs", "read_geometry"]
+__all__ = ["Geometry", "BLOCK_SIZES", "FEATURES_342", "parse_geometry", "parse_dumpe2fs",
+           "read_geometry"]
 
 BLOCK_SIZES = (1024, 2048, 4096)
+# For Linux 3.4.2: off, what bookworm's mke2fs 1.47 may turn on that 3.4 cannot mount
+# read-write (metadata_csum, RO_COMPAT 0x400, came in 3.5; metadata_csum_seed and
+# orphan_file later still); on, e2fsprogs 1.42's features of the paper's era (64bit off,
+# uninit_bg: group descriptor checksums). The filesystem 1.42's `mkfs.ext4` made.
+FEATURES_342 = "^metadata_csum,^metadata_csum_seed,^orphan_file,^64bit,uninit_bg"
 JOURNAL_MB = (4, 1024)   # accepted range; mke2fs refuses less than 1024 blocks
 
 
@@ -26,15 +32,18 @@ class Geometry:
     block_size: int = 4096
     journal_mb: int = 32
 
-    def mkfs_args(self, journal: bool = True, zeroed: bool = False) -> list[str]:
+    def mkfs_args(self, journal: bool = True, zeroed: bool = False, features: str = "") -> list[str]:
         """mkfs.ext4 arguments (before the device) for this geometry, with inode tables
         and journal initialised now so no lazy-init I/O competes with a measured run.
         zeroed: the device reads back zeros everywhere (a fresh null_blk), so writing
         zeros over the journal would leave the same bytes: mkfs skips it (in the guest
-        that is most of mkfs's instructions)."""
+        that is most of mkfs's instructions). features: mke2fs -O items for the kernel
+        that mounts it (FEATURES_342), joined with NOJC's ^has_journal."""
         args = ["-q", "-F", "-T", "default", "-b", str(self.block_size),
                 "-E", f"lazy_itable_init=0,lazy_journal_init={int(zeroed)}"]
-        return args + (["-J", f"size={self.journal_mb}"] if journal else ["-O", "^has_journal"])
+        feats = ",".join(f for f in ("" if journal else "^has_journal", features) if f)
+        return args + (["-J", f"size={self.journal_mb}"] if journal else []) + (
+            ["-O", feats] if feats else [])
 
     def check_fits(self, image_mb: int) -> None:
         """The journal must leave most of the image to data (mke2fs allows at most half)."""

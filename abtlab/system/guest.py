@@ -1,4 +1,6 @@
-"""A qemu guest running Linux 6.1 with the delayjc jbd2 patch (backends/kernel).
+"""A qemu guest running Linux 6.1 with the delayjc jbd2 patch (backends/kernel), or Linux
+3.4.2, the paper's own kernel (`kernel=3.4.2`: backends/kernel/build-kernel-3.4.2.sh and
+k342/, docs/kernel-3.4.2.md), through the same /init and the same code.
 
 `ensure_built()` builds the kernel (cached per patch+config hash) and the initramfs with
 `make -C backends/kernel`; `boot_batch()` starts qemu under TCG (software emulation:
@@ -33,7 +35,8 @@ from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 from . import cleanup
 
-__all__ = ["KERNEL_LABEL", "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
+__all__ = ["KERNEL_LABEL", "K342_LABEL", "kernel_label", "check_kernels", "boot_cmdline", "trace_times",
+           "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
            "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR", "kernel_build", "initramfs_build"]
 
@@ -45,6 +48,15 @@ _BAD_CONSOLE = ("BUG:", "WARNING:", "Kernel panic", "Oops")
 # null_blk makes no device of its own (each point configures one); no address-space
 # randomisation, so a run's instruction stream does not depend on where things landed
 CMDLINE = "console=ttyS0 panic=-1 quiet null_blk.nr_devices=0 norandmaps"
+# Linux 3.4.2: no null_blk; one brd RAM disk in request mode (k342/07-brd-rq-mode.patch)
+K342 = "3.4.2"
+K342_LABEL = "guest linux 3.4.2 (TCG)"
+CMDLINE_342 = "console=ttyS0 panic=-1 quiet norandmaps brd.rq_mode=1 brd.rd_nr=1 brd.rd_size={kb}"
+K342_BUILD = KERNEL_DIR / "build-kernel-3.4.2.sh"
+K342_SOURCE = ("the Linux 3.4.2 source: ABTLAB_K342_SRC=<a tree of the linux-3.4.2 import> "
+               "(default /var/cache/abtlab/linux-3.4.2) or ABTLAB_K342_GIT=<a git directory of "
+               "github.com/allenzhangt/linux-3.4.2> (docs/kernel-3.4.2.md, Source), or another "
+               "kernel=")
 
 
 @dataclass
@@ -92,21 +104,59 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def ensure_built(timeout: float = 1800) -> tuple[Path, Path]:
-    """(bzImage, initramfs) built by `make -C backends/kernel`, installing the Debian
-    packages they need; UnavailableError with the reason when that is impossible."""
+def kernel_label(kernel: str) -> str:
+    """The dataset's "kernel" attr before the knobs: which guest kernel ran."""
+    return K342_LABEL if kernel == K342 else KERNEL_LABEL
+
+
+def _build(argv, timeout: float) -> subprocess.CompletedProcess:
     try:
-        proc = subprocess.run(["make", "-s", "-C", str(KERNEL_DIR)], capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise RunError(f"guest build took over {timeout:.0f} s") from exc
     if proc.returncode != 0:
         msg = (proc.stderr.strip() or proc.stdout.strip())[-2000:]
-        if "Error 3" in msg:  # the build scripts' exit 3: Debian packages unavailable
+        if argv[0] == str(K342_BUILD) and "no source" in msg:
+            raise ConfigError("--machine guest:kernel", K342, K342_SOURCE)
+        if "Error 3" in msg or proc.returncode == 3:  # exit 3: Debian packages unavailable
             raise UnavailableError(f"guest build: {msg}")
-        raise RunError(f"make -C {KERNEL_DIR} failed: {msg}")
+        raise RunError(f"{' '.join(argv)} failed: {msg}")
+    return proc
+
+
+def ensure_built(timeout: float = 1800, kernel: str = "6.1") -> tuple[Path, Path]:
+    """(bzImage, initramfs) built by `make -C backends/kernel` (for 3.4.2: the initramfs,
+    and the kernel by build-kernel-3.4.2.sh), installing the Debian packages they need;
+    UnavailableError with the reason when that is impossible, ConfigError naming
+    `guest:kernel` when the 3.4.2 source is missing."""
+    initramfs = KERNEL_DIR / "out" / "initramfs.cpio.gz"
+    if kernel == K342:
+        _build(["make", "-s", "-C", str(KERNEL_DIR), "out/initramfs.cpio.gz"], timeout)
+        image = Path(_build([str(K342_BUILD)], timeout).stdout.split()[-1])
+    else:
+        _build(["make", "-s", "-C", str(KERNEL_DIR)], timeout)
+        image = (KERNEL_DIR / "out" / "bzImage").resolve()
     qemu()
-    return (KERNEL_DIR / "out" / "bzImage").resolve(), KERNEL_DIR / "out" / "initramfs.cpio.gz"
+    return image, initramfs
+
+
+def trace_times(kernel: str) -> str:
+    """How the kernel's trace file prints microseconds (abtlab.system.tracefs.PRINTED)."""
+    return "rounded" if kernel == K342 else "truncated"
+
+
+def check_kernels(machines) -> None:
+    """Before any point runs: ConfigError naming `guest:kernel` when a machine's kernel
+    cannot be built here (3.4.2 without its source; CI machines reach only Debian's and
+    the language registries, not GitHub or kernel.org)."""
+    from ..factors.machine import parse_machine
+    if not any(parse_machine(m).kernel == K342 for m in machines):
+        return
+    proc = subprocess.run([str(K342_BUILD), "--check"], capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode != 0:
+        raise ConfigError("--machine guest:kernel", K342,
+                          f"{K342_SOURCE} ({proc.stderr.strip()[-300:]})")
 
 
 @dataclass(frozen=True)
@@ -148,9 +198,13 @@ def check_smp(machine, q: Qemu) -> None:
                           f"backends/kernel/qemu.sh fetches one), or clock=host")
 
 
-def kernel_build() -> str:
+def kernel_build(kernel: str = "6.1") -> str:
     """The guest kernel's build (the hash of patch series + config it is cached under):
     virtual-time numbers repeat exactly only on one build, one initramfs and one qemu."""
+    if kernel == K342:
+        proc = subprocess.run([str(K342_BUILD), "--check"], capture_output=True, text=True,
+                              timeout=120)
+        return Path(proc.stdout.split()[-1]).parent.name if proc.stdout.split() else ""
     target = (KERNEL_DIR / "out" / "bzImage").resolve()
     return target.parent.name if target.exists() else ""
 
@@ -180,12 +234,17 @@ def _digest(path: str, mtime_ns: int, size: int) -> str:
 
 
 def parse_info(text: str) -> dict:
-    """Counters of /proc/fs/jbd2/<dev>/info: transactions, requested, and (patched
-    kernel) delayjc_windows, delayjc_resets."""
+    """Counters of /proc/fs/jbd2/<dev>/info: transactions, requested (not on 3.4, which
+    prints "N transaction, each up to ..."), and (patched kernel) delayjc_windows,
+    delayjc_resets."""
     lines = text.splitlines()
     try:
         first = lines[0].split()
-        out = {"transactions": int(first[0]), "requested": int(first[2].strip("("))}
+        out = {"transactions": int(first[0])}
+        if first[1] == "transactions":
+            out["requested"] = int(first[2].strip("("))
+        elif first[1:3] != ["transaction,", "each"]:
+            raise ValueError(first[1])
     except (IndexError, ValueError) as exc:
         raise RunError(f"unreadable jbd2 info: {text[:200]!r}") from exc
     for line in lines[1:2]:
@@ -204,13 +263,15 @@ def point_env(run: GuestRun, index: int) -> str:
     from .guest_disk import NullBlk
     disk = run.disk or NullBlk(256)
     # these are split on blanks by /init's shell, unquoted: no blanks, quotes or $ in them
-    for k, v in list(run.knobs) + list(run.knobs_reset) + disk.configfs(index) + [
+    for k, v in list(run.knobs) + list(run.knobs_reset) + disk.settings(index) + [
             ("mkfs", a) for a in run.mkfs_args]:
         if any(c.isspace() or c in "'\"\\$`" for c in f"{k}{v}"):
             raise ConfigError("guest knob", f"{k}={v}", "paths and values without spaces or quotes")
     env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(run.env.items()))
     argv = " ".join(shlex.quote(str(a)) for a in run.argv)
-    return (f"DISK_ATTRS={shlex.quote(_words(disk.configfs(index)))}\n"
+    # a disk larger than the point's image (3.4.2's one RAM disk): mkfs gets the size
+    size = f"DISK_SIZE={disk.fs_size}\n" if hasattr(disk, "fs_size") else ""
+    return (f"{size}DISK_ATTRS={shlex.quote(_words(disk.settings(index)))}\n"
             f"MKFS_ARGS={shlex.quote(' '.join(str(a) for a in run.mkfs_args))}\n"
             f"MOUNT_OPTS={shlex.quote(run.mount_options or 'defaults')}\n"
             f"KNOBS={shlex.quote(_words(run.knobs))}\n"
@@ -239,7 +300,16 @@ def run_cpio(files: dict) -> bytes:
     return gzip.compress(buf.getvalue())
 
 
-def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu()) -> list:
+def boot_cmdline(machine, runs=()) -> str:
+    """The kernel command line: 3.4.2's brd RAM disk as large as the batch's largest disk."""
+    if machine.kernel != K342:
+        return CMDLINE
+    mb = max((r.disk.size_mb for r in runs if r.disk is not None), default=256)
+    return CMDLINE_342.format(kb=mb * 1024)
+
+
+def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu(),
+              cmdline: str = CMDLINE) -> list:
     """The qemu command line for a guest Machine (abtlab.factors.machine): TCG, no disk on the
     host, the console on ttyS0 and the results on ttyS1 (files), no reboot; clock=virtual adds
     `-icount shift=S,sleep=off` (single-threaded TCG), clock=host multi-threaded TCG."""
@@ -253,7 +323,7 @@ def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu()) -> li
     firmware = ["-L", f"{q.datadir}/qemu", "-L", f"{q.datadir}/seabios"] if q.datadir else []
     return [q.binary, *firmware, *accel, "-smp", str(machine.cpus), "-m", str(machine.mem), "-nodefaults",
             "-display", "none", "-no-reboot", "-rtc", "base=2020-01-01T00:00:00,clock=vm",
-            "-kernel", str(kernel), "-initrd", str(initrd), "-append", CMDLINE,
+            "-kernel", str(kernel), "-initrd", str(initrd), "-append", cmdline,
             "-serial", f"file:{console}", "-serial", f"file:{results}"]
 
 
@@ -355,7 +425,7 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
     """Boot the guest once for a batch of points; RunError if the guest itself failed
     (a point that failed inside it has its status set and the others still ran).
     overlays: gzip'd cpio archives appended to the base initramfs (out/fio.cpio.gz)."""
-    kernel, base = ensure_built()
+    kernel, base = ensure_built(kernel=machine.kernel)
     check_smp(machine, qemu())
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -368,7 +438,8 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
     try:
         extra = b"".join(Path(o).read_bytes() for o in overlays)
         initrd.write_bytes(base.read_bytes() + extra + run_cpio(files))
-        wall = _start_qemu(qemu_argv(machine, kernel, initrd, console, out, qemu()), console, timeout)
+        argv = qemu_argv(machine, kernel, initrd, console, out, qemu(), boot_cmdline(machine, runs))
+        wall = _start_qemu(argv, console, timeout)
         slots, text = read_slots(out, len(runs)), console.read_text(errors="replace")
     finally:
         cleanup.pop(token)

@@ -26,6 +26,15 @@ its idle rotation wait and its elevator order; so sequential journal writes here
 full positioning each, and a run on the in-guest hdd7200 is slower than on the FUSE one.
 Throttle profiles (`iops=`, `bps=`, `*-throttle`): completion time 1/IOPS per request and
 the bandwidth cap. `none`: completion at submission (irqmode=0), no cache.
+
+Linux 3.4.2 (`kernel=3.4.2`) has no null_blk (3.13; configfs in 4.14): its disk is brd in
+request mode (`Brd`, backends/kernel/k342/07-brd-rq-mode.patch, booted with `brd.rq_mode=1`):
+one RAM disk made at boot as large as the batch's largest image, emptied per point
+(`blockdev --flushbufs` frees its pages, which then read as zeros), mkfs told the point's
+size. The same `completion_nsec` and `mbps` (null_blk's bandwidth cap, ported: a budget of
+mbps MiB/s x 20 ms per 20 ms tick) per profile; one request at a time (depth 1 only); a
+volatile write cache always (flushes are requests even for `none`); requests of at most
+3.4's 1024 sectors (512 KiB, BLK_DEF_MAX_SECTORS), not 6.1's 2560.
 """
 from __future__ import annotations
 
@@ -34,7 +43,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from .device import Profile, parse_profile
 
-__all__ = ["NullBlk", "for_profile", "GUEST_RESERVE_MB"]
+__all__ = ["NullBlk", "Brd", "for_profile", "GUEST_RESERVE_MB", "BRD_PARAMS"]
 
 GUEST_RESERVE_MB = 384    # guest RAM left beside the memory-backed disk (kernel, tmpfs, workload)
 CACHE_MB = 16             # volatile write cache of the latency profiles (a desktop HDD has 16-64 MiB)
@@ -50,6 +59,10 @@ class NullBlk:
     blocksize: int = 4096
     model: str = "memory disk, no latency"
     max_sectors: int = 2560
+
+    def settings(self, index: int) -> list[tuple[str, str]]:
+        """What the guest's /init writes to make the disk (DISK_ATTRS)."""
+        return self.configfs(index)
 
     def configfs(self, index: int) -> list[tuple[str, str]]:
         """(attribute, value) to write under /sys/kernel/config/nullb/<dev>/, in order."""
@@ -69,8 +82,49 @@ class NullBlk:
                                f"max_sectors={self.max_sectors}")}
 
 
-def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None) -> NullBlk:
-    """The null_blk settings serving `profile` (a device spec or Profile)."""
+BRD_PARAMS = "/sys/module/brd/parameters"
+BRD_MAX_SECTORS = 1024     # 3.4's BLK_DEF_MAX_SECTORS, which brd's 1024 hw sectors meet
+
+
+@dataclass(frozen=True)
+class Brd:
+    """Linux 3.4.2's disk: /dev/ram0 in request mode (k342/07-brd-rq-mode.patch)."""
+    size_mb: int
+    completion_nsec: int = 0
+    mbps: int = 0
+    model: str = "memory disk, no latency"
+    max_sectors: int = BRD_MAX_SECTORS
+
+    def settings(self, index: int) -> list[tuple[str, str]]:
+        """(parameter, value) to write under /sys/module/brd/parameters (index unused:
+        one RAM disk serves every point of a boot)."""
+        return [("completion_nsec", str(self.completion_nsec)), ("mbps", str(self.mbps))]
+
+    @property
+    def fs_size(self) -> str:
+        """mkfs's size argument: the disk is as large as the batch's largest image."""
+        return f"{self.size_mb}M"
+
+    def describe(self) -> dict:
+        return {"device": f"brd (rq_mode) in the guest: {self.model}",
+                "guest_disk": (f"brd rq_mode=1 completion_nsec={self.completion_nsec} "
+                               f"mbps={self.mbps} queue_depth=1 write_cache=volatile "
+                               f"max_sectors={self.max_sectors} size={self.size_mb}MiB")}
+
+
+def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None,
+                kernel: str = "6.1"):
+    """The in-guest disk serving `profile` (a device spec or Profile): null_blk, or brd
+    on kernel 3.4.2 (depth 1 only: abtlab.factors.machine refuses more)."""
+    disk = _null_blk(profile, size_mb, depth, mem_mb)
+    if kernel != "3.4.2":
+        return disk
+    if depth != 1:
+        raise ConfigError("--machine guest:depth", depth, "depth=1 with kernel=3.4.2")
+    return Brd(size_mb, disk.completion_nsec, disk.mbps, disk.model)
+
+
+def _null_blk(profile, size_mb: int, depth: int, mem_mb: int | None) -> NullBlk:
     prof: Profile = parse_profile(profile) if isinstance(profile, str) else profile
     if mem_mb is not None and size_mb + GUEST_RESERVE_MB > mem_mb:
         raise ConfigError("--machine guest:mem", mem_mb,

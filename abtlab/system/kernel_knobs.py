@@ -18,6 +18,12 @@ Each knob is off (stock 6.1) unless asked for, and is written in the guest after
   in queue/iosched after the elevator is set; unnamed tunables keep BFQ's defaults.
 
 The preset `6.1-legacy` turns every knob on; explicit items override the preset.
+
+`3.4.2` is the paper's own kernel (docs/kernel-3.4.2.md): its semantics are the ones the
+legacy items restore, so `legacy=` is refused there; `sched=cfs34` writes the same values
+into 3.4's sysctls (/proc/sys/kernel/sched_*_ns: 3.4 scales 6 / 0.75 / 1 ms by 1 + ilog2(CPUs),
+so one CPU boots with 6 / 0.75 / 1 ms and four with 18 / 2.25 / 3); its elevators are
+3.4's: cfq (its default, the paper's), noop, deadline.
 """
 from __future__ import annotations
 
@@ -26,10 +32,11 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 
-__all__ = ["KERNELS", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "IOSCHEDS", "BFQ_TUNABLES",
+__all__ = ["KERNELS", "K342", "IOSCHEDS_342", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "IOSCHEDS", "BFQ_TUNABLES",
            "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]
 
-KERNELS = ("6.1", "6.1-legacy")
+KERNELS = ("6.1", "6.1-legacy", "3.4.2")
+K342 = "3.4.2"
 KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
 # legacy item -> the module parameter that switches it (1 on, 0 off)
 LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
@@ -38,11 +45,13 @@ LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
 LEGACY_MOUNT = {"dioread_lock": "dioread_lock"}
 LEGACY_ITEMS = (*LEGACY_KNOBS, *LEGACY_MOUNT)
 SCHED_DIR = "/sys/kernel/debug/sched"
+SCHED_SYSCTL = "/proc/sys/kernel/sched_"       # 3.4's names for the same variables
 # 3.4 on 4 CPUs: 6 ms / 0.75 ms / 1 ms, each times 1 + ilog2(4) (SCHED_TUNABLESCALING_LOG)
 SCHEDS = {"default": (),
           "cfs34": (("latency_ns", "18000000"), ("min_granularity_ns", "2250000"),
                     ("wakeup_granularity_ns", "3000000"))}
 IOSCHEDS = ("none", "mq-deadline", "bfq")
+IOSCHEDS_342 = ("cfq", "noop", "deadline")
 # BFQ's tunables (block/bfq-iosched.c in 6.1; ms unless _us) in the order they are written,
 # each with the range the kernel keeps as written (it clamps outside it, which would not
 # read back). strict_guarantees comes first: switching it on raises slice_idle to 8 ms,
@@ -53,7 +62,8 @@ BFQ_TUNABLES = {"strict_guarantees": (0, 1), "low_latency": (0, 1),
                 "back_seek_penalty": (1, _INT_MAX), "fifo_expire_sync": (1, _INT_MAX),
                 "timeout_sync": (1, _INT_MAX)}
 _PRESETS = {"6.1": (frozenset(), "default", "none"),
-            "6.1-legacy": (frozenset(LEGACY_ITEMS), "cfs34", "bfq")}
+            "6.1-legacy": (frozenset(LEGACY_ITEMS), "cfs34", "bfq"),
+            K342: (frozenset(), "default", "cfq")}
 _FIELD = "--machine guest:{}"
 
 
@@ -71,9 +81,10 @@ class KernelKnobs:
         (a fresh elevator has BFQ's defaults, so unnamed ones are BFQ's own)."""
         if not dev or "/" in dev:
             raise ConfigError("guest block device", dev, "a name under /sys/block, e.g. vda")
-        out = [(path, "1" if name in self.legacy else "0")
-               for name, path in LEGACY_KNOBS.items()]
-        out += [(f"{SCHED_DIR}/{name}", value) for name, value in SCHEDS[self.sched]]
+        sched = f"{SCHED_DIR}/" if self.kernel != K342 else SCHED_SYSCTL
+        out = [] if self.kernel == K342 else [(path, "1" if name in self.legacy else "0")
+                                              for name, path in LEGACY_KNOBS.items()]
+        out += [(f"{sched}{name}", value) for name, value in SCHEDS[self.sched]]
         out.append((f"/sys/block/{dev}/queue/scheduler", self.iosched))
         out += [(f"/sys/block/{dev}/queue/iosched/{name}", value) for name, value in self.bfq]
         return out
@@ -102,10 +113,15 @@ class KernelKnobs:
         (BFQ's tunables after the elevator: 'bfq:slice_idle=0')."""
         if (self.legacy, self.sched, self.iosched) == _PRESETS["6.1"]:
             return "6.1"
+        if self.kernel == K342:
+            stock = (self.sched, self.iosched) == _PRESETS[K342][1:]
+            return K342 if stock else f"{K342}({self.sched},{self.iosched})"
         elevator = f"{self.iosched}:{self._bfq_text()}" if self.bfq else self.iosched
         return f"{self.kernel}({self._legacy_text()},{self.sched},{elevator})"
 
     def _legacy_text(self) -> str:
+        if self.kernel == K342:
+            return "native"     # 3.4's own code, not knobs
         return "+".join(sorted(self.legacy)) or "none"
 
     def _bfq_text(self) -> str:
@@ -123,9 +139,16 @@ def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
                           f"a kernel knob key: {', '.join(KNOB_KEYS)}")
     legacy, sched, iosched = _PRESETS[kernel]
     if "legacy" in items:
+        if kernel == K342:
+            raise ConfigError(_FIELD.format("legacy"), items["legacy"],
+                              "no legacy= on kernel=3.4.2: it is Linux 3.4, whose shadow wait, "
+                              "per-page write handle and dioread_lock write-back are its own "
+                              "code (legacy= restores them in kernel=6.1)")
         legacy = _parse_legacy(items["legacy"])
     sched = _choose("sched", items.get("sched", sched), tuple(SCHEDS))
-    iosched = _choose("iosched", items.get("iosched", iosched), IOSCHEDS)
+    elevators = IOSCHEDS_342 if kernel == K342 else IOSCHEDS
+    iosched = _choose("iosched", items.get("iosched", iosched), elevators,
+                      f" (the elevators of kernel={kernel})")
     bfq = _parse_bfq(items["bfq"], iosched) if "bfq" in items else ()
     return KernelKnobs(kernel, legacy, sched, iosched, bfq)
 
@@ -170,9 +193,9 @@ def _parse_bfq(text, iosched: str) -> tuple:
     return tuple((k, got[k]) for k in BFQ_TUNABLES if k in got)
 
 
-def _choose(key: str, value, accepted: tuple) -> str:
+def _choose(key: str, value, accepted: tuple, why: str = "") -> str:
     if value not in accepted:
-        raise ConfigError(_FIELD.format(key), value, " | ".join(accepted))
+        raise ConfigError(_FIELD.format(key), value, " | ".join(accepted) + why)
     return value
 
 

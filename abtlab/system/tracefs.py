@@ -11,7 +11,10 @@ are then in it; a tracefs someone else mounted is never unmounted.
 
 Resolution: the text `trace` file prints clocks that count nanoseconds as
 seconds.microseconds, so event times here are CLOCK_MONOTONIC ns truncated to 1 us
-(`RESOLUTION_NS`); `jbd2_run_stats` durations are printed in ms (jiffies_to_msecs).
+(`RESOLUTION_NS`); Linux 3.4 rounds to the nearest us instead (its ns2usecs adds 500 ns
+before dividing), so there an event time is within half a microsecond either side
+(`marker_between(..., printed="rounded")`); `jbd2_run_stats` durations are printed in ms
+(jiffies_to_msecs), and 3.4's has no `request_delay` (-1 in the table).
 `clock_check()` proves the clock: it writes trace markers between two
 clock_gettime(CLOCK_MONOTONIC) calls and checks each marker's time falls between them.
 
@@ -38,7 +41,7 @@ from . import cleanup
 from ._shell import read, sh, write
 
 __all__ = ["JournalTrace", "clock_check", "ClockCheck", "parse_line", "commits_table",
-           "fsyncs_table", "available", "RESOLUTION_NS", "EVENTS"]
+           "fsyncs_table", "available", "RESOLUTION_NS", "EVENTS", "PRINTED", "marker_between"]
 
 TRACEFS = Path("/sys/kernel/tracing")
 RESOLUTION_NS = 1000
@@ -54,6 +57,17 @@ _STATS = {"handle_count": "handles", "blocks": "blocks", "blocks_logged": "block
 _LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
                    r"(?:\S{4,6}\s+)?(?P<sec>\d+)\.(?P<frac>\d+):\s+(?P<event>\w+):\s?(?P<body>.*)$")
 _counter = itertools.count()
+# how a kernel prints an event's microsecond: the true time lies in [t - lo, t + hi) ns
+PRINTED = {"truncated": (0, RESOLUTION_NS), "rounded": (RESOLUTION_NS // 2, RESOLUTION_NS // 2)}
+
+
+def marker_between(before: int, t: int, after: int, printed: str = "truncated") -> bool:
+    """Can a marker printed at t (ns) have been written between the CLOCK_MONOTONIC reads
+    before and after? Its true time lies in PRINTED[printed] around t."""
+    if printed not in PRINTED:
+        raise ConfigError("printed", printed, " | ".join(PRINTED))
+    lo, hi = PRINTED[printed]
+    return t >= 0 and t - lo <= after and t + hi > before
 
 
 def available(root=TRACEFS) -> tuple[bool, str]:
@@ -282,7 +296,7 @@ class JournalTrace(cleanup.Undoable):
             stamps.append((before, time.clock_gettime_ns(time.CLOCK_MONOTONIC)))
         seen = {e["msg"]: e["ts"] for e in self.read() if e.get("msg", "").startswith(tag)}
         out = [(b, seen.get(f"{tag} {i}", -1), a) for i, (b, a) in enumerate(stamps)]
-        ok = len(out) == samples and all(b - RESOLUTION_NS < t <= a for b, t, a in out)
+        ok = len(out) == samples and all(marker_between(b, t, a) for b, t, a in out)
         return ClockCheck(self.clock, ok, RESOLUTION_NS, out)
 
 

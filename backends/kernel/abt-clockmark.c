@@ -1,6 +1,7 @@
 /* abt-clockmark N: write N tracefs markers, each between two CLOCK_MONOTONIC reads, and
  * print "abtlab-clock-<pid>-<i> <before_ns> <after_ns>" per marker. The host checks that
- * each marker's trace time falls between them: op records and tracefs share one clock. */
+ * each marker's trace time falls between them: op records and tracefs share one clock.
+ * The marker file is tracefs's, or debugfs's on kernels before tracefs (Linux 3.4.2). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@ int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 3;
     int fd = open("/sys/kernel/tracing/trace_marker", O_WRONLY);
+    if (fd < 0)
+        fd = open("/sys/kernel/debug/tracing/trace_marker", O_WRONLY);
     if (fd < 0) {
         perror("trace_marker");
         return 1;

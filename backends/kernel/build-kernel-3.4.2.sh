@@ -9,6 +9,8 @@
 # The source: $ABTLAB_K342_SRC (default /var/cache/abtlab/linux-3.4.2), a directory with
 # the import's tree, or else made from a git directory of the import ($ABTLAB_K342_GIT).
 # CC: $ABTLAB_K342_CC (default gcc). Exit 3: no source, or a needed Debian package missing.
+# --check: build nothing; print the cached bzImage's path if there is one, exit 3 (saying
+# what to provide) when it would have to be built and there is no source to build it from.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ABTLAB_K342_CACHE:-/var/cache/abtlab/kernel-3.4.2}
@@ -21,13 +23,20 @@ key=$( (cd "$here" && cat "${series[@]}" k342/guest.config build.env; "$cc" --ve
     sha256sum | cut -c1-16)
 . "$here/build.env"
 [ -f "$cache/$key/bzImage" ] && { echo "$cache/$key/bzImage"; exit 0; }
+no_source() {
+    echo "build-kernel-3.4.2: no source at $src: set ABTLAB_K342_SRC to a tree of the" \
+         "linux-3.4.2 import or ABTLAB_K342_GIT to a git directory of" \
+         "github.com/allenzhangt/linux-3.4.2 (docs/kernel-3.4.2.md, Source)" >&2; exit 3
+}
+if [ "${1:-}" = --check ]; then
+    [ -f "$src/Makefile" ] || [ -n "${ABTLAB_K342_GIT:-}" ] || no_source
+    exit 0
+fi
 
 "$here/debs.sh" build-essential bc bison flex perl || exit 3
 command -v "$cc" >/dev/null || { echo "build-kernel-3.4.2: no $cc" >&2; exit 3; }
 if [ ! -f "$src/Makefile" ]; then
-    [ -n "${ABTLAB_K342_GIT:-}" ] || {
-        echo "build-kernel-3.4.2: no source at $src: clone github.com/allenzhangt/linux-3.4.2" \
-             "and set ABTLAB_K342_GIT to its git directory" >&2; exit 3; }
+    [ -n "${ABTLAB_K342_GIT:-}" ] || no_source
     mkdir -p "$src.tmp" && git --git-dir="$ABTLAB_K342_GIT" archive "$pristine" | tar -x -C "$src.tmp"
     mv -T "$src.tmp" "$src"
 fi

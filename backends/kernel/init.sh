@@ -9,7 +9,9 @@
 # guest has no disk on the host: a serial write is synchronous in qemu, whereas a virtio
 # disk's completions arrive whenever the host finishes them, which made runs under the
 # virtual clock differ by a few instructions. A failing point records where it failed
-# and the batch goes on.
+# and the batch goes on. Linux 3.4.2 (docs/kernel-3.4.2.md) runs the same script: where the
+# kernel lacks null_blk's configfs, the disk is brd in request mode (k342/07-brd-rq-mode.patch,
+# booted with brd.rq_mode=1), and its tracing lives in debugfs (no tracefs before 4.1).
 export PATH=/bin:/sbin:/abt
 mkdir -p /proc /sys /dev /tmp /mnt /out
 mount -t proc proc /proc
@@ -20,11 +22,14 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 T=/sys/kernel/tracing
+[ -e $T/trace ] || T=/sys/kernel/debug/tracing
 NB=/sys/kernel/config/nullb
+BRD=/sys/module/brd/parameters
 . /abt/batch.env
 
 fail() { echo "$1" > "$O/status"; return 1; }
 
+if [ -d "$NB" ]; then
 disk_up() {   # DISK_ATTRS: "name=value ..." for the null_blk configfs device
     mkdir "$NB/nullb$1" || return 1
     for kv in $DISK_ATTRS; do
@@ -39,10 +44,29 @@ disk_down() {
     umount /mnt 2>/dev/null
     [ -d "$NB/nullb$1" ] && { echo 0 > "$NB/nullb$1/power"; rmdir "$NB/nullb$1"; }
 }
+else
+disk_up() {   # DISK_ATTRS: "name=value ..." for brd's parameters; one RAM disk for every
+              # point, emptied first: --flushbufs frees its pages, which then read as zeros
+    DEV=/dev/ram0
+    [ "$(cat $BRD/rq_mode 2>/dev/null)" = Y ] || { echo "brd rq_mode" > "$O/where"; return 1; }
+    blockdev --flushbufs $DEV || return 1
+    for kv in $DISK_ATTRS; do
+        echo "${kv#*=}" > "$BRD/${kv%%=*}" || { echo "brd ${kv%%=*}" > "$O/where"; return 1; }
+    done
+    cat /sys/block/ram0/queue/max_sectors_kb > "$O/max_sectors_kb"
+}
 
-trace_on() {   # the global buffer: nobody else traces in the guest
-    echo 0 > $T/tracing_on; echo > $T/trace
-    echo mono > $T/trace_clock; echo "$TRACE_KB" > $T/buffer_size_kb
+disk_down() {
+    umount /mnt 2>/dev/null
+    blockdev --flushbufs /dev/ram0
+}
+fi
+
+trace_on() {   # the global buffer: nobody else traces in the guest. The clock before the
+               # reset: 3.4 keeps the buffer when the clock changes and hides events
+               # older than the reset's time, read on the clock then in force
+    echo 0 > $T/tracing_on; echo mono > $T/trace_clock
+    echo > $T/trace; echo "$TRACE_KB" > $T/buffer_size_kb
     mm=$(cat /sys/block/${DEV#/dev/}/dev); devt=$(( (${mm%%:*} << 20) | ${mm#*:} ))
     for ev in $TRACE_EVENTS; do
         [ -d $T/events/$ev ] || { echo "$ev" >> "$O/trace.missing"; continue; }
@@ -73,7 +97,7 @@ run_point() {
     O=/out/p$1; mkdir -p "$O"; echo 1 > "$O/where"
     disk_up "$1" || { fail "disk"; return; }
     echo "$DEV" > "$O/device"
-    /sbin/mkfs.ext4 $MKFS_ARGS "$DEV" > "$O/mkfs.log" 2>&1 || { fail "mkfs"; return; }
+    /sbin/mkfs.ext4 $MKFS_ARGS "$DEV" $DISK_SIZE > "$O/mkfs.log" 2>&1 || { fail "mkfs"; return; }
     /sbin/dumpe2fs -h "$DEV" > "$O/dumpe2fs" 2>/dev/null
     mount -t ext4 -o "${MOUNT_OPTS:-defaults}" "$DEV" /mnt || { fail "mount"; return; }
     mkdir -p /mnt/data && sync

@@ -67,7 +67,7 @@ def fake_guest(tmp_path, monkeypatch):
     def boot_batch(runs, machine, workdir, **kw):
         seen.update(runs=runs, machine=machine, **kw)
         return guest.GuestResult([guest._point(_files())], "console", "", 1.0)
-    monkeypatch.setattr(guest, "ensure_built", lambda: (out / "bzImage", out / "initramfs.cpio.gz"))
+    monkeypatch.setattr(guest, "ensure_built", lambda **kw: (out / "bzImage", out / "initramfs.cpio.gz"))
     monkeypatch.setattr(guest, "boot_batch", boot_batch)
     return seen
 

@@ -127,7 +127,7 @@ def test_failure_inside_the_guest_leaves_no_qemu_or_files(tmp_path, monkeypatch)
     kernel, rd = tmp_path / "bz", tmp_path / "base.gz"
     kernel.write_bytes(b"k")
     rd.write_bytes(b"r")
-    monkeypatch.setattr(guest, "ensure_built", lambda: (kernel, rd))
+    monkeypatch.setattr(guest, "ensure_built", lambda **kw: (kernel, rd))
     monkeypatch.setattr(guest, "qemu_argv", lambda *a: ["sh", "-c", "echo Kernel panic; exit 1", "x"])
     work = tmp_path / "w"
     with pytest.raises(RunError, match="qemu exited 1"):

@@ -131,7 +131,7 @@ def test_bad_bfq_tunables_name_the_spec_field_and_what_is_accepted(items):
 
 
 @pytest.mark.parametrize("kernel, items, field", [
-    ("3.4.2", {}, "--machine guest:kernel"),
+    ("2.6.32", {}, "--machine guest:kernel"),
     ("6.1", {"legacy": "shadow"}, "--machine guest:legacy"),
     ("6.1", {"legacy": "shadow_wait+"}, "--machine guest:legacy"),
     ("6.1", {"legacy": ""}, "--machine guest:legacy"),
