@@ -287,9 +287,11 @@ def boot_tools(items: list, workdir, timeout=None) -> list:
 
 
 def _tool_run(item: GuestTool, pres, workdir) -> ToolRun:
+    from ..system.guest import trace_times
     from .guest_point import guest_events, to_result
     base = to_result(pres, item.pol, item.machine, item.ctx, workdir, item.run.argv)  # raises for a failed point
-    win, commits, fsyncs = _in_window(guest_events(pres.files), item.start_kinds, item.end_kinds)
+    events = guest_events(pres.files, trace_times(item.machine.kernel))
+    win, commits, fsyncs = _in_window(events, item.start_kinds, item.end_kinds)
     run = item.run
     attrs = {**base.attrs, **run.disk.describe(), "mount_options": run.mount_options or "defaults",
              **_tool_attrs(run.argv, item.start_kinds, item.end_kinds)}
