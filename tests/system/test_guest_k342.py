@@ -56,13 +56,19 @@ def test_refusals_name_the_field_and_what_is_accepted(spec, field, says):
     assert says in str(err.value.accepted)
 
 
-def test_kernel_delayjc_is_refused_on_342_and_the_preload_is_not():
-    m = parse_machine("guest:kernel=3.4.2")
-    with pytest.raises(ConfigError) as err:
-        guest_point.check_levels({"machine": [m], "policy": ["ext4", "kdelayjc:window=5ms"]})
-    assert err.value.field == "policy" and "delayjc (the LD_PRELOAD library)" in err.value.accepted
-    # the same policy on 6.1 passes (check_levels looks no further for 6.1 machines)
-    guest_point.check_levels({"machine": ["guest"], "policy": ["kdelayjc:window=5ms"]})
+def test_kernel_delayjc_on_342_writes_the_ported_patchs_knobs(tmp_path):
+    from abtlab.backends.base import RunContext
+    ctx = RunContext(options={}, freq_mode="emulated", f_ref_ghz=3.3, seed=3, workdir=tmp_path)
+    run, pol = guest_point.guest_run(lambda d, f, t: ["/x/abt-iozone", "--dir", d, "--trace", t],
+                                     {"policy": "kdelayjc:window=5ms,max_resets=8",
+                                      "freq_ghz": 3.3, "device": "hdd7200"},
+                                     ctx, 1 << 20, parse_machine("guest:kernel=3.4.2"))
+    knobs = dict(run.knobs)
+    assert knobs[guest_point.DELAYJC_KNOBS[1]] == 5000 and knobs[guest_point.DELAYJC_KNOBS[0]] == 8
+    assert run.knobs_reset == [(guest_point.DELAYJC_KNOBS[1], 0)]
+    # 3.4's /proc info with the port's second line
+    info = "9 transaction, each up to 8192 blocks\n2 delayjc windows, 5 delayjc resets\n"
+    assert guest.parse_info(info) == {"transactions": 9, "delayjc_windows": 2, "delayjc_resets": 5}
 
 
 # -- the disk, the boot, mkfs ---------------------------------------------------------------
@@ -195,14 +201,15 @@ def test_a_tiny_point_on_342_has_op_records_commits_and_a_clock_that_agrees(tmp_
         pytest.skip(why)
     import abtlab
     ds = abtlab.run("iozone", out=tmp_path / "k.nc", machine="guest:kernel=3.4.2",
-                    threads="4", file_size="64k", record_size="32k", policy="ext4;nojc",
+                    threads="4", file_size="64k", record_size="32k",
+                    policy="ext4;nojc;kdelayjc:window=5ms,max_resets=8",
                     device="hdd7200", reps=1, warmup=0, quiet=True, seed=2)
     assert ds.attrs["kernel"].startswith(guest.K342_LABEL) and ds.attrs["kernel_iosched"] == "cfq"
     assert ds.attrs["guest_disk"].startswith("brd rq_mode=1 completion_nsec=12667000 mbps=125")
     assert "max_sectors_kb=512" in ds.attrs["guest_disk"]
     assert "metadata_csum" not in ds.attrs["fs_features"] and "uninit_bg" in ds.attrs["fs_features"]
-    # 2 policies x 4 threads x 2 records of 32 KiB, each timed on the guest's CLOCK_MONOTONIC
-    assert int((ds["op_bytes"] == 32768).sum()) == 16
+    # 3 policies x 4 threads x 2 records of 32 KiB, each timed on the guest's CLOCK_MONOTONIC
+    assert int((ds["op_bytes"] == 32768).sum()) == 24
     assert (ds["op_t_end"] >= ds["op_t_start"]).all() and (ds["throughput"] > 0).all()
     # the trace's commits (clock-checked against CLOCK_MONOTONIC, else the run had failed)
     # are the journal's own count; the commits end after the ops began
@@ -211,3 +218,7 @@ def test_a_tiny_point_on_342_has_op_records_commits_and_a_clock_that_agrees(tmp_
     np.testing.assert_array_equal(ds["commits"].values, ds["jbd2_info_commits"].values)
     assert int(ds.sel(policy="nojc")["commits"].squeeze()) == 0
     assert int(ds["commit_end"].min()) > int(ds["op_t_start"].min())
+    # the ported kernel delayJC (k342/08) opened its window: one commit for the 4 fsyncs
+    assert "delayjc_windows" in ds.attrs
+    assert int(ds.sel(policy=[p for p in ds.policy.values if p.startswith("kdelayjc")][0])
+               ["commits"].squeeze()) == 1
