@@ -34,13 +34,14 @@ from pathlib import Path
 from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 from . import cleanup
+from .guest_kernel import (CMDLINE_342, K342, K342_BUILD, K342_LABEL, K342_SOURCE, KERNEL_LABEL,
+                           check_kernels, k342_build, kernel_label, trace_times)
 
 __all__ = ["KERNEL_LABEL", "K342_LABEL", "kernel_label", "check_kernels", "boot_cmdline", "trace_times",
            "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
            "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR", "kernel_build", "initramfs_build"]
 
-KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 KERNEL_DIR = about.BACKENDS / "kernel"
 QEMU = "qemu-system-x86_64"
 ICOUNT_SMP_MAJOR = 8      # qemu 7.2's icount guest hangs bringing up a second vCPU; 8+ boots it
@@ -48,15 +49,6 @@ _BAD_CONSOLE = ("BUG:", "WARNING:", "Kernel panic", "Oops")
 # null_blk makes no device of its own (each point configures one); no address-space
 # randomisation, so a run's instruction stream does not depend on where things landed
 CMDLINE = "console=ttyS0 panic=-1 quiet null_blk.nr_devices=0 norandmaps"
-# Linux 3.4.2: no null_blk; one brd RAM disk in request mode (k342/07-brd-rq-mode.patch)
-K342 = "3.4.2"
-K342_LABEL = "guest linux 3.4.2 (TCG)"
-CMDLINE_342 = "console=ttyS0 panic=-1 quiet norandmaps brd.rq_mode=1 brd.rd_nr=1 brd.rd_size={kb}"
-K342_BUILD = KERNEL_DIR / "build-kernel-3.4.2.sh"
-K342_SOURCE = ("the Linux 3.4.2 source: ABTLAB_K342_SRC=<a tree of the linux-3.4.2 import> "
-               "(default /var/cache/abtlab/linux-3.4.2) or ABTLAB_K342_GIT=<a git directory of "
-               "github.com/allenzhangt/linux-3.4.2> (docs/kernel-3.4.2.md, Source), or another "
-               "kernel=")
 
 
 @dataclass
@@ -104,11 +96,6 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def kernel_label(kernel: str) -> str:
-    """The dataset's "kernel" attr before the knobs: which guest kernel ran."""
-    return K342_LABEL if kernel == K342 else KERNEL_LABEL
-
-
 def _build(argv, timeout: float) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -138,24 +125,6 @@ def ensure_built(timeout: float = 1800, kernel: str = "6.1") -> tuple[Path, Path
         image = (KERNEL_DIR / "out" / "bzImage").resolve()
     qemu()
     return image, initramfs
-
-
-def trace_times(kernel: str) -> str:
-    """How the kernel's trace file prints microseconds (abtlab.system.tracefs.PRINTED)."""
-    return "rounded" if kernel == K342 else "truncated"
-
-
-def check_kernels(machines) -> None:
-    """Before any point runs: ConfigError naming `guest:kernel` when a machine's kernel
-    cannot be built here (3.4.2 without its source; CI machines reach only Debian's and
-    the language registries, not GitHub or kernel.org)."""
-    if not any(getattr(m, "kernel", "") == K342 for m in machines):   # parsed Machines
-        return
-    proc = subprocess.run([str(K342_BUILD), "--check"], capture_output=True, text=True,
-                          timeout=120)
-    if proc.returncode != 0:
-        raise ConfigError("--machine guest:kernel", K342,
-                          f"{K342_SOURCE} ({proc.stderr.strip()[-300:]})")
 
 
 @dataclass(frozen=True)
@@ -201,9 +170,7 @@ def kernel_build(kernel: str = "6.1") -> str:
     """The guest kernel's build (the hash of patch series + config it is cached under):
     virtual-time numbers repeat exactly only on one build, one initramfs and one qemu."""
     if kernel == K342:
-        proc = subprocess.run([str(K342_BUILD), "--check"], capture_output=True, text=True,
-                              timeout=120)
-        return Path(proc.stdout.split()[-1]).parent.name if proc.stdout.split() else ""
+        return k342_build()
     target = (KERNEL_DIR / "out" / "bzImage").resolve()
     return target.parent.name if target.exists() else ""
 
