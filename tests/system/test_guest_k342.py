@@ -197,13 +197,19 @@ def _source_reason() -> str:
 @pytest.mark.timeout(1800)   # a first 3.4.2 build takes ~5 min on a busy 2-core machine
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to install the guest's Debian packages")
 def test_a_tiny_point_on_342_has_op_records_commits_and_a_clock_that_agrees(tmp_path):
+    """...and repeats exactly: one vCPU in virtual time, the same build and inputs."""
     if (why := _source_reason()):
         pytest.skip(why)
     import abtlab
-    ds = abtlab.run("iozone", out=tmp_path / "k.nc", machine="guest:kernel=3.4.2",
-                    threads="4", file_size="64k", record_size="32k",
-                    policy="ext4;nojc;kdelayjc:window=5ms,max_resets=8",
-                    device="hdd7200", reps=1, warmup=0, quiet=True, seed=2)
+
+    def run(name):
+        return abtlab.run("iozone", out=tmp_path / name, machine="guest:kernel=3.4.2",
+                          threads="4", file_size="64k", record_size="32k",
+                          policy="ext4;nojc;kdelayjc:window=5ms,max_resets=8",
+                          device="hdd7200", reps=1, warmup=0, quiet=True, seed=2)
+    ds, again = run("k.nc"), run("k2.nc")
+    for v in ("throughput", "commits", "op_t_start", "op_t_end", "commit_end"):
+        np.testing.assert_array_equal(ds[v].values, again[v].values, err_msg=v)
     assert ds.attrs["kernel"].startswith(guest.K342_LABEL) and ds.attrs["kernel_iosched"] == "cfq"
     assert ds.attrs["guest_disk"].startswith("brd rq_mode=1 completion_nsec=12667000 mbps=125")
     assert "max_sectors_kb=512" in ds.attrs["guest_disk"]
