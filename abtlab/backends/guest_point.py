@@ -16,13 +16,13 @@ from .. import policies, trace
 from ..errors import AbtError, ConfigError, RunError
 from ..factors.machine import Machine, parse_machine
 from ..data.result import RunResult
+from ..system.guest_kernel import K342
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
            "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups",
            "check_levels"]
 
 _DATA = PurePosixPath("/mnt/data")
-K342 = "3.4.2"           # the paper's kernel: brd's /dev/ram0 (k342/08 ports kernel delayJC)
 _OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
 _JBD2 = "/sys/module/jbd2/parameters/"
 DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")

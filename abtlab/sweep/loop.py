@@ -106,7 +106,7 @@ def _check(be, reps, levels, options):
     for k in BOOL_OPTIONS:
         if k in options and not isinstance(options[k], (bool, np.bool_)):
             raise ConfigError(k, options[k], "true or false (a boolean, not a string)")
-    if not be.simulated and "machine" in levels:   # a guest kernel buildable, its policies
+    if not be.simulated and "machine" in levels:   # each guest's kernel buildable here
         from ..backends.guest_point import check_levels
         check_levels(levels)
 
