@@ -175,6 +175,7 @@ def candidates(ds, n: int = 5) -> str:
 
 def _value(text: str):
     """An axis value from the command line: an int, a float, a size (64k) or a word."""
+    from ..errors import ConfigError
     from ..factors.levels import parse_size
     for conv in (int, float):
         try:
@@ -183,7 +184,7 @@ def _value(text: str):
             pass
     try:
         return parse_size(text, "axis")
-    except Exception:
+    except ConfigError:
         return {"true": True, "false": False}.get(text.lower(), text)
 
 

@@ -103,3 +103,17 @@ def test_cli_bad_axes_are_named(argv, field):
     with pytest.raises(ConfigError) as e:
         explore.main(argv + ["--reps", "1"])
     assert e.value.field == field
+
+
+def test_the_signature_spec_runs_the_simulated_cells_on_both_kernels():
+    from pathlib import Path
+    from abtlab.factors.machine import parse_machines
+    from abtlab.sweep.runner import build_levels
+    from abtlab.sweep.spec import load_spec
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "kernel_history_signature.toml")
+    levels, options = build_levels(spec.backend, **dict(spec.factors))
+    assert options["freq_mode"] == "emulated" and list(levels["freq_ghz"]) == [1.6, 3.3]
+    assert (levels["file_size"], levels["record_size"]) == ([65536], [16384])
+    machines = parse_machines(spec.factors["machine"])
+    assert {(m.cpus, m.depth) for m in machines} == {(1, 1), (4, 32)}
+    assert sorted(m.kernel for m in machines) == ["6.1", "6.1", "6.1-legacy", "6.1-legacy"]
