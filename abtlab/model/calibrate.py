@@ -8,6 +8,8 @@ Estimators, chosen to be robust to the blocking the model describes:
   its wait for a core (its median far above its fastest); then a write's CPU is the
   busy cores' time per write done while more threads write than there are cores:
   cores x window / writes, when the window holds at least one write per thread.
+  `write_kib` is the run's median write size, so that a caller can price the write
+  per KiB (abtlab.sim.calibration does).
 - commit duration: least squares of (end - flushing) on the commit's journal blocks,
   giving commit_fixed_us + commit_us_per_block * blocks; its spread gives dev_cv. This
   is the device part (jbd2's T_FLUSH..end: ordered data, then the journal blocks).
@@ -146,6 +148,8 @@ def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1,
     free = _free_median(ops, Op.WRITE, s, e)
     if _waits_for_cores(ops, free) and np.isfinite(busy := busy_write_us(ops, cores)):
         out["write_fixed_us"] = busy / scale
+    if np.any(writes := ops["bytes"][ops["op"] == Op.WRITE]):
+        out["write_kib"] = float(np.median(writes)) / 1024
     if s.size:
         out.update(_commit_fit(commits))
         out["blocks_per_handle"] = _blocks_per_handle(ops, commits)

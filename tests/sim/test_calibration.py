@@ -23,10 +23,24 @@ def run_ds():
 
 def test_recovers_cpu_costs_at_the_reference_frequency(run_ds):
     p = calibrate(run_ds)
-    for k in ("open_us", "write_fixed_us", "close_us"):
+    for k in ("open_us", "close_us"):
         assert p[k] == pytest.approx(TRUE[k], rel=0.02), k
+    write = p["write_fixed_us"] + p["write_us_per_kib"] * sim.make().record_size / 1024
+    assert write == pytest.approx(TRUE["write_fixed_us"], rel=0.02)
     assert p["nonscaling"] == 0.0 and p["calibration"]["runs"] == 4
     assert p["device_overrides"]["commit_fixed_us"] > 0
+
+
+def test_a_write_is_priced_per_kib_so_smaller_records_cost_less():
+    """Calibrated on 32 KiB records whose CPU is their copy, a 4 KiB record costs an
+    eighth (a cost read at one size and kept fixed priced every record the same)."""
+    truth = {**TRUE, "write_fixed_us": 0.0, "write_us_per_kib": 2.5}
+    ds = sim.simulate(reps=1, freq_ghz=[3.3], record_size=32 * 1024, **truth)
+    ds.attrs.update(freq_mode="emulated", f_ref_ghz=3.3)
+    p = sim.make(**{k: v for k, v in calibrate(ds).items() if k in ("write_fixed_us",
+                                                                   "write_us_per_kib")},
+                 record_size=4096, file_size=4096)
+    assert p.write_fixed_us + p.write_us_per_kib * 4 == pytest.approx(10.0, rel=0.03)
 
 
 def test_toml_round_trip_into_the_simulator(run_ds, tmp_path):
