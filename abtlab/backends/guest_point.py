@@ -16,7 +16,7 @@ from .. import policies, trace
 from ..errors import AbtError, ConfigError, RunError
 from ..factors.machine import Machine, parse_machine
 from ..data.result import RunResult
-from ..system.guest_kernel import K342
+from ..system.guest_kernel import guest_kernel
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
            "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups",
@@ -47,12 +47,11 @@ def check_levels(levels: dict) -> None:
 def _mkfs_args(pol, ctx, seed: int, kernel: str = "6.1") -> list:
     """The host's geometry (abtlab.system.geometry) plus a UUID and directory hash seed
     drawn from the run's seed, so the same seed makes the same filesystem. Every point
-    gets a fresh disk, whose unwritten blocks read as zeros; 3.4.2 gets the ext4 features
-    it mounts (geometry.FEATURES_342)."""
-    from ..system.geometry import FEATURES_342
+    gets a fresh disk, whose unwritten blocks read as zeros; the kernel gets the ext4
+    features it mounts (3.4.2: geometry.FEATURES_342)."""
     from .realfs import _geometry
     args = _geometry(ctx.options).mkfs_args(pol.journal, zeroed=True,
-                                            features=FEATURES_342 if kernel == K342 else "")
+                                            features=guest_kernel(kernel).mkfs_features)
     fs_uuid = str(uuid.UUID(int=(seed * 0x9E3779B97F4A7C15 + 1) % 2 ** 128, version=4))
     i = args.index("-E")
     args[i + 1] += f",hash_seed={fs_uuid}"
@@ -67,7 +66,7 @@ def _knobs(pol, kk, index: int):
         writes = [(DELAYJC_KNOBS[0], pol.params["max_resets"]), (DELAYJC_KNOBS[1], pol.params["window_us"])]
         resets = [(DELAYJC_KNOBS[1], 0)]
     if kk is not None:
-        writes += list(kk.writes("ram0" if kk.kernel == K342 else f"nullb{index}"))
+        writes += list(kk.writes(guest_kernel(kk.kernel).disk_name(index)))
     return writes, resets
 
 
@@ -193,8 +192,8 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
     finally:
         for p in saved:
             p.unlink(missing_ok=True)
-    from ..system.guest import trace_times
-    commits = _commits(pres.files, ops, trace_times(machine.kernel)) if pol.journal else _empty_commits()
+    printed = guest_kernel(machine.kernel).printed
+    commits = _commits(pres.files, ops, printed) if pol.journal else _empty_commits()
     b, a = pres.info_before, pres.info_after
     scalars = {"jbd2_info_commits": float(a["transactions"] - b["transactions"]) if a else 0.0}
     scalars.update(shadow_waits(pres.files))
@@ -226,17 +225,16 @@ def _empty_commits():
 
 
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
-    from ..system.guest import initramfs_build, kernel_build, kernel_label, qemu
-    label = kernel_label(machine.kernel)
+    from ..system.guest import initramfs_build, kernel_build, qemu
+    gk = guest_kernel(machine.kernel)
+    label = gk.label
     attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": qemu().describe(),
              "guest_kernel_build": kernel_build(machine.kernel), "guest_initramfs_build": initramfs_build(),
              "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
-             "filesystem": f"ext4 on {'brd' if machine.kernel == K342 else 'null_blk'} in a qemu TCG guest",
+             "filesystem": f"ext4 on {gk.disk} in a qemu TCG guest",
              "policy_mechanism": {"kdelayjc": "kernel delayjc (jbd2 patch)",
                                   "delayjc": "LD_PRELOAD libdelayjc.so"}.get(pol.kind, "stock jbd2"),
-             "commit_records": ("debugfs tracing in the guest (trace_clock mono, k342/06; times "
-                                "printed to the nearest us)" if machine.kernel == K342 else
-                                "tracefs in the guest (trace_clock mono)"),
+             "commit_records": gk.commit_records,
              "time_base": ("virtual: guest CLOCK_MONOTONIC under qemu -icount" if machine.clock == "virtual"
                            else "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)")}
     kk = _kernel_knobs(machine)

@@ -287,7 +287,7 @@ def boot_tools(items: list, workdir, timeout=None) -> list:
 
 
 def _tool_run(item: GuestTool, pres, workdir) -> ToolRun:
-    from ..system.guest import trace_times
+    from ..system.guest_kernel import trace_times
     from .guest_point import guest_events, to_result
     base = to_result(pres, item.pol, item.machine, item.ctx, workdir, item.run.argv)  # raises for a failed point
     events = guest_events(pres.files, trace_times(item.machine.kernel))

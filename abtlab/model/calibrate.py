@@ -33,7 +33,7 @@ import numpy as np
 from ..trace import Op
 from .spans import commit_table, op_durations
 
-__all__ = ["fit_sim_params"]
+__all__ = ["fit_sim_params", "cpu_scale"]
 
 
 def _free_median(ops, op, s, e):
@@ -131,15 +131,21 @@ def _busy_share(fq, fr, commits):
     return max(span - float(np.sum(end[inside] - start[inside])), 0.0) / fq.size * 1e-3
 
 
+def cpu_scale(freq_ghz, f_ref_ghz, nonscaling) -> float:
+    """A CPU cost at freq_ghz over the same cost at f_ref_ghz, by the simulator's rule
+    (abtlab.sim.params); 1 when either frequency is unknown."""
+    if not (freq_ghz and f_ref_ghz):
+        return 1.0
+    return nonscaling + (1 - nonscaling) * f_ref_ghz / freq_ghz
+
+
 def fit_sim_params(ops, commits, freq_ghz=None, f_ref_ghz=None, nonscaling=0.1,
                    cores=None) -> dict:
     """SimParams-named estimates (us) from an op trace and a commit table.
     With freq_ghz and f_ref_ghz the CPU costs are converted to f_ref; with the run's
     cores, a write's CPU comes from the busy cores when threads wait for them."""
     s, e = commit_table(commits)
-    scale = 1.0
-    if freq_ghz and f_ref_ghz:
-        scale = nonscaling + (1 - nonscaling) * f_ref_ghz / freq_ghz
+    scale = cpu_scale(freq_ghz, f_ref_ghz, nonscaling)
     out = {"open_us": _free_median(ops, Op.OPEN, s, e) / scale,
            "write_fixed_us": _free_median(ops, Op.WRITE, s, e) / scale,
            "write_us_per_kib": 0.0,

@@ -113,13 +113,13 @@ def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
     """Median of _fsync_cpu over the runs at the frequency nearest f_ref: the gap also
     holds the writes' CPU beyond their median (their tail, dilated with them), which at
     a lower clock would be taken for the fsync's, by dilation undilated."""
+    from ..model.calibrate import cpu_scale
     near = min((abs(f - f_ref) for _, f in seen if f), default=None)
     est = []
     for ops, f in seen:
         if near is not None and f and abs(f - f_ref) > near:
             continue
-        scale = nonscaling + (1 - nonscaling) * f_ref / f if f else 1.0
-        v = _fsync_cpu(ops, cores, write_us, scale, dilation)
+        v = _fsync_cpu(ops, cores, write_us, cpu_scale(f, f_ref, nonscaling), dilation)
         if v is not None:
             est.append(v)
     return float(np.median(est)) if est else None

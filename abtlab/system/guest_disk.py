@@ -117,7 +117,8 @@ def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None
     """The in-guest disk serving `profile` (a device spec or Profile): null_blk, or brd
     on kernel 3.4.2 (depth 1 only: abtlab.factors.machine refuses more)."""
     disk = _null_blk(profile, size_mb, depth, mem_mb)
-    if kernel != "3.4.2":
+    from .guest_kernel import K342
+    if kernel != K342:
         return disk
     if depth != 1:
         raise ConfigError("--machine guest:depth", depth, "depth=1 with kernel=3.4.2")

@@ -12,13 +12,15 @@ request mode, sized at boot), and how the trace prints microseconds.
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import about
 from ..errors import ConfigError
 
 __all__ = ["KERNEL_LABEL", "K342", "K342_LABEL", "CMDLINE_342", "K342_BUILD", "K342_SOURCE",
-           "kernel_label", "trace_times", "check_kernels", "k342_build"]
+           "GuestKernel", "guest_kernel", "kernel_label", "trace_times", "check_kernels",
+           "k342_build"]
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 K342 = "3.4.2"
@@ -33,15 +35,40 @@ K342_SOURCE = ("the Linux 3.4.2 source: ABTLAB_K342_SRC=<a tree of the linux-3.4
                "kernel=")
 
 
+@dataclass(frozen=True)
+class GuestKernel:
+    """What a point on this guest kernel does differently, in one place."""
+    label: str              # the dataset's "kernel" attr before the knobs
+    printed: str            # how its trace prints microseconds (abtlab.system.tracefs.PRINTED)
+    disk: str               # the in-guest disk driver (abtlab.system.guest_disk)
+    mkfs_features: str      # mke2fs -O items its ext4 needs (abtlab.system.geometry)
+    commit_records: str     # where the commits come from, for the dataset
+
+    def disk_name(self, index: int) -> str:
+        """The point's block device: null_blk makes one per point, brd has one RAM disk."""
+        return "ram0" if self.disk == "brd" else f"nullb{index}"
+
+
+def guest_kernel(kernel: str) -> GuestKernel:
+    """The GuestKernel of a kernel name (6.1 and its presets, or 3.4.2)."""
+    from .geometry import FEATURES_342
+    if kernel == K342:     # 3.4 rounds printed times to the nearest us (ns2usecs adds 500 ns)
+        return GuestKernel(K342_LABEL, "rounded", "brd", FEATURES_342,
+                           "debugfs tracing in the guest (trace_clock mono, k342/06; times "
+                           "printed to the nearest us)")
+    return GuestKernel(KERNEL_LABEL, "truncated", "null_blk", "",
+                       "tracefs in the guest (trace_clock mono)")
+
+
 def kernel_label(kernel: str) -> str:
     """The dataset's "kernel" attr before the knobs: which guest kernel ran."""
-    return K342_LABEL if kernel == K342 else KERNEL_LABEL
+    return guest_kernel(kernel).label
 
 
 def trace_times(kernel: str) -> str:
     """How the kernel's trace file prints microseconds (abtlab.system.tracefs.PRINTED):
-    3.4 rounds to the nearest (ns2usecs adds 500 ns), later kernels truncate."""
-    return "rounded" if kernel == K342 else "truncated"
+    3.4 rounds to the nearest, later kernels truncate."""
+    return guest_kernel(kernel).printed
 
 
 def _check() -> subprocess.CompletedProcess:

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
+from .guest_kernel import K342
 
 __all__ = ["KERNELS", "K342", "IOSCHEDS_342", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "IOSCHEDS", "BFQ_TUNABLES",
            "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]
 
-KERNELS = ("6.1", "6.1-legacy", "3.4.2")
-K342 = "3.4.2"
+KERNELS = ("6.1", "6.1-legacy", K342)
 KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
 # legacy item -> the module parameter that switches it (1 on, 0 off)
 LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
