@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# setup.sh: provision everything `make test` and `make demo` need, in order, before any
+# test runs: the Debian packages, the Python environment, the C programs, a qemu 8+ (the
+# virtual clock with several vCPUs needs it), the guest's Linux 6.1 kernel and initramfs,
+# and Linux 3.4.2 when its source is on this machine. One progress line per step with its
+# time. Nothing is fetched or installed later by a test: a test that needs what this
+# machine cannot have skips and says why.
+#
+# Environment: VENV (default .venv), ABTLAB_SETUP_GUEST=0 to leave the guest out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PY=$VENV/bin/python
+STAMP=$VENV/.abtlab-installed
+# real-kernel runs, tracing, FUSE disk, screenshots; then the guest: its kernel build
+# (linux-source-6.1 and the toolchain), its initramfs (busybox, cpio) and qemu
+DEBS=(e2fsprogs util-linux fio strace psmisc fuse3 libfuse3-dev pkg-config chromium
+      build-essential bc bison flex libelf-dev libssl-dev lz4 perl linux-source-6.1
+      busybox-static cpio qemu-system-x86)
+t_all=$(date +%s)
+log_dir=$(mktemp -d /tmp/abtlab-setup.XXXXXX)
+
+say() { echo "setup: $*"; }
+fail() { say "FAILED: $1 (log: $2)"; tail -n 20 "$2" >&2; exit 1; }
+# step NAME CMD...: run CMD with its output in a log, print one line with the time it took
+step() {
+    local name=$1 t0; shift; t0=$(date +%s)
+    local log="$log_dir/${name// /-}.log"
+    "$@" >"$log" 2>&1 || fail "$name" "$log"
+    say "$name: ${DONE_MSG:-done} in $(( $(date +%s) - t0 )) s"
+}
+
+debs() {
+    local missing=()
+    for p in "${DEBS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    if [ ${#missing[@]} -eq 0 ]; then echo "all present"; return 0; fi
+    if [ "$(id -u)" != 0 ]; then
+        echo "not root: not installing ${missing[*]} (real-kernel and guest runs need them)" >&2
+        return 0
+    fi
+    echo "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+}
+
+python_env() {
+    if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ]; then echo "up to date"; return 0; fi
+    test -x "$PY" || python3 -m venv "$VENV" || return 1
+    "$PY" -m pip install -q --upgrade pip || return 1
+    "$PY" -m pip install -q -e '.[test,fast]' || return 1
+    "$PY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (abtlab)" || return 1
+    touch "$STAMP"
+}
+
+guest_wanted() { [ "${ABTLAB_SETUP_GUEST:-1}" != 0 ] && [ "$(uname -m)" = x86_64 ]; }
+
+# the guest kernel compiles for minutes on its own cores while pip downloads: start it first
+step "Debian packages" debs
+kernel_pid=""
+if guest_wanted; then
+    kernel_log="$log_dir/guest-kernel.log"; t_kernel=$(date +%s)
+    say "guest kernel (Linux 6.1 + abtlab's patches): building in the background (cached per patch series)"
+    (make -s -C backends/kernel kernel) >"$kernel_log" 2>&1 & kernel_pid=$!
+fi
+step "Python environment ($VENV)" python_env
+step "C programs" make -s -C backends
+if guest_wanted; then
+    step "qemu" bash -c 'read -r bin data < <(backends/kernel/qemu.sh) && "$bin" --version | head -n1'
+    say "qemu: $(head -n1 "$log_dir/qemu.log")"
+    step "guest initramfs" make -s -C backends/kernel out/initramfs.cpio.gz
+    wait "$kernel_pid" || fail "guest kernel" "$kernel_log"
+    say "guest kernel: $(readlink -f backends/kernel/out/bzImage) in $(( $(date +%s) - t_kernel )) s"
+    if backends/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
+        step "Linux 3.4.2 kernel" backends/kernel/build-kernel-3.4.2.sh
+    else
+        say "Linux 3.4.2 kernel: skipped, its source is not on this machine (its tests skip and say so)"
+    fi
+fi
+say "ready in $(( $(date +%s) - t_all )) s"
+rm -rf "$log_dir"
