@@ -26,6 +26,7 @@ fail() { say "FAILED: $1 (log: $2)"; tail -n 20 "$2" >&2; exit 1; }
 step() {
     local name=$1 t0; shift; t0=$(date +%s)
     local log="$log_dir/${name// /-}.log"
+    say "$name ..."
     "$@" >"$log" 2>&1 || fail "$name" "$log"
     say "$name: ${DONE_MSG:-done} in $(( $(date +%s) - t0 )) s"
 }

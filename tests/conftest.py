@@ -56,3 +56,4 @@ def scratch_nojournal(tmp_path):
     from abtlab.system.scratchfs import ScratchFS
     with ScratchFS(size_mb=128, journal=False, workdir=tmp_path) as fs:
         yield fs
+

@@ -45,10 +45,14 @@ def _drop_constant(df, keep=()):
 def main(args):
     from .. import stats
     from ..data.store import load
+    from ..model.remeasure import upgrade
+    from ..stats.iozone_view import has_both_throughputs, iozone_view
     from ..stats.values import provenance_label
-    ds = load(args.run)
+    ds = upgrade(load(args.run))
     print(f"{args.run}: {args.var}, backend {ds.attrs.get('backend', '?')}, "
           f"{provenance_label(ds)} (freq_mode={ds.attrs.get('freq_mode', '?')})")
+    if "remeasured" in ds.attrs:
+        print(f"note: {ds.attrs['remeasured']}")
     cols = ("mean", "ci_low", "ci_high", "rsd", "n")
     summ = stats.point_summary(ds, args.var, args.level).to_dataframe().reset_index()
     _show(f"per point: mean, {args.level:.0%} CI, RSD, n", _drop_constant(summ, cols))
@@ -63,6 +67,12 @@ def main(args):
         _show(f"test: {args.var} at {t.attrs['f_high']} GHz < at {t.attrs['f_low']} GHz "
               f"({t.attrs['test']}, {args.correction}, alpha={args.alpha})",
               _drop_constant(t, ("p", "p_adj", "reject")))
+    if (args.slowdown or args.test) and args.var == "throughput" and has_both_throughputs(ds):
+        v = iozone_view(ds, args.f_low, args.f_high, args.level, args.ci)
+        _show(f"as the paper measures: throughput {v.attrs['f_high']:g}/{v.attrs['f_low']:g} GHz "
+              f"with the write op timed (IOzone's default, eq. 3) and with fsync timed "
+              f"(IOzone -e), {args.level:.0%} {args.ci} CIs, below 1 = slower at the faster "
+              f"clock; unblocked threads (eq. 4, mean) per clock", _drop_constant(v, tuple(v.columns[-4:])))
     if args.anova:
         _show(f"ANOVA (type 2) of log({args.var})", stats.anova(ds, args.var, order=args.order))
     if args.pyperf:

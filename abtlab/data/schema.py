@@ -38,7 +38,11 @@ class Var:
 
 
 VARIABLES = {v.name: v for v in [
-    Var("throughput", "bytes/s", "IOzone initial-write throughput, eq. (3)"),
+    Var("throughput", "bytes/s", "IOzone initial-write throughput, eq. (3): sum over threads of "
+        "S / T_write, T_write = first write start to last write end (IOzone's default report; "
+        "the fsync runs after the clock stops), the paper's quantity"),
+    Var("throughput_fsync", "bytes/s", "eq. (3) with T_write running to the end of the thread's "
+        "fsync (IOzone -e)"),
     Var("fcr", "files/s", "Metarates file creation rate, eq. (9): files per second of one "
         "worker's create path (open, any write, fsync, close), not an aggregate"),
     Var("fcr_aggregate", "files/s", "aggregate file creation rate: all files / wall time from "
@@ -52,12 +56,16 @@ VARIABLES = {v.name: v for v in [
     Var("jbd2_shadow_wait", "s", "total time of those sleeps"),
     Var("device_requests", "1", "requests the emulated disk served during the run"),
     Var("device_positionings", "1", "of those, requests that paid seek + rotation"),
-    Var("nonblocked_threads", "1", "threads in X for every commit, eq. (4)"),
+    Var("nonblocked_threads", "1", "threads in X for every commit, eq. (4): write op sharing "
+        "no time with any commit"),
     Var("blocked_full", "1", "threads fully blocked (Y) by some commit, eq. (5)"),
-    Var("blocked_partial", "1", "threads partially blocked (Z) by some commit, eq. (6)"),
+    Var("blocked_partial", "1", "threads partially blocked (Z) by some commit and in no Y, eq. (6)"),
+    Var("blocked_inside", "1", "threads whose write op overlaps a commit and ends inside it (I), "
+        "in no Y or Z: the stalls 3.4's T_LOCKED and shadow-buffer waits release before the commit ends"),
     Var("mean_commit_wait", "s", "mean time from a thread's fsync start to the end of the commit that covered it"),
     Var("mean_fsync", "s", "mean fsync duration"),
-    Var("mean_write", "s", "mean T_write per thread (write+fsync with fsync on)"),
+    Var("mean_write", "s", "mean T_write per thread, eq. (4): the write op, fsync excluded"),
+    Var("mean_write_fsync", "s", "mean T_write per thread with its fsync timed (IOzone -e)"),
     Var("batches", "1", "delayJC batches (flushes)"),
     Var("fsync_calls", "1", "fsync/fdatasync calls made by the workload"),
     Var("bps", "blocks/s", "blocks per second of overlapped I/O time (seed 001)"),

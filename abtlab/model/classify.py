@@ -1,11 +1,17 @@
 """The X/Y/Z sets of eqs. (4)-(6) for every commit (the paper's L_p, generalised to many).
 
 IOzone (Fig. 5): a thread's write op is the span of its write() calls, first write
-start to last write end. Its own fsync is left out: the thread that triggers a commit
-would otherwise always be "blocked" by it. For commit p, a write is
+start to last write end (what IOzone's default report times). Its own fsync is left
+out: IOzone calls it after the clock stops. For commit p, a write is
     Y (fully blocked)     if it starts before the commit starts and ends after it ends,
     Z (partially blocked) if it starts in [start, end) and ends after the end,
-    X (not affected)      otherwise.
+    I (blocked inside)    if it overlaps the commit and ends at or before its end,
+    X (not affected)      otherwise: it shares no time with the commit.
+I is the case eqs. (5)-(6) leave out and 3.4's kernels make common: a handle stalled
+while the commit holds the transaction locked (T_LOCKED), or a write waiting on a
+buffer the commit is writing to the log, is released a few ms before the commit's end
+event. Read literally the equations count such a write unaffected; here it is blocked,
+so X means what eq. (4) says: the write involved only its own work.
 Metarates (Fig. 6): an fsync is blocked when it starts while a commit is already
 running (t(q_fsync) > t(q_JC) of a commit that has not ended): it must wait for that
 commit and the next one.
@@ -17,19 +23,21 @@ import numpy as np
 from ..trace import Op
 from .spans import commit_table, op_durations, thread_spans
 
-__all__ = ["classify", "classify_writes", "blocked_fsyncs", "X", "Y", "Z", "LABELS"]
+__all__ = ["classify", "classify_writes", "blocked_fsyncs", "X", "Y", "Z", "I", "LABELS"]
 
-X, Y, Z = 0, 1, 2
-LABELS = ("X", "Y", "Z")
+X, Y, Z, I = 0, 1, 2, 3
+LABELS = ("X", "Y", "Z", "I")
 
 
 def classify_writes(q_write, r_write, c_start, c_end) -> np.ndarray:
-    """Class code (X=0, Y=1, Z=2) of each write span for each commit: shape (threads, commits)."""
+    """Class code (X=0, Y=1, Z=2, I=3) of each write span for each commit: shape
+    (threads, commits)."""
     q = np.asarray(q_write, np.int64)[:, None]
     r = np.asarray(r_write, np.int64)[:, None]
     s = np.asarray(c_start, np.int64)[None, :]
     e = np.asarray(c_end, np.int64)[None, :]
     out = np.full((q.shape[0], s.shape[1]), X, np.int8)
+    out[(q < e) & (r > s) & (r <= e)] = I
     out[(q < s) & (r > e)] = Y
     out[(q >= s) & (q < e) & (r > e)] = Z
     return out
@@ -54,7 +62,7 @@ def blocked_fsyncs(q_fsync, c_start, c_end) -> np.ndarray:
 def classify(ops, commits) -> dict:
     """Per-thread classes against every commit.
 
-    Returns a dict: tid (threads,), write_class (threads, commits) int8 codes X=0/Y=1/Z=2
+    Returns a dict: tid (threads,), write_class (threads, commits) int8 codes X=0/Y=1/Z=2/I=3
     (labels in 'labels'), commit_start/commit_end (commits,), and for the fsync view
     fsync_tid, fsync_start, fsync_blocked (one per fsync call)."""
     spans = thread_spans(ops)
@@ -72,5 +80,5 @@ def as_dataarray(result: dict):
     import xarray as xr
     return xr.DataArray(result["write_class"], dims=("thread", "commit"),
                         coords={"thread": result["tid"]},
-                        attrs={"flag_values": [X, Y, Z], "flag_meanings": "X Y Z",
-                               "long_name": "write class per commit, eqs. (4)-(6)"})
+                        attrs={"flag_values": [X, Y, Z, I], "flag_meanings": "X Y Z I",
+                               "long_name": "write class per commit, eqs. (4)-(6) and I (ends inside)"})

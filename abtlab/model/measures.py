@@ -2,9 +2,13 @@
 
 Names and units are schema.VARIABLES. Times in the traces are ns; results are SI.
 
-T_write (eq. 3): with fsync on (IOzone -e) a thread's write time runs from the start of
-its first write to the end of its fsync, because IOzone includes the flush in the
-timed interval; with fsync off it ends at the end of the last write.
+T_write (eq. 3, eq. 4): a thread's write op, from the start of its first write to the
+end of its last: IOzone's default report, which stops a child's clock after its write
+loop and only then calls fsync and close. That is `throughput`, the paper's quantity:
+the early threads' untimed fsyncs start commits that stall the latecomers' timed
+writes. `throughput_fsync` is the same sum with T_write running on to the end of the
+thread's fsync (IOzone -e): NaN when the run issued no fsync. Both come from one run:
+the workload does the same thing either way, only the clock's end differs.
 
 Commit wait (the paper's reliability measure): for each fsync, the time from its start
 to the end of the commit that covered it. The covering commit is the last commit that
@@ -20,13 +24,14 @@ import numpy as np
 from ..errors import ConfigError
 from ..trace import Op
 from . import equations as eq
-from .classify import X, Y, Z, blocked_fsyncs, classify_writes
+from .classify import I, X, Y, Z, blocked_fsyncs, classify_writes
 from .spans import commit_table, op_durations, thread_spans
 
 __all__ = ["measures", "commit_waits", "WORKLOADS"]
 
 WORKLOADS = ("iozone", "metarates")
 _NS = 1e-9
+_SMALL_NS = np.iinfo(np.int64).min     # spans' "no fsync" sentinel
 
 
 def commit_waits(fsync_start, fsync_end, c_end) -> np.ndarray:
@@ -57,21 +62,36 @@ def _common(ops, s, e, spans) -> dict:
     }
 
 
+def _eq3(size, t_write) -> tuple[float, float]:
+    """(eq. 3 throughput, mean T_write), NaN for no threads."""
+    if not t_write.size:
+        return float("nan"), float("nan")
+    return eq.iozone_throughput(size, t_write), float(np.mean(t_write))
+
+
 def _iozone(ops, s, e, spans, file_size, fsync) -> dict:
     w = spans.wrote
     q, r_write = spans.write_start[w], spans.write_end[w]
-    r = np.maximum(spans.fsync_end[w], r_write) if fsync else r_write
-    t_write = (r - q) * _NS
     size = spans.bytes_written[w] if file_size is None else float(file_size)
+    throughput, mean_write = _eq3(size, (r_write - q) * _NS)
+    # -e's quantity needs every writer's fsync: a run without one has none to time
+    if fsync and w.any() and np.all(spans.fsync_end[w] > _SMALL_NS):
+        tf, mean_wf = _eq3(size, (np.maximum(spans.fsync_end[w], r_write) - q) * _NS)
+    else:
+        tf = mean_wf = float("nan")
     cls = classify_writes(q, r_write, s, e)
     any_y = np.any(cls == Y, axis=1)
-    any_z = np.any(cls == Z, axis=1)
+    any_z = np.any(cls == Z, axis=1) & ~any_y
+    any_i = np.any(cls == I, axis=1) & ~any_y & ~any_z
     return {
-        "throughput": eq.iozone_throughput(size, t_write) if t_write.size else float("nan"),
-        "mean_write": float(np.mean(t_write)) if t_write.size else float("nan"),
+        "throughput": throughput,
+        "throughput_fsync": tf,
+        "mean_write": mean_write,
+        "mean_write_fsync": mean_wf,
         "nonblocked_threads": float(np.count_nonzero(np.all(cls == X, axis=1))),
         "blocked_full": float(np.count_nonzero(any_y)),
-        "blocked_partial": float(np.count_nonzero(any_z & ~any_y)),
+        "blocked_partial": float(np.count_nonzero(any_z)),
+        "blocked_inside": float(np.count_nonzero(any_i)),
     }
 
 
@@ -92,6 +112,7 @@ def _metarates(ops, s, e, spans) -> dict:
         "blocked_full": float(blocked_workers.size),
         # Fig. 6 has no partially blocked case: an fsync waits for one commit or two.
         "blocked_partial": float("nan"),
+        "blocked_inside": float("nan"),
     }
 
 
@@ -100,9 +121,11 @@ def measures(ops, commits, workload, file_size=None, fsync=True) -> dict:
 
     ops: RECORD_DTYPE records (tid = thread index); commits: dict of arrays with at
     least start and end (ns, same clock), empty or None without a journal.
-    workload: 'iozone' (throughput by eq. 3, X/Y/Z by eqs. 4-6) or 'metarates'
-    (FCR by eq. 9 for F files per worker, eq. 10, blocked fsyncs by Fig. 6).
-    file_size: S of eq. (3) in bytes; default: the bytes each thread wrote."""
+    workload: 'iozone' (throughput by eq. 3 on the write op, and with fsync timed too;
+    X/Y/Z/I by eqs. 4-6) or 'metarates' (FCR by eq. 9 for F files per worker, eq. 10,
+    blocked fsyncs by Fig. 6). file_size: S of eq. (3) in bytes; default: the bytes each
+    thread wrote. fsync: whether the run called fsync after its writes (else
+    throughput_fsync is NaN)."""
     if workload not in WORKLOADS:
         raise ConfigError("workload", workload, " | ".join(WORKLOADS))
     if file_size is not None and not (np.isscalar(file_size) and float(file_size) > 0):

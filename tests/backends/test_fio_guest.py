@@ -12,6 +12,7 @@ from abtlab.backends import guest_point
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, UnavailableError
 from abtlab.system import guest
+from guest_builds import assert_same_guest_build
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures"
 POINT = {"policy": "ext4", "freq_ghz": None, "threads": 4, "file_size": 128 * 1024,
@@ -170,6 +171,7 @@ def test_fio_in_the_guest_is_traced_and_deterministic(tmp_path, built_guest):
         pytest.skip(fio_backend.NOT_IN_GUEST)
     a = _sweep(tmp_path, "a.nc")
     b = _sweep(tmp_path, "b.nc")
+    assert_same_guest_build(a, b)
     assert a.attrs["clock"] == "virtual"
     assert a.attrs["tool_version"].startswith("fio-")
     assert (a["throughput"] > 0).all()

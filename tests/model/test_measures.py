@@ -51,9 +51,15 @@ def test_fig5_classes():
 def test_fig5_measures_and_eq3():
     m = model.measures(trace(FIG5), commits(L1), "iozone", file_size=100)
     assert (m["nonblocked_threads"], m["blocked_full"], m["blocked_partial"]) == (3, 1, 1)
-    t_write = np.array([200 - 10, 200 - 10, 400 - 20, 400 - 150, 400 - 250]) * 1e-9
+    assert m["blocked_inside"] == 0
+    # the paper's T_write: the write op only (IOzone's default: fsync after the clock stops)
+    t_write = np.array([50 - 10, 90 - 10, 250 - 20, 260 - 150, 300 - 250]) * 1e-9
     assert m["throughput"] == pytest.approx(np.sum(100 / t_write))
     assert m["mean_write"] == pytest.approx(t_write.mean())
+    # IOzone -e: the clock runs on to the end of the thread's fsync
+    t_write_e = np.array([200 - 10, 200 - 10, 400 - 20, 400 - 150, 400 - 250]) * 1e-9
+    assert m["throughput_fsync"] == pytest.approx(np.sum(100 / t_write_e))
+    assert m["mean_write_fsync"] == pytest.approx(t_write_e.mean())
     assert m["commits"] == 1 and m["fsync_calls"] == 5
     assert m["elapsed"] == pytest.approx(401e-9)
     # waits: threads 0,1 covered by L1 (end 200); 2,3,4 fsync after it: own duration
@@ -61,10 +67,31 @@ def test_fig5_measures_and_eq3():
     assert m["mean_commit_wait"] == pytest.approx(waits.mean())
 
 
-def test_fsync_off_uses_last_write_end():
+def test_fsync_off_has_no_fsync_inclusive_throughput():
     m = model.measures(trace(FIG5), commits(L1), "iozone", file_size=100, fsync=False)
     t_write = np.array([40, 80, 230, 110, 50]) * 1e-9
     assert m["throughput"] == pytest.approx(np.sum(100 / t_write))
+    assert np.isnan(m["throughput_fsync"]) and np.isnan(m["mean_write_fsync"])
+
+
+def test_a_thread_without_fsync_leaves_the_fsync_inclusive_throughput_undefined():
+    rows = [r for r in FIG5 if not (r[0] == 4 and r[1] == Op.FSYNC)]
+    m = model.measures(trace(rows), commits(L1), "iozone", file_size=100)
+    assert np.isnan(m["throughput_fsync"]) and np.isfinite(m["throughput"])
+
+
+def test_a_write_released_inside_the_commit_is_blocked_not_unaffected():
+    """3.4's T_LOCKED and shadow-buffer stalls end a few ms before jbd2_end_commit:
+    eqs. (5)-(6) read literally count such a write X; it is I, blocked."""
+    ops = trace(iozone_thread(0, 10, 50, 200)       # before the commit: X
+                + iozone_thread(1, 60, 180, 300)    # starts before, released inside: I
+                + iozone_thread(2, 120, 190, 300)   # starts and ends inside: I
+                + iozone_thread(3, 200, 260, 300))  # starts at the commit's end: X
+    res = model.classify(ops, commits(L1))
+    assert [res["labels"][c] for c in res["write_class"][:, 0]] == ["X", "I", "I", "X"]
+    m = model.measures(ops, commits(L1), "iozone")
+    assert (m["nonblocked_threads"], m["blocked_inside"]) == (2, 2)
+    assert m["blocked_full"] == m["blocked_partial"] == 0
 
 
 def test_eq5_eq6_decompose_eq4():
@@ -104,7 +131,7 @@ def test_nojc_no_commits():
     for c in (empty, None):
         m = model.measures(trace(FIG5), c, "iozone")
         assert m["commits"] == 0 and m["nonblocked_threads"] == 5
-        assert m["blocked_full"] == 0 and m["blocked_partial"] == 0
+        assert m["blocked_full"] == 0 and m["blocked_partial"] == 0 and m["blocked_inside"] == 0
         assert m["mean_commit_wait"] == pytest.approx(m["mean_fsync"])
 
 

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from abtlab.sweep import loop as sweep
+from guest_builds import assert_same_guest_build
 
 
 @pytest.mark.slow
@@ -30,6 +31,7 @@ def test_a_local_cluster_boots_a_guest_batch_like_the_serial_executor(built_gues
     kw = dict(reps=1, seed=3, quiet=True)
     serial = sweep.run("metarates", levels, **kw)
     dist = sweep.run("metarates", levels, scheduler="local", workers=2, **kw)
+    assert_same_guest_build(serial, dist)
     for var in ("fcr", "commits"):
         np.testing.assert_array_equal(serial[var].values, dist[var].values, err_msg=var)
     np.testing.assert_array_equal(serial["op_t_end"].values, dist["op_t_end"].values)

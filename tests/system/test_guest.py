@@ -11,6 +11,7 @@ import pytest
 
 from abtlab.errors import ConfigError, RunError
 from abtlab.system import cleanup, guest
+from guest_builds import assert_same_guest_build
 
 INFO = ("12 transactions (10 requested), each up to 2048 blocks\n"
         "3 delayjc windows, 5 delayjc resets\naverage: \n  0ms waiting for transaction\n")
@@ -192,6 +193,7 @@ def test_guest_is_deterministic_and_traced(tmp_path, built_guest):
     import numpy as np
     a = _sweep(tmp_path, "a.nc", policy="ext4", device="hdd7200;none")
     b = _sweep(tmp_path, "b.nc", policy="ext4", device="hdd7200;none")
+    assert_same_guest_build(a, b)
     assert a.attrs["clock"] == "virtual" and a.attrs["fs_block_size"] == 4096
     assert a.attrs["guest_cpus"] == "1" and a.attrs["repeatable"].startswith("exact")
     assert a.attrs["guest_initramfs_build"] == guest.initramfs_build() != ""

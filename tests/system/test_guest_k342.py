@@ -13,6 +13,7 @@ from abtlab.errors import ConfigError
 from abtlab.factors.machine import parse_machine
 from abtlab.system import guest, guest_disk, kernel_knobs as kk, tracefs
 from abtlab.system.geometry import FEATURES_342, Geometry
+from guest_builds import assert_same_guest_build
 
 SYSCTL = "/proc/sys/kernel/sched_"
 
@@ -208,6 +209,7 @@ def test_a_tiny_point_on_342_has_op_records_commits_and_a_clock_that_agrees(tmp_
                           policy="ext4;nojc;kdelayjc:window=5ms,max_resets=8",
                           device="hdd7200", reps=1, warmup=0, quiet=True, seed=2)
     ds, again = run("k.nc"), run("k2.nc")
+    assert_same_guest_build(ds, again)
     for v in ("throughput", "commits", "op_t_start", "op_t_end", "commit_end"):
         np.testing.assert_array_equal(ds[v].values, again[v].values, err_msg=v)
     assert ds.attrs["kernel"].startswith(guest.K342_LABEL) and ds.attrs["kernel_iosched"] == "cfq"

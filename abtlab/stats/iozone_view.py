@@ -1,0 +1,46 @@
+"""An IOzone dataset read as the paper reads it: throughput at the fast clock over the
+slow one with the write op timed (eq. 3, IOzone's default report), the same ratio with
+the fsync timed (IOzone -e) beside it, and the unblocked threads (eq. 4) at each clock.
+One row per configuration."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import schema
+from .ratios import format_ratio, slowdown
+from .values import _freq_level, _provenance, _with_freq
+
+__all__ = ["iozone_view", "has_both_throughputs"]
+
+
+def has_both_throughputs(ds) -> bool:
+    return "throughput" in ds and "throughput_fsync" in ds
+
+
+def _ratio_column(ds, var, lo, hi, level, method):
+    sd = slowdown(ds, var, lo, level, method).sel({schema.FREQ: hi})
+    r, a, b = (sd[k].values.ravel() for k in ("ratio", "ci_low", "ci_high"))
+    return [format_ratio(*x) if np.isfinite(x[0]) else "-" for x in zip(r, a, b)], sd
+
+
+def iozone_view(ds, f_low=None, f_high=None, level=0.95, method="fieller"):
+    """A DataFrame, one row per configuration: `throughput hi/lo` (the paper's, with its
+    CI), `with fsync hi/lo` (IOzone -e), `unblocked at lo`, `unblocked at hi` (mean
+    threads in X for every commit). Below 1 = slower at the faster clock."""
+    import pandas as pd
+    da = _with_freq(ds, "throughput")
+    freqs = [float(f) for f in da[schema.FREQ].values]
+    lo = _freq_level(da, f_low, "f_low") if f_low is not None else min(freqs)
+    hi = _freq_level(da, f_high, "f_high") if f_high is not None else max(freqs)
+    paper, sd = _ratio_column(ds, "throughput", lo, hi, level, method)
+    cfg = [d for d in sd["ratio"].dims]
+    index = pd.MultiIndex.from_product([sd[d].values for d in cfg], names=cfg) if cfg else [0]
+    out = pd.DataFrame({f"throughput {hi:g}/{lo:g}": paper}, index=index)
+    if "throughput_fsync" in ds and np.isfinite(ds["throughput_fsync"].values).any():
+        out[f"with fsync {hi:g}/{lo:g}"] = _ratio_column(ds, "throughput_fsync", lo, hi, level, method)[0]
+    if "nonblocked_threads" in ds:
+        nb = ds["nonblocked_threads"].mean(schema.REP)
+        for f in (lo, hi):
+            out[f"unblocked at {f:g}"] = np.round(nb.sel({schema.FREQ: f}).transpose(*cfg).values.ravel(), 1)
+    out.attrs = _provenance(ds, f_low=lo, f_high=hi, level=level, method=method)
+    return out.reset_index(drop=not cfg)
