@@ -27,22 +27,27 @@ def _factors(ds) -> list:
     return [d for d in ds[schema.RUN_ID].dims if d != schema.REP]
 
 
+def _plain(values) -> str:
+    """Levels as the user wrote them ('ext4, nojc'), not as numpy reprs (np.str_('ext4'))."""
+    return ", ".join(str(v.item() if isinstance(v, np.generic) else v) for v in values)
+
+
 def _check(datasets, names):
     if len(datasets) < 2:
         raise ConfigError("datasets", len(datasets), "two or more run datasets")
     first, dims = datasets[0], _factors(datasets[0])
     for ds, name in zip(datasets[1:], names[1:]):
         if _factors(ds) != dims:
-            raise ConfigError("datasets", f"{name}: factors {_factors(ds)}",
-                              f"the factors of {names[0]}: {dims}")
+            raise ConfigError("datasets", f"{name}: factors {_plain(_factors(ds))}",
+                              f"the factors of {names[0]}: {_plain(dims)}")
         for d in dims:
-            if list(ds[d].values) != list(first[d].values):
-                raise ConfigError("datasets", f"{name}: {d} = {list(ds[d].values)}",
-                                  f"the levels of {names[0]}: {list(first[d].values)}")
+            if ds[d].values.tolist() != first[d].values.tolist():
+                raise ConfigError("datasets", f"{name}: {d} = {_plain(ds[d].values)}",
+                                  f"the levels of {names[0]}: {_plain(first[d].values)}")
         for key in _SAME:
             if ds.attrs.get(key) != first.attrs.get(key):
-                raise ConfigError("datasets", f"{name}: {key} = {ds.attrs.get(key)!r}",
-                                  f"{key} = {first.attrs.get(key)!r}, as in {names[0]}")
+                raise ConfigError("datasets", f"{name}: {key} = {_plain([ds.attrs.get(key)])}",
+                                  f"{key} = {_plain([first.attrs.get(key)])}, as in {names[0]}")
     return dims
 
 

@@ -73,3 +73,20 @@ def test_selections_keep_their_runs_apart(two):
         mi = idx[:-1] + (idx[-1] + 2,)
         got, want = int(m.run_id.values[mi]), int(b.isel(freq_ghz=[0]).run_id.values[idx])
         np.testing.assert_array_equal(ops(m, got)["t_end_ns"], ops(b, want)["t_end_ns"])
+
+
+def test_a_refusal_names_levels_as_plain_values(two, tmp_path, capsys):
+    """The levels that differ read as typed (4, 8; ext4), not as numpy reprs."""
+    a, b = two
+    pa, pb = tmp_path / "a.nc", tmp_path / "b.nc"
+    store.save(a, pa)
+    store.save(b.isel(threads=[0]), pb)
+    assert main(["merge", str(pa), str(pb), "--out", str(tmp_path / "m.nc")]) == 2
+    err = capsys.readouterr().err
+    assert f"{pb}: threads = 4'; accepted: the levels of {pa}: 4, 8" in err, err
+    assert "np." not in err
+    other = b.copy()
+    other.attrs["freq_mode"] = np.str_("real")
+    with pytest.raises(ConfigError, match=r"freq_mode = real'; accepted: freq_mode = simulated,") as e:
+        merge_reps([a, other])
+    assert "np." not in str(e.value)
