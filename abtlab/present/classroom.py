@@ -3,19 +3,28 @@
 A lab notebook (notebooks/lab_*.ipynb) asks the student for a prediction in a variable
 of its parameters cell, measures (simulator, or the real kernel where root is
 available), and a check cell prints `check_change(...)` or `check_choice(...)`:
-whether the prediction matches what was measured, and a hint why.
+whether the prediction matches what was measured, and why. A hint explains the
+measurement next to it, never the textbook answer against it: given per direction
+(`why={"up": ..., "down": ..., "same": ...}`), the one for what was measured is shown.
+`paper_comparison` puts a run beside what the paper measured, in the paper's terms.
 """
 from __future__ import annotations
 
 import math
 import shutil
+
+import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
 
 __all__ = ["Feedback", "check_change", "check_choice", "check_number", "measured_change",
-           "lab_notebooks", "copy_labs", "WORDS"]
+           "paper_comparison", "lab_notebooks", "copy_labs", "WORDS", "PAPER"]
+
+PAPER = "Chang, Li, Grove and Cameron, MASCOTS 2014"
+# what the paper states for IOzone, 256 threads x 128 KiB in 32 KiB records (Figs. 1, 2, 7a)
+PAPER_IOZONE = {"ratio": 0.53, "f_low": 1.6, "f_high": 3.3, "unblocked_low": 240, "unblocked_high": 40}
 
 # accepted words for a change, and what they mean
 WORDS = {"up": ("faster", "higher", "more", "up", "increase", "larger"),
@@ -57,7 +66,11 @@ def measured_change(before, after, ci=None, tol=0.05) -> str:
 
 def check_change(prediction, before, after, what, ci=None, tol=0.05, why="") -> Feedback:
     """Compare a predicted change ("faster"/"slower"/"same", "more"/"fewer", ...) of
-    `what` with the measured change from `before` to `after`."""
+    `what` with the measured change from `before` to `after`.
+
+    why: a hint shown when the prediction misses (a string), or one explanation per
+    measured direction (a dict with keys "up", "down", "same"): the one for what was
+    measured is shown with either verdict, so a hint never argues against the data."""
     if prediction is None:
         return Feedback(None, f"write your prediction for {what} in the parameters cell, then re-run")
     pred = _meaning(prediction, "prediction")
@@ -65,9 +78,48 @@ def check_change(prediction, before, after, what, ci=None, tol=0.05, why="") -> 
     ratio = after / before if before else math.nan
     ci_txt = f", 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else ""
     seen = f"{what}: {before:.4g} -> {after:.4g} (x{ratio:.2f}{ci_txt}), measured change: {got}"
+    if isinstance(why, dict):
+        missing = {"up", "down", "same"} - set(why)
+        if missing:
+            raise ConfigError("why", sorted(why), "a hint for each of up, down and same")
+        return Feedback(pred == got, f"you predicted {prediction!r}. {seen}. Why: {why[got]}")
     if pred == got:
         return Feedback(True, f"you predicted {prediction!r}. {seen}.")
     return Feedback(False, f"you predicted {prediction!r}. {seen}." + (f" Hint: {why}" if why else ""))
+
+
+def _ratio(ds, var, f_low, f_high, level):
+    """(ratio, lo, hi) of var at f_high over f_low, NaNs when var has no finite data."""
+    from ..stats.ratios import slowdown
+    if var not in ds or not np.isfinite(ds[var].values).any():
+        return (math.nan,) * 3
+    sd = slowdown(ds, var, f_low, level).sel(freq_ghz=f_high)
+    return tuple(float(sd[k].values.ravel()[0]) for k in ("ratio", "ci_low", "ci_high"))
+
+
+def paper_comparison(ds, f_low, f_high, policy="ext4", level=0.95) -> str:
+    """A few lines putting a run's `policy` beside the paper's IOzone result, in the
+    paper's terms (throughput with the write op timed, unblocked threads) and with the
+    fsync timed too: what this machine measured, said plainly where it differs."""
+    from ..stats.ratios import format_ratio
+    from ..stats.values import provenance_label
+    p = PAPER_IOZONE
+    one = ds.sel(policy=policy) if "policy" in ds.dims else ds
+    w, f = _ratio(one, "throughput", f_low, f_high, level), _ratio(one, "throughput_fsync", f_low, f_high, level)
+    nb = one["nonblocked_threads"].mean("rep")
+    lo_nb, hi_nb = (float(nb.sel(freq_ghz=x).values.ravel()[0]) for x in (f_low, f_high))
+    lines = [f"The paper ({PAPER}; 256 threads x 128 KiB in 32 KiB records, Linux 3.4.2): "
+             f"throughput at {p['f_high']} GHz over {p['f_low']} GHz x{p['ratio']} with the write op "
+             f"timed, unblocked threads {p['unblocked_low']} -> {p['unblocked_high']}.",
+             f"This run ({policy}, {provenance_label(ds)}): throughput at {f_high:g} GHz over "
+             f"{f_low:g} GHz x{format_ratio(*w)} with the write op timed"
+             + (f", x{format_ratio(*f)} with the fsync timed (IOzone -e)" if math.isfinite(f[0]) else "")
+             + f"; unblocked threads {lo_nb:.4g} -> {hi_nb:.4g}."]
+    if w[1] > 1 or (w[0] >= 1 and w[1] <= 1 <= w[2]):
+        lines.append("Here the write op does not slow down at the faster clock: the paper's effect "
+                     "is not measured on this machine and setting"
+                     + ("; the throughput with the fsync timed is the one that falls." if f[2] < 1 else "."))
+    return "\n".join(lines)
 
 
 def check_number(prediction, measured, what, rel_tol=0.25, why="") -> Feedback:

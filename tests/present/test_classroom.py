@@ -23,6 +23,26 @@ def test_check_change():
         classroom.check_change("sideways", 1, 2, "x")
 
 
+def test_a_hint_per_direction_explains_what_was_measured_with_either_verdict():
+    why = {"up": "it rose because", "down": "it fell because", "same": "it held because"}
+    right = classroom.check_change("faster", 10, 20, "x", why=why)
+    wrong = classroom.check_change("slower", 10, 20, "x", why=why)
+    assert right.ok is True and "Why: it rose because" in str(right)
+    assert wrong.ok is False and "Why: it rose because" in str(wrong) and "fell" not in str(wrong)
+    with pytest.raises(ConfigError, match="why"):
+        classroom.check_change("faster", 10, 20, "x", why={"up": "only one"})
+
+
+def test_paper_comparison_says_when_the_write_op_does_not_slow_down():
+    import abtlab.sim as sim
+    ds = sim.simulate(reps=3, seed=1, threads=[64], freq_ghz=[1.6, 3.3], policy=["ext4"])
+    text = classroom.paper_comparison(ds, 1.6, 3.3)
+    assert "Chang, Li, Grove and Cameron, MASCOTS 2014" in text and "x0.53" in text
+    assert "SIMULATED" in text and "with the write op timed" in text and "with the fsync timed" in text
+    w = float(ds.throughput.sel(freq_ghz=3.3).mean() / ds.throughput.sel(freq_ghz=1.6).mean())
+    assert (w > 1.1) == ("does not slow down" in text)
+
+
 def test_check_number_and_choice():
     assert classroom.check_number(1.0, 1.1, "r", rel_tol=0.2).ok is True
     assert classroom.check_number(2.0, 1.0, "r").ok is False

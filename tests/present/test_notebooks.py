@@ -25,7 +25,7 @@ SMALL = {
     "07_syscalls": dict(data="auto", lock_threads=[1, 2], lock_work=[1, 1000], reps=2, dio=False),
     "08_kernel_history": dict(data="sim", threads=16, policy="ext4", reps=2),
     "lab_1_faster_cpu": dict(prediction_ext4="slower", prediction_nojc="faster",
-                             predicted_ratio=0.9, threads=64, reps=3),
+                             predicted_ratio=0.9, prediction_ext4_fsync="slower", threads=64, reps=3),
     "lab_2_batching": dict(prediction_commits="more", prediction_nonblocked="fewer", threads=64, reps=2),
     "lab_3_delay": dict(prediction_wait="higher", prediction_best_window=0, windows_ms=[1, 16],
                         threads=64, reps=2),
@@ -123,7 +123,7 @@ def test_guest_data_notebooks(built_guest, tmp_path):
                   dict(data="guest", threads=16, policy="ext4", reps=2), "nb08_guest"),
              Item(NOTEBOOK_DIR / "lab_1_faster_cpu.ipynb",
                   dict(data="guest", prediction_ext4="slower", prediction_nojc="faster",
-                       predicted_ratio=0.9, reps=2), "lab1_guest")]
+                       predicted_ratio=0.9, prediction_ext4_fsync="slower", reps=2), "lab1_guest")]
     outcomes, _ = run_batch(items, tmp_path, workers=2, progress=None, timeout=600)
     for o in outcomes:
         assert o.status == "ok", o.error
