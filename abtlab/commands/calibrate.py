@@ -25,6 +25,7 @@ def register(sub):
 
 def main(args):
     import pathlib
+    import sys
 
     from ..errors import ConfigError
     from ..sim.calibration import calibrate, to_toml
@@ -36,6 +37,9 @@ def main(args):
     real = load(args.run)
     sel = _selection(real, args.sel)
     params = calibrate(real, **sel)
+    if defaults := params["calibration"]["defaults"]:
+        print("abtlab calibrate: warning: not fitted from these runs, the simulator's defaults "
+              "apply: " + ", ".join(defaults), file=sys.stderr)
     real = real.sel({k: [v] for k, v in sel.items()})
     text = to_toml(params)
     if args.out:

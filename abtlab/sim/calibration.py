@@ -4,7 +4,9 @@ Every run of the dataset is fitted from its own op and commit traces by
 abtlab.model.fit_sim_params (CPU costs converted to the reference frequency with the
 run's freq_ghz); the per-run estimates are pooled by their median. The result is a dict
 of SimParams keywords with a [device_overrides] table, accepted by abtlab.sim as
-`params=` (dict or the TOML file `to_toml` writes).
+`params=` (dict or the TOML file `to_toml` writes). Runs without a journal commit are
+refused (the commit terms would be the simulator's defaults); anything else the runs
+cannot tell is left out and named in [calibration] `defaults`.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 from ..data import runs, schema
 from ..errors import ConfigError
 
-__all__ = ["calibrate", "to_toml", "guest_device"]
+__all__ = ["calibrate", "to_toml", "guest_device", "not_fitted", "FITTED"]
 
 _CPU = ("open_us", "write_fixed_us", "close_us")
 _DEVICE = ("commit_fixed_us", "commit_us_per_block")
@@ -97,7 +99,8 @@ def _fsync_cpu(ops, cores, write_us, scale, dilation=False):
     when threads outnumber cores and run one after another: cores x the median gap is one
     thread's writes and its fsync's CPU. The median ignores the gap of threads a commit
     blocked. By dilation the writes are dilated in the gap and the fsync is not (its
-    dilation is spun after it returns). None when it cannot be told."""
+    dilation is spun after it returns). None when it cannot be told (also when the gap
+    is not longer than the writes: a zero would read as measured)."""
     from ..trace import Op
     tids = np.unique(ops["tid"])
     f = np.sort(ops["t_start_ns"][ops["op"] == int(Op.FSYNC)])
@@ -106,7 +109,9 @@ def _fsync_cpu(ops, cores, write_us, scale, dilation=False):
         return None
     gap_us = cores * float(np.median(np.diff(f))) / 1e3
     fsync_us = gap_us - writes / tids.size * write_us * scale
-    return max(fsync_us if dilation else fsync_us / scale, 0.0)
+    if fsync_us <= 0:      # fsyncs closer than their threads' writes: not one after another
+        return None
+    return fsync_us if dilation else fsync_us / scale
 
 
 def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
@@ -195,6 +200,13 @@ def calibrate(ds, **sel) -> dict:
     # a guest run's cores and disk are the guest's, not the host's that ran qemu
     cores = _one_int(attrs.get("guest_cpus")) or _one_int(attrs.get("cpu_logical"))
     fits, seen = _fit_runs(ds, sel, f_ref, nonscaling, cores)
+    commits = int(sum(f.get("commit_count", 0) for f in fits))
+    if commits == 0:           # the simulator's defaults would stand in for the commit
+        raise ConfigError("dataset", f"{len(fits)} runs{_levels(ds, sel, 'policy')}, "
+                          "no journal commit in their traces",
+                          "runs with journal commits (ext4 or delayjc, commits traced) to fit "
+                          "the commit's lock, device time and blocks per handle from; NOJC "
+                          "has no journal")
     out = {"f_ref_ghz": f_ref, "nonscaling": nonscaling, "write_us_per_kib": 0.0}
     out.update({k: v for k in _CPU if (v := _median(fits, k)) is not None})
     if cores:
@@ -216,12 +228,34 @@ def calibrate(ds, **sel) -> dict:
     out["device_overrides"] = _device(fits, attrs, out)
     out["calibration"] = {"source_command": str(attrs.get("command", "")),
                           "freq_mode": str(attrs.get("freq_mode", "")),
-                          "runs": len(fits), "commits_seen": int(sum(f.get("commit_count", 0)
-                                                                     for f in fits))}
+                          "runs": len(fits), "commits_seen": commits,
+                          "defaults": not_fitted(out)}
     return out
 
 
+# what calibrate() fits; one it could not tell is left out (the simulator's default applies)
+FITTED = ("open_us", "write_fixed_us", "close_us", "fsync_cpu_us", "dev_cv", "commit_lock_us",
+          "blocks_per_handle", *_DEVICE, "flush_fixed_us")
+
+
+def not_fitted(params: dict) -> list[str]:
+    """The FITTED names calibrate() could not tell from the runs, so left to the defaults."""
+    dev = params.get("device_overrides", {})
+    return [k for k in FITTED if k not in params and k not in dev]
+
+
+def _levels(ds, sel, factor) -> str:
+    """' (policy nojc)': the levels of factor the fitted runs have, for a message."""
+    if factor in sel:
+        return f" ({factor} {sel[factor]})"
+    if factor not in ds.coords:
+        return ""
+    return f" ({factor} " + ", ".join(str(v) for v in ds[factor].values.tolist()) + ")"
+
+
 def _value(v):
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):

@@ -198,3 +198,53 @@ def test_fsync_cpu_is_read_from_the_runs_nearest_the_reference_clock():
     # 3.3 GHz: 500 - 2 x 100 = 300 us; 1.65 GHz: 900 - 2 x 200 = 500 us
     assert _median_fsync_cpu(seen, 3.3, 0.0, 1, 100.0, dilation=True) == pytest.approx(300.0)
     assert _median_fsync_cpu(seen[1:], 3.3, 0.0, 1, 100.0, dilation=True) == pytest.approx(500.0)
+
+
+def test_runs_without_a_commit_are_refused_naming_why(tmp_path, capsys):
+    """NOJC runs have no journal: the commit terms cannot be fitted, and a file whose
+    commit terms are silently the simulator's defaults would pass for a calibration."""
+    ds = sim.simulate(reps=2, freq_ghz=[1.6, 3.3], policy="nojc", threads=16,
+                      file_size=64 * 1024, record_size=32 * 1024)
+    assert ds.sizes["commit"] == 0
+    with pytest.raises(ConfigError, match="no journal commit") as e:
+        calibrate(ds)
+    assert e.value.field == "dataset"
+    path, out = tmp_path / "n.nc", tmp_path / "p.toml"
+    store.save(ds, path)
+    assert main(["calibrate", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "abtlab calibrate: error: dataset:" in err[0] and "NOJC" in err[0]
+    assert not out.exists()
+
+
+def test_what_the_runs_cannot_tell_is_left_to_the_defaults_and_named(run_ds, tmp_path, capsys):
+    """Threads no more than the cores give no fsync spacing to read the fsync's CPU from:
+    fsync_cpu_us is not written (as a measured 0 would be), the file names it among the
+    defaults and the command says so in one line."""
+    p = calibrate(run_ds)
+    assert "fsync_cpu_us" not in p and p["calibration"]["defaults"] == ["fsync_cpu_us"]
+    path, out = tmp_path / "run.nc", tmp_path / "p.toml"
+    store.save(run_ds, path)
+    assert main(["calibrate", str(path), "--out", str(out)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["abtlab calibrate: warning: not fitted from these runs, the simulator's "
+                   "defaults apply: fsync_cpu_us"]
+    text = out.read_text()
+    assert 'defaults = ["fsync_cpu_us"]' in text and "fsync_cpu_us =" not in text
+    assert sim.make(params=str(out)).fsync_cpu_us == sim.make().fsync_cpu_us
+
+
+def test_fsyncs_closer_than_their_writes_give_no_fsync_cpu():
+    """When fsyncs start closer together than their threads' writes take (threads not
+    one after another on the cores), the estimate is not clipped to a measured 0."""
+    import numpy as np
+
+    from abtlab.sim.calibration import _fsync_cpu
+    from abtlab.trace import RECORD_DTYPE, Op
+    ops = np.zeros(24, RECORD_DTYPE)
+    ops["tid"] = np.repeat(np.arange(8), 3)
+    ops["op"] = np.tile([int(Op.WRITE), int(Op.WRITE), int(Op.FSYNC)], 8)
+    ops["t_start_ns"] = np.repeat(np.arange(8) * 4_000, 3)      # fsyncs 4 us apart
+    assert _fsync_cpu(ops, 2, 100.0, 1.0) is None                # 8 - 2 x 100 us < 0
+    ops["t_start_ns"] = np.repeat(np.arange(8) * 150_000, 3)
+    assert _fsync_cpu(ops, 2, 100.0, 1.0) == pytest.approx(100.0)   # 300 - 200 us
