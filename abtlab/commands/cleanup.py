@@ -13,22 +13,36 @@ def register(sub):
 
 def main(args):
     import os
-    import warnings
-    from ..system import leftovers
+    from ..system import leftovers, runlock
     roots = (*leftovers.default_roots(), *args.dir)
-    found = leftovers.find(roots=roots).describe()
+    machine = leftovers.find(roots=roots).describe()
+    # output locks of killed writers and the torn dataset files beside their outputs:
+    # the user's own files, which need no root
+    outputs = runlock.stale_outputs()
+    found = machine + [line for o in outputs for line in o.describe()]
     if not found:
         print("nothing left by killed abtlab processes")
         return 0
-    if args.dry_run or os.geteuid() != 0:
-        print("left by killed abtlab processes" + ("" if args.dry_run else " (root can undo it)") + ":")
-        print("\n".join(f"  {line}" for line in found))
-        return 0 if args.dry_run else 1
-    failed: list[str] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        done = leftovers.reclaim(roots=roots, quiet=True, failed=failed)
-    print("undone:\n" + "\n".join(f"  {line}" for line in done))
-    if failed:              # every other step still ran
-        print("failed:\n" + "\n".join(f"  {line}" for line in failed))
+    if args.dry_run:
+        print("left by killed abtlab processes:\n" + "\n".join(f"  {line}" for line in found))
+        return 0
+    done, failed = [], []
+    if machine and os.geteuid() == 0:
+        done += leftovers.reclaim(roots=roots, quiet=True, failed=failed)
+    for o in outputs:
+        try:
+            runlock.remove_stale(o)
+            done += o.describe()
+        except OSError as exc:         # every other step still runs
+            failed.append(f"{o.lock}: {exc}")
+    _say("undone", done)
+    _say("failed", failed)
+    if machine and os.geteuid() != 0:
+        _say("left by killed abtlab processes (root can undo it)", machine)
+        return 1
     return 1 if failed else 0
+
+
+def _say(head, lines):
+    if lines:
+        print(f"{head}:\n" + "\n".join(f"  {line}" for line in lines))

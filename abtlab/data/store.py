@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -18,7 +19,8 @@ import numpy as np
 from ..errors import ConfigError, TraceError
 
 __all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name", "keep_rejected",
-           "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume", "drop_unstarted"]
+           "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume", "drop_unstarted",
+           "temp_path", "stale_temps", "writer_alive"]
 
 
 def _clean_attrs(attrs: dict) -> dict:
@@ -52,19 +54,69 @@ def save(ds, path) -> Path:
     ds.attrs = _clean_attrs(ds.attrs)
     for v in ds.variables.values():
         v.attrs = _clean_attrs(v.attrs)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    if path.suffix == ".zarr":
-        ds.to_zarr(tmp, mode="w")
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    else:
-        ds.to_netcdf(tmp, engine="h5netcdf")
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+    tmp = temp_path(path)
+    for stale in stale_temps(path):     # torn by a kill -9: this write replaces it
+        _remove(stale)
+    try:
+        if path.suffix == ".zarr":
+            ds.to_zarr(tmp, mode="w")
+            if path.exists():
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+        else:
+            ds.to_netcdf(tmp, engine="h5netcdf")
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    except BaseException:               # an error or a signal mid-write: no torn file stays
+        _remove(tmp)
+        raise
     _fsync_dir(path.parent if str(path.parent) else Path("."))
     return path
+
+
+# -- the temporary file of a write: `.<name>.tmp-<pid>` beside its target ------------
+def temp_path(path, pid: int | None = None) -> Path:
+    """Where `save` writes path before renaming it into place (pid: the writer's)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.tmp-{os.getpid() if pid is None else pid}")
+
+
+def writer_alive(pid: int) -> bool:
+    """pid is a running process (a zombie has run its last instruction)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:                     # no /proc to tell: the kernel's word
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+    return stat[stat.rfind(")") + 2:].split()[:1] != ["Z"]
+
+
+def stale_temps(path) -> list[Path]:
+    """save's temporary files of path whose writer is gone (a kill -9 mid-write); a live
+    writer's, and any file not named by temp_path, are not listed."""
+    path = Path(path)
+    pattern = re.compile(re.escape(f".{path.name}.tmp-") + r"(\d+)")
+    try:
+        entries = list(path.parent.iterdir() if str(path.parent) else Path(".").iterdir())
+    except OSError:
+        return []
+    return sorted(p for p in entries
+                  if (m := pattern.fullmatch(p.name)) and not writer_alive(int(m.group(1))))
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        p.unlink(missing_ok=True)
 
 
 def load(path):

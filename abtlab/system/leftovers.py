@@ -33,9 +33,9 @@ import re
 import secrets
 import shutil
 import signal
+import sys
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -404,12 +404,19 @@ def _steps(left: Leftovers, v1_root) -> list[tuple[str, object]]:
     return steps
 
 
+def _notice(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def reclaim(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT,
-            v1_root=V1_ROOT, quiet=False, failed: list | None = None) -> list[str]:
-    """Undo what abtlab processes that are gone left; return what was found (and warn
-    with it unless quiet). Every step runs even if another failed: failures are warned
-    and appended to `failed`."""
+            v1_root=V1_ROOT, quiet=False, failed: list | None = None, say=_notice) -> list[str]:
+    """Undo what abtlab processes that are gone left; return what was found (and say it
+    in one line, by default on stderr, unless quiet). Every step runs even if another
+    failed: failures are appended to `failed` and said, a line each, unless quiet.
+    A notice, not a warning: the run goes on as asked, and a warning's source line
+    would tell a user nothing."""
     failed = [] if failed is None else failed
+    first = len(failed)
     with _tracefs_visible(Path(instances)):
         left = find(roots, instances, v2_root, v1_root)
         if not left:
@@ -420,9 +427,8 @@ def reclaim(roots=None, instances=TRACEFS_INSTANCES, v2_root=V2_ROOT,
                 undo()
             except Exception as exc:       # one failed step must not stop the others
                 failed.append(f"{label}: {exc}")
-    for msg in failed:
-        warnings.warn(f"abtlab: {msg}", RuntimeWarning)
     if not quiet:
-        warnings.warn("abtlab: undid what a killed abtlab process left: " + "; ".join(done),
-                      RuntimeWarning, stacklevel=2)
+        say("abtlab: undid what a killed abtlab process left: " + "; ".join(done))
+        for msg in failed[first:]:
+            say(f"abtlab: could not undo {msg}")
     return done

@@ -7,20 +7,26 @@ second run waits, saying for whom, or fails at once (`wait=False`, `--no-wait`).
 sweep with an output also holds `OutputLock`, never waited for: an `--out` that a live
 run is writing is refused. flock is released by the kernel when its holder dies, so a
 `kill -9` never leaves a stale lock. The machine's lock file stays (like /run/lock); an
-output's is removed when its writer ends (only a killed writer's stays, harmlessly).
+output's is removed when its writer ends. A killed writer's stays, harmlessly, and names
+its output: `stale_outputs()` finds such files of writers that are gone, with the
+temporary dataset files they left beside their outputs, for `abtlab cleanup`.
 """
 from __future__ import annotations
 
 import fcntl
 import hashlib
 import os
+import shutil
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data import store
 from ..errors import ConfigError, UnavailableError
 
-__all__ = ["MachineLock", "OutputLock", "lock_dir", "RUN_DIR"]
+__all__ = ["MachineLock", "OutputLock", "lock_dir", "RUN_DIR", "StaleOutput", "stale_outputs",
+           "remove_stale"]
 
 RUN_DIR = Path("/run/abtlab")
 
@@ -135,3 +141,68 @@ class OutputLock(_Flock):
         if self._fd is not None:
             self.path.unlink(missing_ok=True)
         super().release()
+
+
+# -- what killed writers left: their output locks and temporary dataset files ------------
+@dataclass
+class StaleOutput:
+    """An output lock whose writer is gone, and its temporary files beside the output."""
+    lock: Path
+    pid: int
+    out: str
+    temps: list[Path] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        return [f"temporary dataset file {t}" for t in self.temps] + \
+               [f"output lock {self.lock} (pid {self.pid}, writing {self.out})"]
+
+
+def _unheld(path: Path) -> int | None:
+    """An fd holding path's flock, or None when a live writer holds it (or it is gone)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def stale_outputs(directory=None) -> list[StaleOutput]:
+    """Output lock files that no process holds and whose recorded writer is gone (killed
+    with -9), each with save's temporary files of dead writers beside its output."""
+    found = []
+    for path in sorted(Path(directory or lock_dir()).glob("out-*.lock")):
+        if (fd := _unheld(path)) is None:
+            continue
+        try:
+            text = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+        finally:
+            os.close(fd)
+        head, _, out = text.partition(": ")
+        if not (head.startswith("pid ") and head[4:].isdigit() and out):
+            continue                    # a writer between creating the file and claiming it
+        pid = int(head[4:])
+        if store.writer_alive(pid):
+            continue                    # ending: it removes its lock file itself
+        found.append(StaleOutput(path, pid, out, store.stale_temps(out)))
+    return found
+
+
+def remove_stale(stale: StaleOutput) -> None:
+    """Remove a stale output's temporary files, then its lock file, holding the lock so
+    that a writer starting meanwhile either holds it first (it stays) or takes a new one."""
+    for t in stale.temps:
+        shutil.rmtree(t) if t.is_dir() and not t.is_symlink() else t.unlink(missing_ok=True)
+    if (fd := _unheld(stale.lock)) is None:
+        return
+    try:
+        if os.stat(stale.lock).st_ino == os.fstat(fd).st_ino:
+            stale.lock.unlink()
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)

@@ -27,3 +27,39 @@ def test_loading_a_missing_path_names_it(tmp_path):
     with pytest.raises(ConfigError) as err:
         store.load(tmp_path / "none.nc")
     assert err.value.field == "path"
+
+
+@pytest.mark.parametrize("name, method", [("a.nc", "to_netcdf"), ("a.zarr", "to_zarr")])
+def test_a_write_a_signal_stops_leaves_no_temporary_file(tmp_path, monkeypatch, name, method):
+    """Ctrl-C or SIGTERM (both a KeyboardInterrupt here) in the middle of the write: the
+    partial file beside the output goes, and the output is not made."""
+    real = getattr(xr.Dataset, method)
+
+    def torn(self, path, *a, **k):
+        real(self, path, *a, **k)            # written, not yet renamed into place
+        raise KeyboardInterrupt
+    monkeypatch.setattr(xr.Dataset, method, torn)
+    with pytest.raises(KeyboardInterrupt):
+        store.save(_ds(), tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_writers_temporary_file_goes_with_the_next_write(tmp_path):
+    """A kill -9 mid-write leaves `.a.nc.tmp-PID`; the next write of a.nc (a --resume)
+    removes it. A live writer's, another output's and a file of another name stay."""
+    import subprocess
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        torn = store.temp_path(tmp_path / "a.nc", dead.pid)
+        kept = [store.temp_path(tmp_path / "a.nc", live.pid), tmp_path / ".a.nc.tmp-1x",
+                store.temp_path(tmp_path / "b.nc", dead.pid), tmp_path / "a.nc.tmp-1"]
+        for f in (torn, *kept):
+            f.write_bytes(b"\x89HDF partial")
+        assert store.stale_temps(tmp_path / "a.nc") == [torn]
+        store.save(_ds(), tmp_path / "a.nc")
+        assert sorted(tmp_path.iterdir()) == sorted([tmp_path / "a.nc", *kept])
+    finally:
+        live.kill()
+        live.wait()

@@ -3,6 +3,7 @@ nothing of a live process is touched."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -32,7 +33,7 @@ def _owned_dir(parent: Path, name: str, pid: int, start=None) -> Path:
     return d
 
 
-def test_only_directories_of_processes_that_are_gone_are_reclaimed(tmp_path):
+def test_only_directories_of_processes_that_are_gone_are_reclaimed(tmp_path, capsys, recwarn):
     dead = _owned_dir(tmp_path, "abtlab-dead", _dead_pid(), start="12345")
     live = tmp_path / "abtlab-live"
     live.mkdir()
@@ -42,10 +43,13 @@ def test_only_directories_of_processes_that_are_gone_are_reclaimed(tmp_path):
     unmarked.mkdir()
     found = leftovers.find(roots=(tmp_path,), instances=tmp_path / "none", v2_root=tmp_path / "none")
     assert sorted(found.dirs) == [dead, reused]
-    with pytest.warns(RuntimeWarning, match="undid what a killed abtlab process left"):
-        done = leftovers.reclaim(roots=(tmp_path,), instances=tmp_path / "none",
-                                 v2_root=tmp_path / "none")
+    done = leftovers.reclaim(roots=(tmp_path,), instances=tmp_path / "none",
+                             v2_root=tmp_path / "none")
     assert len(done) == 2 and not dead.exists() and not reused.exists()
+    # a notice in one line on stderr, not a warning with its source line
+    assert capsys.readouterr().err == ("abtlab: undid what a killed abtlab process left: "
+                                       + "; ".join(done) + "\n")
+    assert len(recwarn) == 0
     assert live.is_dir() and unmarked.is_dir()
     assert leftovers.reclaim(roots=(tmp_path,), instances=tmp_path / "none",
                              v2_root=tmp_path / "none") == []
@@ -80,7 +84,7 @@ def test_tracefs_instance_of_a_dead_process_is_removed():
 
 
 @pytest.mark.root
-def test_next_scratch_fs_undoes_what_a_sigkilled_run_left(built_backends, tmp_path):
+def test_next_scratch_fs_undoes_what_a_sigkilled_run_left(built_backends, tmp_path, capsys):
     """A run killed with SIGKILL leaves its ext4 mounted on a loop device whose image lies
     on a mounted emulated disk served by a live daemon. The next ScratchFS in the same
     place undoes all of it, in order, and its own file system stays."""
@@ -94,13 +98,15 @@ def test_next_scratch_fs_undoes_what_a_sigkilled_run_left(built_backends, tmp_pa
         left = _leftovers(d, mnt, int(pid), image, ext4)
         assert left == ["ext4 mount", "loop device", "fuse mount", "abt-slowdisk process",
                         f"directory {d}"]
-        with pytest.warns(RuntimeWarning, match=f"killed abtlab process left: .*{loopdev}"):
-            with ScratchFS(size_mb=128, workdir=tmp_path) as fs:
-                assert os.path.ismount(fs.mountpoint)
-                assert _leftovers(d, mnt, int(pid), image, ext4) in ([], ["abt-slowdisk process"])
-                assert sorted(p.name for p in tmp_path.iterdir()) == [fs.dir.name,
-                                                                      fs.dir.name + ".owner"]
+        capsys.readouterr()
+        with ScratchFS(size_mb=128, workdir=tmp_path) as fs:
+            assert os.path.ismount(fs.mountpoint)
+            assert _leftovers(d, mnt, int(pid), image, ext4) in ([], ["abt-slowdisk process"])
+            assert sorted(p.name for p in tmp_path.iterdir()) == [fs.dir.name,
+                                                                  fs.dir.name + ".owner"]
         assert list(tmp_path.iterdir()) == []
+        assert re.fullmatch(f"abtlab: undid what a killed abtlab process left: .*{loopdev}.*\n",
+                            capsys.readouterr().err)
     finally:
         proc.kill()
         _force_cleanup(mnt, int(pid), image, ext4, loopdev)
@@ -116,6 +122,33 @@ def test_cleanup_command_lists_then_undoes(tmp_path, capsys):
     assert f"undone:\n  directory {dead}" in capsys.readouterr().out and not dead.exists()
     assert main(["cleanup", "--dir", str(tmp_path)]) == 0
     assert "nothing left" in capsys.readouterr().out
+
+
+def test_cleanup_removes_what_killed_writers_left_beside_their_outputs(tmp_path, capsys,
+                                                                      monkeypatch):
+    """A run killed with -9 leaves its output's lock and, killed mid-write, `.r.nc.tmp-PID`:
+    cleanup lists and removes both, and leaves a file of another name beside the output."""
+    from abtlab.cli import main
+    from abtlab.data import store
+    from abtlab.system import runlock
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    monkeypatch.setattr(runlock, "lock_dir", lambda: locks)
+    monkeypatch.setattr(leftovers, "find", lambda **kw: leftovers.Leftovers())
+    out, dead = tmp_path / "r.nc", _dead_pid()
+    lock = locks / "out-0123456789abcdef.lock"
+    lock.write_text(f"pid {dead}: {out}\n")
+    torn, other = store.temp_path(out, dead), tmp_path / ".r.nc.tmp-notes"
+    torn.write_bytes(b"\x89HDF partial")
+    other.write_text("mine")
+    assert main(["cleanup", "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    assert f"temporary dataset file {torn}" in said and f"output lock {lock} (pid {dead}" in said
+    assert torn.exists() and lock.exists()
+    assert main(["cleanup"]) == 0
+    assert f"undone:\n  temporary dataset file {torn}" in capsys.readouterr().out
+    assert not torn.exists() and not lock.exists() and other.exists()
+    assert main(["cleanup"]) == 0 and "nothing left" in capsys.readouterr().out
 
 
 def test_doctor_lists_leftovers(tmp_path, capsys, monkeypatch):
@@ -137,7 +170,7 @@ _PIN_CHILD = """
 
 
 @pytest.mark.parametrize("kind", ["acpi", "pstate"])
-def test_cpufreq_pin_of_a_killed_process_is_put_back(tmp_path, kind):
+def test_cpufreq_pin_of_a_killed_process_is_put_back(tmp_path, kind, capsys):
     """kill -9 inside a FrequencyPin leaves the CPUs pinned; the record it kept lets the
     next pin (or `abtlab cleanup`) put back governor and limits before it saves them."""
     import subprocess, sys, textwrap
@@ -152,10 +185,12 @@ def test_cpufreq_pin_of_a_killed_process_is_put_back(tmp_path, kind):
     assert subprocess.run([sys.executable, "-c", code]).returncode == -signal.SIGKILL
     assert state(root) != before                              # left pinned
     assert len(leftovers.find(roots=(states,)).pins) == 1
-    with pytest.warns(RuntimeWarning, match="CPU frequency pin"):
-        with FrequencyPin(1600000 if kind == "acpi" else 1500000, root=root, state_dir=states):
-            pass
+    with FrequencyPin(1600000 if kind == "acpi" else 1500000, root=root, state_dir=states):
+        pass
     assert state(root) == before and list(states.iterdir()) == []
+    err = capsys.readouterr().err
+    assert err.startswith("abtlab: undid what a killed abtlab process left: ") and \
+        "; CPU frequency pin" in err and err.count("\n") == 1
 
 
 # -- cleanup that finishes -------------------------------------------------------------

@@ -110,3 +110,63 @@ def test_a_waiter_on_a_removed_lock_file_takes_the_new_one(tmp_path, monkeypatch
         with pytest.raises(ConfigError, match="is writing it"):
             with OutputLock(out, directory=tmp_path):
                 pass
+
+
+_HOLD_OUT = """
+import sys, time
+from abtlab.system.runlock import OutputLock
+with OutputLock(sys.argv[1], directory=sys.argv[2]):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def test_a_killed_writers_lock_and_temporary_files_are_found_and_removed(tmp_path):
+    """kill -9 leaves the output's lock file and, mid-write, `.r.nc.tmp-PID`: both are
+    stale once the writer is gone; a live process's temporary file, a file of another
+    name and a live writer's lock are not."""
+    from abtlab.data import store
+    from abtlab.system import runlock
+    locks, out = tmp_path / "locks", tmp_path / "r.nc"
+    locks.mkdir()
+    killed = subprocess.Popen([sys.executable, "-c", _HOLD_OUT, str(out), str(locks)],
+                              stdout=subprocess.PIPE, text=True)
+    assert killed.stdout.readline().strip() == "held"
+    torn = store.temp_path(out, killed.pid)
+    torn.write_bytes(b"\x89HDF\r\n partial")
+    live = subprocess.Popen(["sleep", "60"])
+    kept = [store.temp_path(out, live.pid), tmp_path / ".r.nc.tmp-x", tmp_path / "notes.txt",
+            store.temp_path(tmp_path / "other.nc", _dead_pid())]
+    for f in kept:
+        f.write_text("x")
+    writing = OutputLock(tmp_path / "w.nc", directory=locks).__enter__()
+    try:
+        assert runlock.stale_outputs(locks) == []          # the killed one still runs
+        killed.kill()
+        killed.wait()
+        stale = runlock.stale_outputs(locks)
+        assert [(s.pid, s.out, s.temps) for s in stale] == [(killed.pid, str(out), [torn])]
+        runlock.remove_stale(stale[0])
+        assert not torn.exists() and not stale[0].lock.exists()
+        assert all(f.exists() for f in kept) and writing.path.exists()
+        assert runlock.stale_outputs(locks) == []
+    finally:
+        writing.release()
+        live.kill()
+        live.wait()
+
+
+def test_a_lock_file_of_a_live_pid_is_not_stale(tmp_path):
+    """Unheld but naming a live process: a writer ending (it removes the file itself)."""
+    from abtlab.system import runlock
+    lock = tmp_path / "out-0123456789abcdef.lock"
+    lock.write_text(f"pid {os.getpid()}: {tmp_path / 'r.nc'}\n")
+    assert runlock.stale_outputs(tmp_path) == []
+    lock.write_text(f"pid {_dead_pid()}: {tmp_path / 'r.nc'}\n")
+    assert len(runlock.stale_outputs(tmp_path)) == 1
