@@ -43,6 +43,8 @@ VARIABLES = {v.name: v for v in [
         "the fsync runs after the clock stops), the paper's quantity"),
     Var("throughput_fsync", "bytes/s", "eq. (3) with T_write running to the end of the thread's "
         "fsync (IOzone -e)"),
+    Var("throughput_stonewall", "bytes/s", "eq. (3) with IOzone's stonewalling (its default): each "
+        "thread's bytes and time up to its first record after the first thread finished writing"),
     Var("fcr", "files/s", "Metarates file creation rate, eq. (9): files per second of one "
         "worker's create path (open, any write, fsync, close), not an aggregate"),
     Var("fcr_aggregate", "files/s", "aggregate file creation rate: all files / wall time from "

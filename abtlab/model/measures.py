@@ -26,6 +26,7 @@ from ..trace import Op
 from . import equations as eq
 from .classify import I, X, Y, Z, blocked_fsyncs, classify_writes
 from .spans import commit_table, op_durations, thread_spans
+from .stonewall import stonewall_throughput
 
 __all__ = ["measures", "commit_waits", "WORKLOADS"]
 
@@ -86,6 +87,7 @@ def _iozone(ops, s, e, spans, file_size, fsync) -> dict:
     return {
         "throughput": throughput,
         "throughput_fsync": tf,
+        "throughput_stonewall": stonewall_throughput(ops) if w.any() else float("nan"),
         "mean_write": mean_write,
         "mean_write_fsync": mean_wf,
         "nonblocked_threads": float(np.count_nonzero(np.all(cls == X, axis=1))),

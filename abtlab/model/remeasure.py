@@ -15,7 +15,7 @@ from .measures import measures
 
 __all__ = ["IOZONE_MEASURES", "needs_upgrade", "upgrade"]
 
-IOZONE_MEASURES = ("throughput", "throughput_fsync", "mean_write", "mean_write_fsync",
+IOZONE_MEASURES = ("throughput", "throughput_fsync", "throughput_stonewall", "mean_write", "mean_write_fsync",
                    "nonblocked_threads", "blocked_full", "blocked_partial", "blocked_inside")
 
 

@@ -1,6 +1,7 @@
 """An IOzone dataset read as the paper reads it: throughput at the fast clock over the
 slow one with the write op timed (eq. 3, IOzone's default report), the same ratio with
-the fsync timed (IOzone -e) beside it, and the unblocked threads (eq. 4) at each clock.
+IOzone's stonewalling and with the fsync timed (IOzone -e) beside it, and the unblocked
+threads (eq. 4) at each clock.
 One row per configuration."""
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def iozone_view(ds, f_low=None, f_high=None, level=0.95, method="fieller"):
     cfg = [d for d in sd["ratio"].dims]
     index = pd.MultiIndex.from_product([sd[d].values for d in cfg], names=cfg) if cfg else [0]
     out = pd.DataFrame({f"throughput {hi:g}/{lo:g}": paper}, index=index)
-    if "throughput_fsync" in ds and np.isfinite(ds["throughput_fsync"].values).any():
-        out[f"with fsync {hi:g}/{lo:g}"] = _ratio_column(ds, "throughput_fsync", lo, hi, level, method)[0]
+    for var, name in (("throughput_stonewall", "stonewalled"), ("throughput_fsync", "with fsync")):
+        if var in ds and np.isfinite(ds[var].values).any():
+            out[f"{name} {hi:g}/{lo:g}"] = _ratio_column(ds, var, lo, hi, level, method)[0]
     if "nonblocked_threads" in ds:
         nb = ds["nonblocked_threads"].mean(schema.REP)
         for f in (lo, hi):

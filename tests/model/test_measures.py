@@ -214,3 +214,16 @@ def test_spans_same_whether_records_grouped_by_thread_or_not():
         np.testing.assert_array_equal(x, y)
     c = commits(L1)
     assert model.measures(grouped, c, "iozone") == model.measures(mixed, c, "iozone")
+
+
+def test_stonewalling_counts_each_thread_up_to_its_first_record_after_the_first_finisher():
+    """IOzone's default: thread 0's write loop ends at 40; thread 1 checks the flag before
+    its record at 60 (counts 2 records, 30 bytes, over 60 - 0); thread 2 starts its first
+    record at 45, after the flag: 0 bytes; thread 0 counts all of its own."""
+    rows = [(0, Op.WRITE, 0, 20, 10), (0, Op.WRITE, 20, 40, 10),
+            (1, Op.WRITE, 0, 30, 15), (1, Op.WRITE, 30, 35, 15), (1, Op.WRITE, 60, 90, 15),
+            (2, Op.WRITE, 45, 80, 10), (2, Op.WRITE, 80, 100, 10)]
+    m = model.measures(trace(rows), None, "iozone", fsync=False)
+    assert m["throughput_stonewall"] == pytest.approx(20 / 40e-9 + 30 / 60e-9 + 0)
+    # without stonewalling every thread counts all of its bytes over its whole write op
+    assert m["throughput"] == pytest.approx(20 / 40e-9 + 45 / 90e-9 + 20 / 55e-9)
