@@ -2,8 +2,11 @@
  * abt-iozone - IOzone's throughput-mode initial write, the critical path of
  * seed 000 (Fig. 4/5): N threads each create their own file DIR/abt-iozone.<i>,
  * wait at a barrier until every open is done, write S bytes in records of R
- * bytes, fsync (IOzone -e; on by default) and close. One abt_record per open,
- * barrier wait, write, fsync and close; tid is the thread index 0..N-1. The
+ * bytes, fsync and close. The start is a pthread barrier (--start=barrier), or
+ * IOzone's (--start=poll): each child, once its file is open, polls a shared flag with
+ * select() and a 1 us timeout, and a parent thread sets the flag once every child is
+ * ready, so the release is paced by timers, not by the CPU. One abt_record per open,
+ * start wait, write, fsync and close; tid is the thread index 0..N-1. The
  * records live in preallocated per-thread slots and are written after all
  * threads have joined, in thread order, so recording costs no I/O in the run.
  * Statistics (eq. 3 throughput, X/Y/Z classes) are computed in Python.
@@ -12,7 +15,9 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <sys/select.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,13 +33,16 @@ typedef struct {
     abt_common c;
     long threads;
     uint64_t file_size, record_size;
-    int fsync, direct;
+    int fsync, direct, start_poll;
 } opts;
 
 static opts g_o;
 static char **g_bufs;   /* one write buffer per thread, DIRECT_ALIGN aligned */
 static abt_oplog g_log;
 static pthread_barrier_t g_barrier;
+/* --start=poll: children ready, and the parent's go (IOzone's CHILD_STATE_READY/BEGIN) */
+static atomic_long g_ready;
+static atomic_int g_go;
 /* start gate: threads run only once all were created, or leave if one was not */
 static abt_gate g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
@@ -42,7 +50,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: %s --dir DIR (--trace PATH | --no-record) [--threads N]\n"
                "  [--file-size SIZE] [--record-size SIZE] [--fsync | --no-fsync]\n"
-               "  [--direct] [--dilate F] [--keep] [--describe]\n", PROG);
+               "  [--start barrier|poll] [--direct] [--dilate F] [--keep] [--describe]\n", PROG);
 }
 
 static void describe(const opts *o)
@@ -58,17 +66,18 @@ static void describe(const opts *o)
     printf("param.record_size: %llu\n", (unsigned long long)o->record_size);
     printf("param.fsync: %d\n", o->fsync);
     printf("param.direct: %d\n", o->direct);
+    printf("param.start: %s\n", o->start_poll ? "poll" : "barrier");
     abt_describe_common(&o->c);
 }
 
 static void parse_opts(opts *o, int argc, char **argv)
 {
-    enum { O_THREADS = 256, O_FSIZE, O_RSIZE };
+    enum { O_THREADS = 256, O_FSIZE, O_RSIZE, O_START };
     static const struct option lo[] = {
         {"threads", 1, 0, O_THREADS}, {"file-size", 1, 0, O_FSIZE},
         {"record-size", 1, 0, O_RSIZE}, {"fsync", 0, 0, 'f'}, {"no-fsync", 0, 0, 'F'},
-        {"direct", 0, 0, 'D'}, ABT_COMMON_OPTIONS, {0, 0, 0, 0}};
-    *o = (opts){ABT_COMMON_DEFAULTS, 1, 128 << 10, 32 << 10, 1, 0};
+        {"direct", 0, 0, 'D'}, {"start", 1, 0, O_START}, ABT_COMMON_OPTIONS, {0, 0, 0, 0}};
+    *o = (opts){ABT_COMMON_DEFAULTS, 1, 128 << 10, 32 << 10, 1, 0, 0};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
@@ -79,6 +88,11 @@ static void parse_opts(opts *o, int argc, char **argv)
         case 'f': o->fsync = 1; break;
         case 'F': o->fsync = 0; break;
         case 'D': o->direct = 1; break;
+        case O_START:
+            if (!strcmp(optarg, "poll")) o->start_poll = 1;
+            else if (!strcmp(optarg, "barrier")) o->start_poll = 0;
+            else abt_bad_arg(PROG, "--start", "'%s'; accepted: barrier | poll", optarg);
+            break;
         default: abt_common_opt(PROG, &o->c, c, argv, usage);
         }
     }
@@ -129,6 +143,30 @@ static void write_file(uint32_t w, int fd, uint16_t dflag)
     }
 }
 
+/* IOzone's Poll(1): select() with a 1 us timeout, a timer's wait (its slack) per round */
+static void poll_1us(void)
+{
+    struct timeval tv = {0, 1};
+    select(0, NULL, NULL, NULL, &tv);
+}
+
+/* the parent's part of --start=poll: every child ready, then go; ends early when main
+ * sets g_ready past the count (a run whose threads could not all start) */
+static void *release_children(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&g_ready) < g_o.threads) poll_1us();
+    atomic_store(&g_go, 1);
+    return NULL;
+}
+
+static void wait_for_start(void)
+{
+    if (!g_o.start_poll) { pthread_barrier_wait(&g_barrier); return; }
+    atomic_fetch_add(&g_ready, 1);
+    while (!atomic_load(&g_go)) poll_1us();
+}
+
 static void *run_thread(void *arg)
 {
     uint32_t w = (uint32_t)(uintptr_t)arg;
@@ -141,9 +179,9 @@ static void *run_thread(void *arg)
     abt_span_begin(&s, g_o.c.dilate);
     int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | (g_o.direct ? O_DIRECT : 0), 0644);
     abt_op_done(&g_log, w, &s, ABT_OP_OPEN, ABT_F_CREAT | dflag, fd, errno);
-    /* every thread reaches the barrier, even after a failed open, or the rest hang */
+    /* every thread reaches the start, even after a failed open, or the rest hang */
     abt_span_begin(&s, g_o.c.dilate);
-    pthread_barrier_wait(&g_barrier);
+    wait_for_start();
     abt_op_done(&g_log, w, &s, ABT_OP_BARRIER, 0, 0, 0);
     if (fd < 0) return NULL;
     write_file(w, fd, dflag);
@@ -182,7 +220,16 @@ int main(int argc, char **argv)
         return 1;
     }
     pthread_barrier_init(&g_barrier, NULL, (unsigned)g_o.threads);
+    pthread_t parent;
+    if (g_o.start_poll && pthread_create(&parent, NULL, release_children, NULL)) {
+        fprintf(stderr, "%s: cannot start the parent thread of --start=poll\n", PROG);
+        return 1;
+    }
     uint64_t elapsed = abt_run_threads(PROG, &g_gate, g_o.threads, run_thread);
+    if (g_o.start_poll) {
+        atomic_store(&g_ready, g_o.threads);   /* lets the parent go if threads failed to start */
+        pthread_join(parent, NULL);
+    }
     int rc = abt_finish(&g_log, &g_o.c, elapsed, 0);
     free(g_log.ws);
     for (long i = 0; i < g_o.threads; i++) free(g_bufs[i]);

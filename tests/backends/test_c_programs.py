@@ -83,6 +83,22 @@ def test_iozone_barrier_separates_opens_from_writes(built_backends, tmp_path):
         assert np.all(r[r["op"] == Op.WRITE]["t_start_ns"] >= bar_end)
 
 
+def test_iozone_poll_start_releases_every_thread_after_every_open(built_backends, tmp_path):
+    """IOzone's start: each thread polls a flag (select, 1 us) that a parent sets once
+    all are ready; the release is timer-paced, so first writes spread out in time."""
+    recs, p = iozone(built_backends, tmp_path, "--start", "poll", threads=8)
+    assert parse_kv(p.stdout)["ops"] == str(8 * 8)   # open, start wait, 4 writes, fsync, close
+    opens, waits = recs[recs["op"] == Op.OPEN], recs[recs["op"] == Op.BARRIER]
+    assert len(waits) == 8
+    assert opens["t_end_ns"].max() <= recs[recs["op"] == Op.WRITE]["t_start_ns"].min()
+    for tid, r in per_tid(recs).items():
+        wait_end = r[r["op"] == Op.BARRIER]["t_end_ns"][0]
+        assert np.all(r[r["op"] == Op.WRITE]["t_start_ns"] >= wait_end)
+    d = subprocess.run([str(built_backends / IOZONE), "--describe", "--start", "poll"],
+                       capture_output=True, text=True)
+    assert parse_kv(d.stdout)["param.start"] == "poll"
+
+
 def test_iozone_no_fsync_keep_and_direct(built_backends, tmp_path):
     recs, _ = iozone(built_backends, tmp_path, "--no-fsync", "--keep", "--direct",
                      threads=2, fsize="64k", rsize="16k")
@@ -218,6 +234,7 @@ IOZ_BAD = [
     (["--dir", "{tmp}/afile"], "--dir"),
     (["--trace", "{tmp}/t"], "--trace"),  # together with --no-record
     (["--bogus"], "--bogus"),
+    (["--start", "fork"], "--start"),
 ]
 MR_BAD = [
     (["--workers", "0"], "--workers"),
