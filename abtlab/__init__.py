@@ -7,9 +7,11 @@ __all__ = ["__version__", "load", "save", "run", "sweep_spec", "backends", "erro
            "data", "trace", "model", "sim", "stats", "bps", "syscalls", "sera", "bayes", "present",
            "sweep", "factors", "system"]
 
-# heavier subpackages load on first use, so `import abtlab` stays fast
+# subpackages load on first use, so `import abtlab` stays fast: the backends' registry
+# and the trace reader bring numpy (~0.2 s), which the command line loads only after
+# its signal handlers are in place
 _LAZY = {"model", "sim", "stats", "bps", "syscalls", "sera", "bayes", "present", "sweep", "system",
-         "factors"}
+         "factors", "backends", "data", "policies", "trace"}
 
 
 def __getattr__(name):
@@ -18,7 +20,7 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'abtlab' has no attribute {name!r}")
 
-from . import backends, data, errors, policies, trace  # noqa: E402  (all light)
+from . import errors  # noqa: E402
 
 
 def load(path):

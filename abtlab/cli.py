@@ -21,26 +21,54 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # only the undo stack (stdlib) before the handlers: a signal from here on gets one line
+    from .system import cleanup
+    ending, name = cleanup.exiting(), "abtlab"
+    try:
+        ending.start()
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:       # --help, --version, a usage error: argparse's code
+            ending.quiet()
+            return exc.code if isinstance(exc.code, int) else 2
+        name = f"abtlab {args.command}" if args.command else name
+        code = _call(parser, args, name, cleanup)
+        ending.quiet()                  # the outcome is decided: a late signal changes nothing
+        return code
+    except KeyboardInterrupt as exc:
+        return _interrupted(ending, name, getattr(exc, "signum", 2))
+    except Exception:
+        if ending.signum is None:
+            raise
+        # a C extension being imported turned the Terminated into its own error (numpy:
+        # "PyCapsule_Import could not import module datetime")
+        return _interrupted(ending, name, ending.signum)
+    finally:
+        ending.close()
+
+
+def _interrupted(ending, name, signum) -> int:
+    ending.quiet()
+    signum = ending.signum or signum        # the first, if two came
+    print(f"{name}: interrupted; machine changes undone", file=sys.stderr)
+    return 128 + signum
+
+
+def _call(parser, args, name, cleanup) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from .system import cleanup
     try:
         # SIGTERM/SIGINT unwind every `with` that changed the machine (mounts, loops, ...)
         with cleanup.installed():
             return int(args.func(args) or 0)
     except AbtError as exc:
-        print(f"abtlab {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into `head`: not an error of ours
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt as exc:
-        signum = getattr(exc, "signum", 2)
-        print(f"abtlab {args.command}: interrupted; machine changes undone", file=sys.stderr)
-        return 128 + signum
 
 
 if __name__ == "__main__":

@@ -80,3 +80,111 @@ def test_a_frequency_mode_error_names_freq(tmp_path, capsys, monkeypatch):
     assert main(["run", "iozone", "--freq", "emulated:1.6", "--out", str(tmp_path / "r.nc")]) == 2
     err = capsys.readouterr().err
     assert "--freq: got 'emulated'" in err and "freq_mode" not in err, err
+
+
+# -- signals: one line and 128 + the first signal's number, from the first line to exit --
+_EARLY = """
+import os, signal, sys
+import abtlab.cli as cli
+real = cli.build_parser
+def parser():                    # before the command is even parsed
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    return real()
+cli.build_parser = parser
+sys.exit(cli.main(["run", "sim", "--threads", "4", "--reps", "1", "--out", sys.argv[2]]))
+"""
+
+_TWICE = """
+import argparse, atexit, builtins, os, signal, sys, time
+import abtlab.cli as cli
+def probe(args):
+    os.kill(os.getpid(), signal.SIGINT)         # Ctrl-C while the command runs
+    time.sleep(10)
+def parser():
+    p = argparse.ArgumentParser(prog="abtlab")
+    p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
+    return p
+cli.build_parser = parser
+real_print = builtins.print
+def print_(*a, **k):                            # a second one after the teardown
+    os.kill(os.getpid(), signal.SIGTERM)
+    real_print(*a, **k)
+builtins.print = print_
+atexit.register(os.kill, os.getpid(), signal.SIGTERM)    # and one more at exit
+sys.exit(cli.main(["probe"]))
+"""
+
+
+def _child(code, *args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_command_line_does_not_load_numpy_before_its_signal_handlers():
+    """`import abtlab.cli` stays light: a signal in the first ~0.3 s (numpy's import)
+    would otherwise meet Python's own handling (a traceback, or a silent SIGTERM)."""
+    cp = _child("import sys, abtlab.cli; print([m for m in ('numpy', 'xarray') if m in sys.modules])")
+    assert cp.stdout.strip() == "[]", cp.stderr
+
+
+@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_before_the_command_starts_gives_one_line(tmp_path, sig, code):
+    cp = _child(_EARLY, sig, tmp_path / "r.nc")
+    assert cp.returncode == code and cp.stderr == "abtlab: interrupted; machine changes undone\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_signals_after_the_teardown_keep_the_first_ones_exit_code():
+    cp = _child(_TWICE)
+    assert cp.returncode == 130, cp.stderr
+    assert cp.stderr == "abtlab probe: interrupted; machine changes undone\n"
+
+
+_FINAL_WRITE = """
+import sys, time
+import xarray as xr
+from abtlab.cli import main
+real = xr.Dataset.to_netcdf
+def final(self, path=None, *a, **k):
+    done = real(self, path, *a, **k)
+    if ".tmp-" in str(path) and ".parts" not in str(path):     # the dataset, not a part
+        print("writing", flush=True)
+        time.sleep(60)
+    return done
+xr.Dataset.to_netcdf = final
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_signal_during_the_final_write_leaves_no_torn_file(tmp_path, sig):
+    """SIGTERM while the dataset is written beside --out: exit 143 and no `.x.nc.tmp-PID`;
+    after SIGKILL the torn file stays until --resume, which writes each repetition once."""
+    import signal
+    import subprocess
+    import sys
+
+    from abtlab.data import store
+    from abtlab.system.runlock import OutputLock
+    out = tmp_path / "d" / "x.nc"
+    out.parent.mkdir()
+    cmd = ["run", "sim", "--threads", "4", "--freq", "1.6,3.3", "--reps", "2", "--quiet",
+           "--out", str(out)]
+    p = subprocess.Popen([sys.executable, "-c", _FINAL_WRITE, *cmd], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "writing"
+    p.send_signal(getattr(signal, sig))
+    err = p.communicate(timeout=60)[1]
+    names = sorted(f.name for f in out.parent.iterdir())
+    if sig == "SIGTERM":
+        assert p.returncode == 143 and err == "abtlab run: interrupted; machine changes undone\n"
+        assert names == ["x.nc.parts"]
+    else:
+        assert names == [store.temp_path(out, p.pid).name, "x.nc.parts"]
+    assert main([*cmd, "--resume"]) == 0
+    assert sorted(f.name for f in out.parent.iterdir()) == ["x.nc"]
+    ds = store.load(out)
+    assert ds.sizes["rep"] == 2 and len(set(ds.run_id.values.ravel())) == ds.run_id.size
+    assert not OutputLock(out).path.exists()

@@ -12,6 +12,9 @@ undone or recorded; and while a teardown runs, so it runs to its end in reverse 
 the signal is raised once the teardown is done. A further signal while terminating
 never skips an undo: it only shortens waits (`hurry()`). Nothing is done from weakref
 or `__del__` callbacks, where a raised signal would be swallowed.
+
+`exiting` covers a command-line process around `installed()`, from its first line to its
+exit: the first signal ends it, however early, and no later one changes how it ends.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import threading
 import warnings
 
 __all__ = ["Terminated", "Undoable", "push", "pop", "discard", "pending", "run_all", "installed",
-           "deferred", "raise_pending", "hurry"]
+           "deferred", "raise_pending", "hurry", "exiting"]
 
 _lock = threading.RLock()
 _stack: list[tuple[int, int, object, str]] = []  # (token, owner pid, fn, label)
@@ -33,6 +36,9 @@ _pending_signal: int | None = None
 _terminating = False
 _hurry = False
 _atexit_done = False
+_received: int | None = None    # the first SIGTERM/SIGINT since `exiting.start()`
+_quiet = False                  # `exiting`: signals are only noted from now on
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class Terminated(KeyboardInterrupt):
@@ -145,7 +151,8 @@ def hurry() -> bool:
 
 
 def _handler(signum, frame):
-    global _pending_signal, _terminating, _hurry
+    global _pending_signal, _terminating, _hurry, _received
+    _received = _received or signum
     _hurry = _terminating          # a second signal: finish the teardown, only faster
     _terminating = True
     # kept until a teardown sees the Terminated go by: if it is raised inside a __del__
@@ -176,7 +183,7 @@ class installed:
     atexit hook, since Python delivers signals to the main thread only.
     """
 
-    def __init__(self, signals=(signal.SIGTERM, signal.SIGINT)):
+    def __init__(self, signals=SIGNALS):
         global _atexit_done
         with _lock:
             if not _atexit_done:
@@ -191,16 +198,82 @@ class installed:
         return self
 
     def __exit__(self, *exc):
-        try:
-            run_all()
-        finally:
-            for signum, previous in self._previous.items():
-                signal.signal(signum, previous)
-            lost = _pending_signal if exc[0] is None else None
-            _reset()
+        # held to the end, a further signal included: a raise while the handlers go back
+        # would leave ours installed
+        with deferred(raise_after=False):
+            try:
+                run_all()
+            finally:
+                for signum, previous in self._previous.items():
+                    signal.signal(signum, previous)
+        lost = _pending_signal if exc[0] is None else None
+        _reset()
         if lost is not None:     # swallowed by a finalizer: never end as if none came
             raise Terminated(lost)
         return False
+
+
+def _first_only(signum, frame):
+    """`exiting`'s handler: the first signal raises Terminated (held while a block
+    defers, like `_handler`), any other is only noted."""
+    global _received, _pending_signal
+    if _received is None and not _quiet:
+        _received = signum
+        if not _deferring:
+            raise Terminated(signum)
+        _pending_signal = _pending_signal or signum
+    _received = _received or signum
+
+
+class exiting:
+    """A command's SIGTERM/SIGINT from its first line to its exit, around `installed()`.
+
+    `start()`: before a command changes anything there is nothing to undo, so the first
+    signal raises Terminated at once (one clear line, not Python's traceback or a silent
+    death by SIGTERM); `installed()` handles those that come while it runs. Once a signal
+    has come, or after `quiet()` (the command's outcome is decided), signals are only
+    noted, so a second one after the teardown cannot end the process by the signal
+    instead of the exit code the first chose. `close()` puts the handlers back, or, when
+    a signal came, leaves both ignored through the interpreter's shutdown: the process
+    is ending by that signal's exit code. Call start(), quiet() and close() inside the
+    try that catches the Terminated, so that no raise lands outside it."""
+
+    def __init__(self):
+        self._previous = {}
+        self._main = threading.current_thread() is threading.main_thread()
+
+    def start(self):
+        global _received, _quiet
+        _received, _quiet = None, False
+        if self._main:                  # Python runs handlers in the main thread only
+            for signum in SIGNALS:
+                self._previous[signum] = signal.signal(signum, _first_only)
+
+    @staticmethod
+    def quiet():
+        global _quiet
+        _quiet = True
+
+    @property
+    def signum(self) -> int | None:
+        """The first signal since start(), or None."""
+        return _received
+
+    def close(self):
+        self.quiet()
+        if not self._main:
+            return
+        # blocked while the handlers change: one arriving meanwhile meets the new ones
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        try:
+            for signum in SIGNALS:
+                if _received is not None:
+                    signal.signal(signum, signal.SIG_IGN)
+                elif signum in self._previous:
+                    signal.signal(signum, self._previous[signum])
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        self._previous = {}
 
 
 class Undoable:
