@@ -131,7 +131,8 @@ def replay(ds, rule):
     the k it would have had. Same runs, same noise, so the saving is the rule's alone; a
     separate adaptive sweep also sees whatever the machine did in the meantime (its noise
     level drifts). Returns the dataset with each point cut to the rule's count."""
-    import xarray as xr
+    from abtlab.data.block import from_results
+    from abtlab.data.result import RunResult
     from abtlab.sweep import loop as sweep
     da = ds[rule.metric]
     levels = {d: [v.item() for v in da[d].values] for d in da.dims if d != "rep"}
@@ -139,8 +140,7 @@ def replay(ds, rule):
     series = [da.sel(**p).values for p in points]
     wanted = {i: min(rule.min, s.size) for i, s in enumerate(series)}
     while True:
-        done = {f"p{i}-r{r}": xr.Dataset({rule.metric: float(series[i][r])},
-                                         attrs={"point_index": i, "rep": r})
+        done = {f"p{i}-r{r}": from_results([RunResult({rule.metric: float(series[i][r])})], {}, i, [r])
                 for i, k in wanted.items() for r in range(k) if np.isfinite(series[i][r])}
         more = sweep._more_reps(rule, points, levels, done, wanted)
         if not more:

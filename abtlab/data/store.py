@@ -1,9 +1,11 @@
 """Save and load run datasets; write each finished run atomically so none is lost.
 
 A finished repetition is written as its own small NetCDF file in `<out>.parts/`
-(temporary name, fsync, rename), so a killed sweep resumes from what is on disk.
-A part that does not open cleanly (torn write, foreign file) is moved aside to
-`<out>.parts/rejected/` and its run is repeated: never loaded, never silently lost.
+(temporary name, fsync, rename), so a killed sweep resumes from what is on disk; where
+runs cost milliseconds (a model's), a finished group of a point's repetitions is one part.
+A part that does not open cleanly (torn write, foreign file), or that holds a repetition
+another part has, is moved aside to `<out>.parts/rejected/` and its runs are repeated:
+never loaded twice, never silently lost.
 Once the dataset is written, the parts go and the rejected ones move to `<out>.rejected/`.
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 
 from ..errors import ConfigError, TraceError
 
-__all__ = ["save", "load", "parts_dir", "write_part", "read_parts", "part_name", "keep_rejected",
+__all__ = ["save", "load", "parts_dir", "write_part", "write_block", "read_parts", "part_name",
+           "block_name", "keep_rejected",
            "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume", "drop_unstarted",
            "temp_path", "stale_temps", "writer_alive"]
 
@@ -143,10 +146,23 @@ def part_name(index: int, rep: int) -> str:
     return f"p{index:05d}-r{rep:04d}.nc"
 
 
+def block_name(block) -> str:
+    """A block's part: its point and first repetition, and its last when it holds more."""
+    first, last = int(block.reps[0]), int(block.reps[-1])
+    name = part_name(block.point_index, first)
+    return name if block.reps.size == 1 else name.replace(".nc", f"-{last:04d}.nc")
+
+
 def write_part(out, name: str, ds) -> Path:
     d = parts_dir(out)
     d.mkdir(parents=True, exist_ok=True)
     return save(ds, d / name)
+
+
+def write_block(out, block) -> Path:
+    """Store a RunBlock (abtlab.data.block) as one part, atomically."""
+    from .block import to_part
+    return write_part(out, block_name(block), to_part(block))
 
 
 def keep_rejected(out) -> Path | None:
@@ -162,26 +178,36 @@ def keep_rejected(out) -> Path | None:
     return dest
 
 
+def _set_aside(part: Path, message: str) -> None:
+    import warnings
+    rej = part.parent / "rejected"
+    rej.mkdir(exist_ok=True)
+    os.replace(part, rej / part.name)
+    warnings.warn(message)
+
+
 def read_parts(out) -> dict:
-    """Return {part name: Dataset} of every intact part; move torn ones aside."""
+    """Return {part name: RunBlock} of every intact part, each repetition in one of them;
+    move torn ones, and ones repeating a repetition already found, aside."""
     import xarray as xr
+    from .block import from_part
     d = parts_dir(out)
-    found = {}
+    found, held = {}, set()
     if not d.exists():
         return found
     for p in sorted(d.glob("p*-r*.nc")):
         try:
-            ds = xr.load_dataset(p, engine="h5netcdf")
-            if "point_index" not in ds.attrs:
-                raise ValueError("no point_index attribute")
+            block = from_part(xr.load_dataset(p, engine="h5netcdf"))
         except Exception as exc:  # torn or foreign: keep it for inspection, rerun the point
-            rej = d / "rejected"
-            rej.mkdir(exist_ok=True)
-            os.replace(p, rej / p.name)
-            import warnings
-            warnings.warn(f"discarded unreadable part {p.name} ({exc}); its run will be repeated")
+            _set_aside(p, f"discarded unreadable part {p.name} ({exc}); its run will be repeated")
             continue
-        found[p.name] = ds
+        runs = {(block.point_index, int(r)) for r in block.reps}
+        if runs & held or len(runs) < block.reps.size:   # each repetition exactly once
+            _set_aside(p, f"discarded part {p.name}: it repeats a repetition of another part "
+                          "(the repetitions only it held will be run again)")
+            continue
+        found[p.name] = block
+        held |= runs
     for stale in d.glob(".*.tmp-*"):  # a write interrupted before its rename
         stale.unlink(missing_ok=True)
     return found

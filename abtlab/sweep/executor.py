@@ -2,8 +2,9 @@
 
 Real I/O runs must never share a machine: on a cluster they require the worker
 resource `abtlab_io` (give it to one worker per machine); simulated runs need none and
-spread freely. Both executors yield finished parts as they complete, so the sweep
-writes each one to the store at once.
+spread freely. Both executors yield finished blocks of runs (abtlab.data.block) as they
+complete, so the sweep writes each one to the store at once: a block per run, or per
+group of a point's runs where they cost milliseconds (a simulated backend's).
 """
 from __future__ import annotations
 
@@ -42,15 +43,15 @@ def _context(task, workdir):
 
 
 def execute(task: Task):
-    """Run one repetition of one point; return its part Dataset."""
-    from ..data.assemble import result_to_part
+    """Run one repetition of one point; return its RunBlock."""
+    from ..data.block import from_results
     from ..system import leftovers
     be = _backend(task)
     # owned (after a kill -9 the next run undoes what is in here) and removed by the
     # undo stack, not by a weakref finalizer, where a signal would be swallowed
     with leftovers.WorkDir(prefix="abtlab-run-") as work:
         result = be.run_point(task.point, _context(task, work))
-    return result_to_part(result, task.point, task.index, task.rep)
+    return from_results([result], task.point, task.index, [task.rep])
 
 
 def groups(tasks):
@@ -73,26 +74,38 @@ def groups(tasks):
 
 
 def execute_many(tasks):
-    """Run one group (Backend.run_group) and yield (task, part) in order, then raise the
-    first run's RunError: the parts before it are kept by the sweep."""
-    from ..data.assemble import result_to_part
+    """Run one group (Backend.run_group) and yield its RunBlocks in order, then raise the
+    first run's RunError: the blocks before it are kept by the sweep."""
     from ..system import leftovers
     be = _backend(tasks[0])
     with leftovers.WorkDir(prefix="abtlab-run-") as work:
         results = be.run_group([(t.point, _context(t, work)) for t in tasks], work)
-    for t, res in zip(tasks, results):
-        if isinstance(res, Exception):
-            raise res
-        yield t, result_to_part(res, t.point, t.index, t.rep)
+    failed = next((k for k, r in enumerate(results) if isinstance(r, Exception)), None)
+    yield from _blocks(be, tasks[:failed], results[:failed])
+    if failed is not None:
+        raise results[failed]
+
+
+def _blocks(be, tasks, results):
+    """A simulated backend's runs cost milliseconds: a point's consecutive runs are one
+    block (stored as one part); any other run is a block of its own."""
+    from itertools import groupby
+    from ..data.block import from_results
+    pairs = list(zip(tasks, results))
+    key = (lambda pair: pair[0].index) if be.simulated else id   # id: each run alone
+    for _, same in groupby(pairs, key=key):
+        same = list(same)
+        t = same[0][0]
+        yield from_results([r for _, r in same], t.point, t.index, [u.rep for u, _ in same])
 
 
 def execute_group(group):
-    """On a worker: one group from groups() -> ([(task, part)] in order, the first error or
-    None), so the parts finished before a failed run are kept, as the serial executor keeps them."""
+    """On a worker: one group from groups() -> ([RunBlock] in order, the first error or
+    None), so the blocks finished before a failed run are kept, as the serial executor keeps them."""
     done = []
     try:
         if len(group) == 1:
-            done.append((group[0], execute(group[0])))
+            done.append(execute(group[0]))
         else:
             done.extend(execute_many(group))
     except Exception as exc:    # sent back with what finished; raised in the sweep's process
@@ -106,7 +119,7 @@ class SerialExecutor:
             if len(group) > 1:
                 yield from execute_many(group)
             else:
-                yield group[0], execute(group[0])
+                yield execute(group[0])
 
     def close(self):
         pass

@@ -2,6 +2,8 @@
 
 Every finished repetition is written atomically to `<out>.parts/` before the next
 starts, so a killed sweep resumes (`resume=True`) without re-running or losing a run.
+A simulated backend's runs cost milliseconds and do not depend on their order: a point's
+repetitions run back to back as one group, kept and written as one part.
 Repetitions are fixed (`reps=5`) or adaptive (`reps=Reps(min=3, max=50, target=0.05)`):
 a point gets more runs only while the CI half-width of its mean (or of its slowdown
 ratio against the lowest frequency) is wider than the target.
@@ -126,8 +128,10 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     force. order: "random" (points and repetitions interleaved at random), "blocked"
     (repetition r of one configuration runs at every frequency back to back, in random
     order, blocks in random order: slowdown ratios are then paired and drift between
-    blocks cancels) or "sequential". scheduler: None/"serial", "local" (a dask
-    LocalCluster of `workers`), a scheduler address or a dask Client. A run on real
+    blocks cancels) or "sequential"; a simulated backend runs a point's repetitions
+    together whatever the order, which cannot change a model's values. scheduler:
+    None/"serial", "local" (a dask LocalCluster of `workers`), a scheduler address or a
+    dask Client. A run on real
     devices holds the machine (`system.runlock`): it waits for another, or with
     wait=False fails at once.
     """
@@ -235,10 +239,10 @@ def _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, see
     rng = np.random.default_rng(seed)
     rule = reps if isinstance(reps, Reps) else None
     wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
-    prog = Progress(sum(wanted.values()) - len(done), label=be.name, quiet=quiet)
+    held = {(b.point_index, int(r)) for b in done.values() for r in b.reps}
+    prog = Progress(sum(wanted.values()) - len(held), label=be.name, quiet=quiet)
     while True:
-        todo = [(i, r) for i, n in wanted.items() for r in range(n)
-                if store.part_name(i, r) not in done]
+        todo = [(i, r) for i, n in wanted.items() for r in range(n) if (i, r) not in held]
         if not todo:
             if rule is None:
                 return
@@ -248,13 +252,14 @@ def _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, see
             prog.total += sum(n - wanted[i] for i, n in more.items())
             wanted.update(more)
             continue
-        todo = _ordered(todo, points, order, rng)
-        for t, part in ex.map([task(i, r) for i, r in todo]):
-            name = store.part_name(t.index, t.rep)
+        if not be.simulated:    # a model has no drift for the order to cancel
+            todo = _ordered(todo, points, order, rng)
+        for block in ex.map([task(i, r) for i, r in todo]):
             if out is not None:
-                store.write_part(out, name, part)
-            done[name] = part
-            prog.step(_short(t.point))
+                store.write_block(out, block)
+            done[store.block_name(block)] = block
+            held.update((block.point_index, int(r)) for r in block.reps)
+            prog.step(_short(block.point), n=block.reps.size)
 
 
 def _ordered(todo, points, order, rng):
@@ -272,11 +277,11 @@ def _ordered(todo, points, order, rng):
 
 
 def _values_by_point(done, metric) -> dict:
-    """point index -> {rep: metric} over its finished runs (one pass over the parts)."""
+    """point index -> {rep: metric} over its finished runs (one pass over the blocks)."""
     out: dict = {}
-    for p in done.values():
-        if metric in p:
-            out.setdefault(int(p.attrs["point_index"]), {})[int(p.attrs["rep"])] = float(p[metric])
+    for b in done.values():
+        if metric in b.scalars:
+            out.setdefault(b.point_index, {}).update(zip(b.reps.tolist(), b.scalars[metric].tolist()))
     return out
 
 

@@ -14,8 +14,8 @@ class Progress:
         self.done = 0
         self.t0 = time.monotonic()
 
-    def step(self, note: str = ""):
-        self.done += 1
+    def step(self, note: str = "", n: int = 1):
+        self.done += n
         if self.quiet:
             return
         el = time.monotonic() - self.t0

@@ -156,3 +156,65 @@ def test_string_levels_are_typed_once_where_they_enter_the_loop():
     with pytest.raises(ConfigError) as e:
         sweep.run(Probe(), {"policy": ["ext5"]}, reps=1, quiet=True)
     assert e.value.field == "policy" and len(seen) == 1
+
+
+SIM_LEVELS = {"policy": ["ext4", "nojc"], "freq_ghz": [1.6, 3.3], "threads": [8],
+              "file_size": [65536], "record_size": [16384], "files": [1], "device": ["hdd7200"]}
+_SIM_SCRIPT = """
+import time
+from abtlab.sim.backend import SimBackend
+from abtlab.sweep import loop as sweep
+real = SimBackend.run_group
+def slow(self, runs, workdir):
+    time.sleep({delay})
+    return real(self, runs, workdir)
+SimBackend.run_group = slow
+sweep.run("sim", {levels!r}, reps=3, out={out!r}, seed=7, quiet=True, order="random",
+          resume={resume}, freq_mode="simulated")
+"""
+
+
+def _sim_kw(**kw):
+    return dict(reps=3, seed=7, quiet=True, order="random", freq_mode="simulated", **kw)
+
+
+def test_a_simulated_point_is_one_part_whatever_the_order(tmp_path, monkeypatch):
+    """A model's runs cost milliseconds and do not depend on their order: each point's
+    repetitions run as one group and are written as one part; the dataset is the one
+    an in-memory sweep gives, run for run."""
+    written = []
+    real = store.write_block
+    monkeypatch.setattr(store, "write_block", lambda out, b: written.append(store.block_name(b)) or real(out, b))
+    ds = sweep.run("sim", SIM_LEVELS, out=tmp_path / "s.nc", **_sim_kw())
+    assert sorted(written) == [f"p{i:05d}-r0000-0002.nc" for i in range(4)]
+    ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
+    for v in ("throughput", "commits", schema.RUN_ID, "op_run", "op_t_end", "commit_end"):
+        np.testing.assert_array_equal(ds[v].values, ref[v].values, err_msg=v)
+    assert ds.attrs["order"] == "random"
+
+
+def test_sigkilled_simulated_sweep_resumes_from_its_last_group(tmp_path, monkeypatch):
+    """kill -9 between groups: the finished points stay on disk, one part each with all
+    their repetitions, and resume runs only the others; every repetition once."""
+    from abtlab.sim.backend import SimBackend
+    ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
+    out = tmp_path / "k.nc"
+    code = _SIM_SCRIPT.format(levels=SIM_LEVELS, out=str(out), resume=False, delay=1.0)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(tmp_path)))
+    parts = store.parts_dir(out)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(parts.glob("p*.nc")):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = store.read_parts(out)
+    assert 1 <= len(kept) < 4 and all(b.reps.tolist() == [0, 1, 2] for b in kept.values())
+    calls, real = [], SimBackend.run_group
+    monkeypatch.setattr(SimBackend, "run_group",
+                        lambda self, runs, workdir: calls.append(len(runs)) or real(self, runs, workdir))
+    sweep.run("sim", SIM_LEVELS, out=out, resume=True, **_sim_kw())
+    assert calls == [3] * (4 - len(kept))
+    got = abtlab.load(out)
+    for v in ("throughput", "commits", schema.RUN_ID, "op_t_end", "commit_end"):
+        np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
+    assert int((got[schema.RUN_ID] >= 0).sum()) == 12 and got.sizes["op"] == ref.sizes["op"]
