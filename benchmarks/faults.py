@@ -2,8 +2,8 @@
 and concurrent runs, each trial followed by a check that nothing is left on the machine.
 
     python -m benchmarks.faults [--kinds run-int,run-term,run-kill,sweep-int,sweep-term,
-        sweep-kill,concurrent,guest-int,guest-term,guest-kill] [--trials 100] [--start 0] [--seed 0] [--budget SECONDS]
-        [--results FILE.json] [--table FILE.json]
+        sweep-kill,concurrent,guest-int,guest-term,guest-kill,final-write] [--trials 100]
+        [--start 0] [--seed 0] [--budget SECONDS] [--results FILE.json] [--table FILE.json]
 
 Each kind first times one undisturbed command (its duration D; nothing may be left after
 it either), then `--trials` trials run, one of each kind in turn: the command is started
@@ -18,9 +18,18 @@ abtlab raises it again at the next step or at the end, and the table counts such
 apart. The check compares the machine with a snapshot taken before the trial: loop
 devices, mounts (ext4, FUSE, tracefs), abt-* and qemu processes, tracefs instances,
 blkio throttle rules and abtlab cgroups, abtlab temporary files and directories, the
-machine lock; and asks `leftovers.find()` what `abtlab cleanup` would undo (a killed
-process gets 10 s to exit first: a workload killed mid-write to a throttled device
-finishes that write). A trial that leaves something is cleaned up before the next.
+machine lock and the out-locks of the trial's outputs, the temporary dataset files
+beside them (`.OUT.tmp-PID`); and asks `leftovers.find()` what `abtlab cleanup` would
+undo (a killed process gets 10 s to exit first: a workload killed mid-write to a
+throttled device finishes that write). A trial that leaves something is cleaned up
+before the next.
+
+`final-write` signals a run while it writes its dataset beside --out: the trial watches
+for the write's temporary file and signals (SIGINT, SIGTERM or SIGKILL, drawn) after a
+delay drawn from [0, 1.2 W], W the write's duration in the undisturbed run ("signalled"
+counts the signals that found the temporary file still there). After SIGKILL an even
+trial runs `abtlab cleanup`; every odd trial then runs the command again with
+`--resume`, which must finish the dataset with each repetition once.
 
 Needs root and loop devices; changes the machine, so run it under the machine's
 benchmark lock. `--budget` stops starting trials after that many seconds (the table then
@@ -51,7 +60,7 @@ from abtlab.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[1]
 # new kinds go at the end: a trial's draws are seeded by its kind's index
 KINDS = ("run-int", "run-term", "run-kill", "sweep-int", "sweep-term", "sweep-kill", "concurrent",
-         "guest-int", "guest-term", "guest-kill")
+         "guest-int", "guest-term", "guest-kill", "final-write")
 SIGNALS = {"int": signal.SIGINT, "term": signal.SIGTERM, "kill": signal.SIGKILL}
 DEVICES = ("none", "hdd7200", "hdd7200-throttle")
 EXIT_TIMEOUT = 120.0          # a signalled run that has not exited by then is hung
@@ -162,18 +171,35 @@ def _lock_held(tmpdir: Path) -> set[str]:
         os.close(fd)
 
 
+def _out_temps(work: Path | None) -> set[str]:
+    """Temporary dataset files (`.OUT.tmp-PID`) beside the trial's outputs."""
+    return {str(p) for p in work.glob(".*.tmp-*")} if work else set()
+
+
+def _out_locks(work: Path | None) -> set[str]:
+    """Out-lock files of the trial's outputs (a writer removes its own as it ends)."""
+    from abtlab.system.runlock import lock_dir
+    if work is None:
+        return set()
+    root = os.path.realpath(work) + os.sep
+    return {f"{p.name}: {text}" for p in lock_dir().glob("out-*.lock")
+            if root in (text := _read(p).strip())}
+
+
 def _cleanup_finds(tmpdir: Path) -> set[str]:
     from abtlab.system import leftovers
     return set(leftovers.find(roots=("/var/tmp", str(tmpdir))).describe())
 
 
-def snapshot(tmpdir: Path) -> dict[str, set[str]]:
-    """What is on the machine now, by category (the table's leftover columns)."""
+def snapshot(tmpdir: Path, work: Path | None = None) -> dict[str, set[str]]:
+    """What is on the machine now, by category (the table's leftover columns); with work,
+    also beside the trial's outputs there."""
     mounts = _mounts()
     return {"loop": _loops(), "mount": {m for m in mounts if not m.startswith("tracefs ")},
             "tracefs": {m for m in mounts if m.startswith("tracefs ")} | _instances(),
             "throttle": _throttles(), "process": _processes(tmpdir), "temp": _temp(tmpdir),
-            "lock": _lock_held(tmpdir), "cleanup finds": _cleanup_finds(tmpdir)}
+            "out temp": _out_temps(work), "lock": _lock_held(tmpdir) | _out_locks(work),
+            "cleanup finds": _cleanup_finds(tmpdir)}
 
 
 def _settle(before: dict, tmpdir: Path, wait: float | None = None) -> None:
@@ -184,10 +210,10 @@ def _settle(before: dict, tmpdir: Path, wait: float | None = None) -> None:
         time.sleep(0.1)
 
 
-def left_since(before: dict, tmpdir: Path) -> dict[str, list[str]]:
+def left_since(before: dict, tmpdir: Path, work: Path | None = None) -> dict[str, list[str]]:
     """What appeared (or, for tracefs, vanished) since `before`, by category."""
     _settle(before, tmpdir)
-    now = snapshot(tmpdir)
+    now = snapshot(tmpdir, work)
     diff = {k: sorted(now[k] - before[k]) for k in now}
     diff["tracefs"] += [f"gone: {m}" for m in sorted(before["tracefs"] - now["tracefs"])]
     return {k: v for k, v in diff.items() if v}
@@ -206,6 +232,7 @@ class Trial:
     hung: bool = False
     wrong: str = ""                   # a documented outcome that did not happen
     left: dict = field(default_factory=dict)     # category -> what was left
+    signal: str = ""                  # final-write: int | term | kill
 
 
 def _abtlab(*args) -> list[str]:
@@ -217,13 +244,14 @@ def _env(tmpdir: Path) -> dict:
 
 
 def _command(kind: str, work: Path, trial: Trial, seed: int) -> list[str]:
-    out = str(work / f"{kind}-{trial.index}.nc")
+    out = str(_out(kind, work, trial))
     if kind.startswith("sweep"):
         spec = work / f"{kind}-{trial.index}.toml"
         devices = json.dumps(list(dict.fromkeys(["none", trial.device])))
         spec.write_text(SWEEP_SPEC.format(seed=seed, devices=devices))
         return _abtlab("sweep", str(spec), "--out", out, "--quiet")
     guest = ["--machine", "guest"] if kind.startswith("guest") else []
+    # final-write: the run kinds' command (its dataset: 2 x 64 threads' op records)
     return _abtlab("run", "iozone", *guest, "--threads", "64", "--file-size", "128k", "--record", "32k",
                    "--policy", "ext4", "--freq", "emulated:3.3", "--device", trial.device,
                    "--reps", "2", "--warmup", "0", "--seed", str(seed), "--out", out, "--quiet")
@@ -287,6 +315,76 @@ def signal_trial(kind: str, trial: Trial, work: Path, tmpdir: Path, seed: int) -
             trial.wrong = f"cleanup rc {cp.returncode}: {cp.stdout.strip()[-300:]}"
 
 
+def _out(kind: str, work: Path, trial: Trial) -> Path:
+    return work / f"{kind}-{trial.index}.nc"
+
+
+def _watch_write(p: subprocess.Popen, out: Path) -> float | None:
+    """Wait until p's temporary dataset file is beside out; when it appeared
+    (time.monotonic()), or None if p ended first."""
+    from abtlab.data.store import temp_path
+    tmp = temp_path(out, p.pid)
+    while p.poll() is None:
+        if tmp.exists():
+            return time.monotonic()
+        time.sleep(0.001)
+    return None
+
+
+def _write_duration(p: subprocess.Popen, out: Path) -> float:
+    """Seconds from p's temporary dataset file appearing to out in its place (0 when the
+    write was not seen)."""
+    start = _watch_write(p, out)
+    if start is None:
+        return 0.0
+    while p.poll() is None and not out.exists():
+        time.sleep(0.001)
+    return time.monotonic() - start
+
+
+def final_write_trial(trial: Trial, work: Path, tmpdir: Path, seed: int, rng) -> None:
+    """Signal the run while it writes its dataset (see the module doc); after SIGKILL,
+    `abtlab cleanup` (even trials); then `--resume` (odd trials) must finish it."""
+    from abtlab.data.store import temp_path
+    trial.signal = str(rng.choice(sorted(SIGNALS)))
+    signum, cmd, out = SIGNALS[trial.signal], _command("final-write", work, trial, seed), \
+        _out("final-write", work, trial)
+    p = subprocess.Popen(cmd, env=_env(tmpdir), cwd=work, start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if _watch_write(p, out) is None:
+        trial.alive = False
+        trial.wrong = "the run ended before its final write: " + _wait(p, trial)[-200:]
+        return
+    _signal(p, trial, signum)
+    # landed in the write: its file is still there (a teardown takes ms to remove it)
+    trial.alive = trial.alive and temp_path(out, p.pid).exists()
+    err = _wait(p, trial)
+    trial.wrong = _traceback(err)
+    ok = (0, -signum) if signum == signal.SIGKILL else (0, 128 + signum)
+    if trial.rc[-1] not in ok:
+        trial.wrong = trial.wrong or f"exit {trial.rc[-1]}: {err.strip()[-200:]}"
+    if signum == signal.SIGKILL and trial.index % 2 == 0:
+        cp = cleanup(tmpdir)
+        if cp.returncode != 0:
+            trial.wrong = trial.wrong or f"cleanup rc {cp.returncode}: {cp.stdout.strip()[-300:]}"
+    if trial.index % 2 and (failed := _resumed(cmd, out, tmpdir, work)):
+        trial.wrong = failed
+
+
+def _resumed(cmd: list[str], out: Path, tmpdir: Path, work: Path) -> str:
+    """Run cmd again with --resume: what is wrong with its outcome, or ''."""
+    cp = subprocess.run(cmd + ["--resume"], env=_env(tmpdir), cwd=work, capture_output=True,
+                        text=True, timeout=EXIT_TIMEOUT)
+    if cp.returncode != 0:
+        return f"--resume exited {cp.returncode}: {cp.stderr.strip()[-200:]}"
+    from abtlab.data.store import load
+    ds = load(out)
+    ids = ds["run_id"].values.ravel()
+    if ds.sizes["rep"] != 2 or (ids < 0).any() or len(set(ids)) != ids.size:
+        return f"--resume: {ds.sizes['rep']} repetitions, run ids {sorted(ids.tolist())}"
+    return ""
+
+
 def concurrent_trial(trial: Trial, work: Path, tmpdir: Path, seed: int, rng) -> None:
     """Two runs at once: the same --out (one is refused), or two outputs with waiting
     (both finish, one after the other) or with --no-wait (one is refused at once)."""
@@ -333,12 +431,14 @@ def _draw(kind: str, index: int, seed: int, duration: float) -> tuple[Trial, obj
 def run_trial(kind: str, index: int, seed: int, duration: float, work: Path, tmpdir: Path) -> Trial:
     """One trial of kind; leaves the machine as it found it (cleaning up what it left)."""
     trial, rng = _draw(kind, index, seed, duration)
-    before = snapshot(tmpdir)
+    before = snapshot(tmpdir, work)
     if kind == "concurrent":
         concurrent_trial(trial, work, tmpdir, seed + index, rng)
+    elif kind == "final-write":
+        final_write_trial(trial, work, tmpdir, seed + index, rng)
     else:
         signal_trial(kind, trial, work, tmpdir, seed + index)
-    trial.left = left_since(before, tmpdir)
+    trial.left = left_since(before, tmpdir, work)
     if trial.left:
         cleanup(tmpdir)
     for p in work.iterdir():          # outputs of this trial; the next starts afresh
@@ -347,9 +447,10 @@ def run_trial(kind: str, index: int, seed: int, duration: float, work: Path, tmp
 
 
 def calibrate(kind: str, seed: int, work: Path, tmpdir: Path) -> tuple[float, Trial]:
-    """Run kind's command undisturbed: its duration, and what a normal exit left."""
+    """Run kind's command undisturbed: its duration (final-write: its dataset write's),
+    and what a normal exit left."""
     trial = Trial(kind, -1, device="hdd7200")
-    before = snapshot(tmpdir)
+    before = snapshot(tmpdir, work)
     t0 = time.monotonic()
     if kind == "concurrent":
         cmd = _command("run", work, trial, seed)
@@ -357,9 +458,12 @@ def calibrate(kind: str, seed: int, work: Path, tmpdir: Path) -> tuple[float, Tr
         cmd = _command(kind, work, trial, seed)
     p = subprocess.Popen(cmd, env=_env(tmpdir), cwd=work, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
+    if kind == "final-write":
+        duration = _write_duration(p, _out(kind, work, trial))
     trial.wrong = _traceback(_wait(p, trial))
-    duration = time.monotonic() - t0
-    trial.left = left_since(before, tmpdir)
+    if kind != "final-write":
+        duration = time.monotonic() - t0
+    trial.left = left_since(before, tmpdir, work)
     if trial.rc != [0]:
         trial.wrong = trial.wrong or f"an undisturbed run exited {trial.rc[0]}"
     for f in work.iterdir():
@@ -368,7 +472,8 @@ def calibrate(kind: str, seed: int, work: Path, tmpdir: Path) -> tuple[float, Tr
 
 
 # -- the table -------------------------------------------------------------------------
-CATEGORIES = ("loop", "mount", "tracefs", "throttle", "process", "temp", "lock", "cleanup finds")
+CATEGORIES = ("loop", "mount", "tracefs", "throttle", "process", "temp", "out temp", "lock",
+              "cleanup finds")
 
 
 def table(trials: list[dict]) -> str:
@@ -405,7 +510,7 @@ def details(trials: list[dict]) -> str:
     lines = []
     for t in trials:
         if t["left"] or t["wrong"] or t["hung"]:
-            lines.append(f"{t['kind']} #{t['index']} ({t['target']}, {t['device']}, "
+            lines.append(f"{t['kind']} #{t['index']} ({t.get('signal') or ''}{t['target']}, {t['device']}, "
                          f"{t['delay']:.2f} s, rc {t['rc']}): {t['wrong']} {t['left']}")
     return "\n".join(lines)
 
