@@ -127,3 +127,23 @@ def test_overlap_time_bad_input(starts, ends, field):
     with pytest.raises(ConfigError) as exc:
         bps.overlap_time(starts, ends)
     assert exc.value.field == field
+
+
+@pytest.mark.parametrize("layout", ["per-thread", "by start", "shuffled"])
+def test_float_times_give_the_integer_overlap(layout, monkeypatch):
+    """Float times (seconds) take their own sort; the union is the integer one, exactly
+    here: ns scaled by 2**-30 are exact binary fractions, and so are their sums."""
+    from abtlab.bps import radix
+    monkeypatch.setattr(radix, "MIN_SIZE", 1000)      # integers through the radix sort
+    rng = np.random.default_rng(5)
+    threads, per = 8, 4000
+    dur, gap = rng.integers(1, 20_000, (threads, per)), rng.integers(0, 30_000, (threads, per))
+    end = np.cumsum(dur + gap, axis=1)
+    s, e = (end - dur).ravel(), end.ravel()
+    order = {"per-thread": np.arange(s.size), "by start": np.argsort(s, kind="stable"),
+             "shuffled": rng.permutation(s.size)}[layout]
+    s, e = s[order], e[order]
+    ns = bps.overlap_time(s, e)
+    assert ns == bps.overlap_time_fig3(s.tolist(), e.tolist())
+    sec = bps.overlap_time(s * 2.0 ** -30, e * 2.0 ** -30)
+    assert isinstance(sec, np.floating) and sec == ns * 2.0 ** -30
