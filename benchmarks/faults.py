@@ -510,7 +510,8 @@ def details(trials: list[dict]) -> str:
     lines = []
     for t in trials:
         if t["left"] or t["wrong"] or t["hung"]:
-            lines.append(f"{t['kind']} #{t['index']} ({t.get('signal') or ''}{t['target']}, {t['device']}, "
+            how = f"{t['signal']} to {t['target']}" if t.get("signal") else t["target"]
+            lines.append(f"{t['kind']} #{t['index']} ({how}, {t['device']}, "
                          f"{t['delay']:.2f} s, rc {t['rc']}): {t['wrong']} {t['left']}")
     return "\n".join(lines)
 
