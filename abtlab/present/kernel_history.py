@@ -29,7 +29,8 @@ from ..data import schema
 from ..errors import ConfigError, UnavailableError
 
 __all__ = ["ROWS", "DATA_CHOICES", "Point", "History", "make_point", "history_data",
-           "guest_machines", "guest_ready", "kernel_key", "add_dataset_rows", "ratio_table", "answer_table", "mechanism_table"]
+           "guest_machines", "guest_ready", "kernel_key", "add_dataset_rows", "ratio_table", "answer_table", "mechanism_table",
+           "terms_table"]
 
 HOST, STOCK, LEGACY, SIM = "host", "guest 6.1", "guest 6.1-legacy", "simulator"
 ROWS = (HOST, STOCK, LEGACY, SIM)
@@ -334,3 +335,29 @@ def mechanism_table(hist: History, policy="ext4"):
     out = pd.concat(frames, ignore_index=True)
     keep = ["row", schema.FREQ] + [n for n, _ in cols.values() if n in out] + ["data"]
     return out[keep].set_index(["row", schema.FREQ])
+
+
+def terms_table(hist: History, policy="ext4"):
+    """Per study row and frequency, the timing terms that decide the paper's account
+    (abtlab.model.terms, in ms; `writers_before_first_commit` a count): whether the lead
+    writer's delay to the first commit shrinks with the clock faster than the others'
+    lag behind it."""
+    import pandas as pd
+    from ..model import terms
+    from ..stats.values import provenance_label
+    frames = []
+    for row in ROWS:
+        ds = hist.runs.get(row)
+        if ds is None or policy not in [str(p) for p in ds[schema.POLICY].values]:
+            continue
+        t = terms.terms_table(ds.sel({schema.POLICY: [policy]}))
+        for name in terms.TERMS:
+            if name != "writers_before_first_commit":
+                t[name] = t[name] * 1e3
+        frames.append(t.assign(row=row, data=provenance_label(ds)))
+    if not frames:
+        raise ConfigError("policy", policy, "a policy of the study: " + ", ".join(hist.point.policies))
+    out = pd.concat(frames, ignore_index=True)
+    keep = ["row", schema.FREQ, *terms.TERMS, "data"]
+    return out[keep].rename(columns={k: f"{k}_ms" for k in terms.TERMS
+                                     if k != "writers_before_first_commit"}).set_index(["row", schema.FREQ])

@@ -165,3 +165,14 @@ def test_history_from_a_stored_dataset(tmp_path):
     t = kh.answer_table(h)
     assert t.loc["host", "3.3/1.6 GHz [95% CI]"].startswith("0.50 [")
     assert t.loc["simulator", "data"] == "SIMULATED"
+
+
+def test_terms_table_gives_each_row_its_timing_terms_in_ms():
+    from abtlab.model.terms import TERMS
+    h = kh.history_data("sim", kh.make_point(threads=8, reps=2))
+    t = kh.terms_table(h)
+    assert list(t.index.get_level_values(0).unique()) == [kh.SIM]
+    assert {f"{k}_ms" for k in TERMS if k != "writers_before_first_commit"} <= set(t.columns)
+    assert (t["write_op_unblocked_ms"] > 0).all() and (t["data"] == "SIMULATED").all()
+    with pytest.raises(ConfigError, match="policy"):
+        kh.terms_table(h, policy="nope")
