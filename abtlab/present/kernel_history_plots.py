@@ -87,7 +87,8 @@ def _point_text(hist: History) -> str:
 
 def plot_timelines(hist: History, policy="ext4", freqs=None, max_threads=64):
     """One run (repetition 0) per study row with traces and per frequency: each thread's
-    writes coloured by class (X not blocked, Z partially, Y fully blocked; eqs. 4-6)
+    writes coloured by class (X not blocked, I released inside a commit, Z partially, Y
+    fully blocked; eqs. 4-6)
     with the journal commits drawn over them (abtlab.present.studies.plot_commit_timeline)."""
     import matplotlib.pyplot as plt
     from ..data import runs

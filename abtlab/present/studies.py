@@ -125,8 +125,8 @@ def _window_ms(spec: str) -> float:
 
 def optimal_delay(ds, max_commit_wait_ms=None):
     """Per frequency and thread count, the window of highest mean throughput among those
-    whose mean commit wait is no worse than ext4's at the same point (seed 000's
-    reliability criterion; ext4 itself, window 0, always qualifies), or no worse than
+    whose mean commit wait is no worse than ext4's at the same point (the
+    reliability criterion of Chang et al., MASCOTS 2014; ext4 itself, window 0, always qualifies), or no worse than
     max_commit_wait_ms when given."""
     if max_commit_wait_ms is not None and not (isinstance(max_commit_wait_ms, (int, float))
                                                and max_commit_wait_ms > 0):
@@ -173,13 +173,16 @@ def plot_delay_tradeoff(ds, threads=None):
 
 
 def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
-    """Each thread's write span (first write to last write) coloured by its worst class
-    over all commits (X not blocked, Z partially, Y fully; eqs. 4-6) with the journal
-    commits shaded. run_id: one run of ds (default: the first one with commits)."""
+    """Each thread's write op (first write to last write) coloured by its worst class
+    over all commits (X not blocked, I released inside a commit, Z partially, Y fully;
+    eqs. 4-6) with the journal commits shaded. run_id: one run of ds (default: the first
+    one with commits)."""
     import matplotlib.pyplot as plt
     import numpy as np
     from ..model import classify
+    from ..model.classify import I, X, Y, Z
     from ..stats.values import provenance_label
+    from ..trace import Op
     if "op_run" not in ds:
         raise ConfigError("ds", "no traces", "a dataset with op and commit traces")
     ids = runs.run_ids(ds)
@@ -195,15 +198,22 @@ def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
         fig, ax = plt.subplots(figsize=(9, 4))
     else:
         fig = ax.figure
-    worst = res["write_class"].max(axis=1) if res["write_class"].size else np.zeros(len(res["tid"]), int)
-    colors = {0: "tab:green", 1: "tab:red", 2: "tab:orange"}
+    rank = np.array([0, 3, 2, 1])             # by code X, Y, Z, I: how badly blocked
+    order = np.array([X, I, Z, Y])
+    worst = (order[rank[res["write_class"]].max(axis=1)] if res["write_class"].size
+             else np.zeros(len(res["tid"]), int))
+    colors = {X: "tab:green", Y: "tab:red", Z: "tab:orange", I: "tab:purple"}
+    writes = ops[ops["op"] == Op.WRITE]
     for i, tid in enumerate(res["tid"][:max_threads]):
-        sel = ops[ops["tid"] == tid]
+        sel = writes[writes["tid"] == tid]
+        if not sel.size:
+            continue
         ax.hlines(i, (sel["t_start_ns"].min() - t0) / 1e6, (sel["t_end_ns"].max() - t0) / 1e6,
                   color=colors[int(worst[i])], lw=2)
     for s, e in zip(res["commit_start"], res["commit_end"]):
         ax.axvspan((s - t0) / 1e6, (e - t0) / 1e6, color="tab:blue", alpha=0.15)
-    for code, name in ((0, "X: not blocked"), (2, "Z: partially blocked"), (1, "Y: fully blocked")):
+    for code, name in ((X, "X: not blocked"), (I, "I: released inside a commit"),
+                       (Z, "Z: partially blocked"), (Y, "Y: fully blocked")):
         ax.plot([], [], color=colors[code], lw=2, label=f"{name} ({int(np.sum(worst == code))})")
     ax.fill_between([], [], color="tab:blue", alpha=0.15, label=f"journal commit ({len(res['commit_start'])})")
     ax.set_xlabel("time since the first operation (ms)")
