@@ -24,27 +24,145 @@ from . import errors  # noqa: E402
 
 
 def load(path):
-    """Read a run dataset written by `abtlab run`, `abtlab sweep` or `save`."""
+    """Read a run dataset written by `abtlab run`, `abtlab sweep` or `save`.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A NetCDF file (`.nc`) or a Zarr directory (`.zarr`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Loaded into memory, with the `ds.abt` accessor; dims are the swept factors and
+        `rep`, attrs say how it was measured (`freq_mode`, `machine`, `kernel`, ...).
+
+    Raises
+    ------
+    abtlab.errors.ConfigError
+        When the path does not exist or is not a run dataset.
+
+    Examples
+    --------
+    >>> import abtlab
+    >>> ds = abtlab.load("data/samples/iozone_64t_loop_ext4_emulated.nc")
+    >>> ds.attrs["freq_mode"]
+    'emulated'
+    """
     from .present import accessor  # noqa: F401  (registers ds.abt)
     from .data.store import load as _load
     return _load(path)
 
 
 def save(ds, path):
-    """Write a run dataset (NetCDF, or Zarr when path ends in .zarr), atomically."""
+    """Write a run dataset atomically (a temporary file, fsynced, then renamed).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run dataset (from `run`, `load` or `sweep_spec`).
+    path : str or pathlib.Path
+        NetCDF (h5netcdf), or Zarr when the path ends in `.zarr`; its directory must
+        exist.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Examples
+    --------
+    >>> abtlab.save(ds.sel(policy="ext4"), "ext4.nc")  # doctest: +SKIP
+    """
     from .data.store import save as _save
     return _save(ds, path)
 
 
 def sweep_spec(spec, out=None, resume=False, quiet=False):
-    """Run a sweep spec (TOML path or dict); see abtlab.sweep.spec."""
+    """Run a sweep spec: its factors, repetition rule and execution, as `abtlab sweep`.
+
+    Parameters
+    ----------
+    spec : str, pathlib.Path or dict
+        A TOML file (see `examples/*.toml`; the format is in `abtlab.sweep.spec`) or the
+        same content as a dict: `backend`, `seed`, `[factors]`, `[repetitions]`,
+        `[execution]`.
+    out : str or pathlib.Path, optional
+        Where to write the dataset; overrides the spec's own `out` (one of them is
+        required).
+    resume : bool, default False
+        Continue a killed sweep from its finished parts (the spec must match).
+    quiet : bool, default False
+        No progress output.
+
+    Returns
+    -------
+    xarray.Dataset
+        The sweep's dataset, also written to `out`.
+
+    Examples
+    --------
+    >>> ds = abtlab.sweep_spec("examples/paper_cells.toml", out="cells.nc")  # doctest: +SKIP
+    >>> ds.abt.slowdown()                                                    # doctest: +SKIP
+    """
     from .present import accessor  # noqa: F401  (registers ds.abt)
     from .sweep.spec import run_spec
     return run_spec(spec, out=out, resume=resume, quiet=quiet)
 
 
 def run(backend, out=None, **factors):
-    """Run a backend over the lists in factors; return (and optionally save) the dataset."""
+    """Run a backend over every combination of factor levels; return the dataset.
+
+    Every combination is run `reps` times in a random, interleaved order (seeded), each
+    finished repetition written atomically beside `out` before the next starts, so a
+    killed run resumes with `resume=True`. The same as `abtlab run BACKEND ...`.
+
+    Parameters
+    ----------
+    backend : str
+        A registered backend: "iozone", "metarates", "sim", "fio", "dio", "locks",
+        "iozone-tool", "mdtest", ... (`abtlab doctor` lists what runs here).
+    out : str or pathlib.Path, optional
+        Where to write the dataset (NetCDF, or Zarr for `.zarr`); not written when
+        omitted.
+    **factors
+        Factor levels as lists or comma-separated strings, by the backend's factor
+        names (for IOzone: `threads`, `file_size`, `record_size`, `policy`, `device`,
+        `machine`), and these keywords:
+
+        - `freq` (str): CPU frequencies, e.g. "emulated:1.6,3.3", "real:...", "native"
+          (default), "virtual:1,0.5" on the guest; plain GHz for the simulator.
+        - `reps` (int or `abtlab.sweep.loop.Reps`, default 3): repetitions per point,
+          or an adaptive rule.
+        - `seed` (int, default 0), `order` ("random" or "blocked"), `warmup` (int).
+        - `resume`, `force` (bool): continue a killed run at `out`; replace what is
+          there.
+        - `scheduler` (None, "local" or a dask Client/address), `workers` (int).
+        - `wait` (bool, default True): wait for another real run holding the machine.
+        - `quiet` (bool): no progress output.
+        - other keywords are the backend's options (`fsync`, `direct`, `start`, ...).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims: the factors and `rep`; variables with `units` (for IOzone `throughput`,
+        `throughput_fsync`, `commits`, `nonblocked_threads`, ...), the op and commit
+        records, and attrs saying how it was measured (`freq_mode`, `machine`,
+        `kernel`, `command`, ...). It has the `ds.abt` accessor.
+
+    Raises
+    ------
+    abtlab.errors.ConfigError
+        A bad factor, option or value, named with the accepted range.
+
+    Examples
+    --------
+    >>> import abtlab
+    >>> ds = abtlab.run("sim", threads="64,256", freq="1.6,3.3", reps=2)  # doctest: +SKIP
+    >>> ds.abt.slowdown()                                                 # doctest: +SKIP
+    >>> abtlab.run("iozone", threads="64", policy="ext4,nojc",
+    ...            freq="emulated:1.6,3.3", reps=5, out="r.nc")           # doctest: +SKIP
+    """
     from .present import accessor  # noqa: F401  (registers ds.abt)
     from .sweep.runner import run as _run
     return _run(backend, out=out, **factors)

@@ -15,10 +15,31 @@ _LABELS = {"throughput": ("throughput", 2 ** 20, "MiB/s"), "fcr": ("file creatio
 
 
 def plot_metric(ds, var="throughput", facet=None, ax=None):
-    """var (mean and 95% CI over reps) against freq_ghz, one line per policy.
+    """Plot a variable (mean and 95% CI over repetitions) against CPU frequency.
 
-    facet: a factor to draw one panel per level (e.g. "threads"); other factors with
-    more than one level become separate lines."""
+    One line per policy; other factors with several levels become separate lines. The
+    title says whether the data is measured, emulated or simulated.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run dataset with a `freq_ghz` dim.
+    var : str, default "throughput"
+        A data variable with a `rep` dim.
+    facet : str, optional
+        A factor to draw one panel per level of (e.g. "threads").
+    ax : matplotlib.axes.Axes or array of Axes, optional
+        Where to draw, one per panel; a new figure when omitted.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from abtlab.present.plots import plot_metric
+    >>> fig = plot_metric(ds, "throughput_fsync", facet="threads")  # doctest: +SKIP
+    """
     import matplotlib.pyplot as plt
     stats = point_stats(ds, var)
     name, scale, unit = _LABELS.get(var, (var, 1, ds[var].attrs.get("units", "")))
@@ -82,5 +103,30 @@ def _lines(ax, sub, scale, var="", nonneg=False):
 
 
 def plot_throughput(ds, facet=None, ax=None):
+    """Plot throughput against CPU frequency (the file creation rate `fcr` for Metarates).
+
+    `plot_metric` on "throughput" when the dataset has it, else on "fcr"; also
+    `ds.abt.plot_throughput()`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run dataset with a `freq_ghz` dim.
+    facet : str, optional
+        A factor to draw one panel per level of (e.g. "threads").
+    ax : matplotlib.axes.Axes or array of Axes, optional
+        Where to draw; a new figure when omitted.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import abtlab
+    >>> from abtlab.present.plots import plot_throughput
+    >>> ds = abtlab.load("data/samples/iozone_64t_loop_ext4_emulated.nc")
+    >>> fig = plot_throughput(ds)  # doctest: +SKIP
+    """
     var = "throughput" if "throughput" in ds else "fcr"
     return plot_metric(ds, var, facet=facet, ax=ax)
