@@ -6,18 +6,18 @@ import json
 import numpy as np
 
 from . import schema
-from .block import TABLES, RunBlock, from_part, from_results, to_part
+from .block import TABLES, RunBlock, from_part, from_results
 
 __all__ = ["result_to_part", "assemble", "assemble_results"]
 
 
-def result_to_part(result, point: dict, point_index: int, rep: int):
-    """One RunResult as a small Dataset (scalars + ragged tables), for the parts store."""
-    return to_part(from_results([result], point, point_index, [rep]))
+def result_to_part(result, point: dict, point_index: int, rep: int) -> RunBlock:
+    """One RunResult as the one-repetition block the parts store keeps."""
+    return from_results([result], point, point_index, [rep])
 
 
 def assemble(parts: list, levels: dict, attrs: dict):
-    """Combine stored parts (Datasets) or RunBlocks into the run dataset.
+    """Combine RunBlocks (or an earlier version's stored parts, Datasets) into the run dataset.
 
     levels: factor -> list of levels (coordinate order); every part's point maps into it.
     """

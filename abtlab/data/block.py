@@ -17,7 +17,7 @@ import numpy as np
 from . import schema
 from ..trace import RECORD_DTYPE
 
-__all__ = ["RunBlock", "from_results", "to_part", "from_part", "TABLES"]
+__all__ = ["RunBlock", "from_results", "write_hdf5", "read_hdf5", "from_part", "TABLES"]
 
 TABLES = ((schema.OP_DIM, schema.OP_COLUMNS), (schema.COMMIT_DIM, schema.COMMIT_COLUMNS),
           (schema.BATCH_DIM, schema.BATCH_COLUMNS))
@@ -66,9 +66,9 @@ def _table(results, source, columns) -> dict:
 def _op_table(results) -> dict:
     ops = [r.ops if r.ops is not None else np.zeros(0, RECORD_DTYPE) for r in results]
     sizes = np.array([o.size for o in ops], np.int64)
+    every = np.concatenate(ops) if len(ops) > 1 else ops[0]   # one copy, then a cast per field
     out = {"op_run": np.repeat(np.arange(len(results), dtype=np.int64), sizes)}
-    for col, field in _OP_FIELDS.items():
-        out[col] = _concat([np.asarray(o[field]).astype(np.int64, copy=False) for o in ops])
+    out.update({col: every[field].astype(np.int64) for col, field in _OP_FIELDS.items()})
     return out
 
 
@@ -96,71 +96,59 @@ def from_results(results: list, point: dict, point_index: int, reps) -> RunBlock
                     tables, run_attrs)
 
 
-# A part is three HDF5 variables: the scalars (rep x variable), the repetitions, and
-# every table column one after the other in one int64 array. Writing an HDF5 variable
-# costs more than its data at these sizes (~10 ms each), and a block has forty columns.
-_SCALARS, _RECORDS, _COLUMNS = "scalars", "records", [c for _, cols in TABLES for c in cols]
+# A part is a plain HDF5 file written with h5py: a NetCDF variable (xarray, h5netcdf)
+# costs ~10 ms to create, more than its data at these sizes, and a block has ~45 arrays.
+_COLUMNS = [c for _, cols in TABLES for c in cols]
 
 
-def to_part(block: RunBlock):
-    """The block as a Dataset to store (one NetCDF part)."""
-    import xarray as xr
+def write_hdf5(block: RunBlock, f) -> None:
+    """Write the block into an open h5py File (or group)."""
     names = list(block.scalars)
-    values = np.stack([block.scalars[k] for k in names], axis=1) if names else \
+    f["reps"] = block.reps
+    f["scalars"] = np.stack([block.scalars[k] for k in names], axis=1) if names else \
         np.zeros((block.reps.size, 0))
-    sizes = {dim: int(block.tables[next(iter(cols))].size) for dim, cols in TABLES}
-    data = {_SCALARS: ((schema.REP, "variable"), values),
-            _RECORDS: (("record",), np.concatenate([block.tables[c] for c in _COLUMNS]))}
-    attrs = {"point_index": block.point_index, "point": _json(block.point),
-             "run_attrs": _json(block.run_attrs), "variables": _json(names),
-             "columns": _json(_COLUMNS), "table_sizes": _json(sizes)}
-    return xr.Dataset(data, coords={schema.REP: block.reps}, attrs=attrs)
+    for c in _COLUMNS:
+        f[c] = block.tables[c]
+    f.attrs.update({"point_index": block.point_index, "point": _json(block.point),
+                    "run_attrs": _json(block.run_attrs), "variables": _json(names)})
+
+
+def read_hdf5(f) -> RunBlock:
+    """The block write_hdf5 wrote; ValueError when f does not hold one."""
+    missing = {"reps", "scalars", *_COLUMNS} - set(f)
+    if missing or not {"point_index", "point", "run_attrs", "variables"} <= set(f.attrs):
+        raise ValueError(f"not a block part (missing {sorted(missing) or 'attributes'})")
+    reps = np.asarray(f["reps"][()], np.int64)
+    values = np.asarray(f["scalars"][()], np.float64)
+    scalars = {k: values[:, j] for j, k in enumerate(json.loads(f.attrs["variables"]))}
+    tables = {c: np.asarray(f[c][()], np.int64) for c in _COLUMNS}
+    return _checked(f.attrs, reps, scalars, tables)
 
 
 def from_part(part) -> RunBlock:
-    """A stored part back as a block; ValueError when it is not one.
+    """An earlier version's part (a Dataset: one repetition, a `rep` attr, a variable per
+    scalar and per column, no `*_run` columns) as a block, so a sweep it began still
+    resumes; ValueError when it is not one."""
+    if not {"point_index", "point", "rep"} <= set(part.attrs):
+        raise ValueError("no point_index, point or rep attribute")
+    return _checked(part.attrs, *_one_rep_part(part))
 
-    Also reads the one-repetition parts of earlier versions (a `rep` attr, a variable
-    per scalar and per column), so a sweep they began still resumes."""
-    attrs = part.attrs
-    if "point_index" not in attrs or "point" not in attrs:
-        raise ValueError("no point_index or point attribute")
-    if _RECORDS in part:
-        reps, scalars, tables = _block_part(part)
-    else:
-        reps, scalars, tables = _one_rep_part(part)
+
+def _checked(attrs, reps, scalars, tables) -> RunBlock:
     facts = json.loads(attrs.get("run_attrs", "{}"))
     run_attrs = [facts] if isinstance(facts, dict) else facts
     runs = [tables[c] for _, cols in TABLES for c in cols if c.endswith("_run")]
-    if any(v.shape != reps.shape for v in scalars.values()) or len(run_attrs) not in (1, reps.size) \
+    same = [len({tables[c].size for c in cols}) == 1 for _, cols in TABLES]
+    if not all(same) or len(run_attrs) not in (1, reps.size) \
+            or any(v.shape != reps.shape for v in scalars.values()) \
             or any(r.size and (r.min() < 0 or r.max() >= reps.size) for r in runs):
         raise ValueError("repetitions, scalars and tables do not match")
     return RunBlock(json.loads(attrs["point"]), int(attrs["point_index"]), reps, scalars,
                     tables, run_attrs)
 
 
-def _block_part(part):
-    """(reps, scalars, tables) of a part written by to_part."""
-    if json.loads(part.attrs["columns"]) != _COLUMNS:
-        raise ValueError("table columns of another version")
-    sizes = json.loads(part.attrs["table_sizes"])
-    records = np.asarray(part[_RECORDS].values, np.int64)
-    if records.size != sum(sizes[dim] * len(cols) for dim, cols in TABLES):
-        raise ValueError(f"{records.size} records, not the table sizes {sizes}")
-    tables, at = {}, 0
-    for dim, cols in TABLES:
-        for c in cols:
-            tables[c] = records[at:at + sizes[dim]]
-            at += sizes[dim]
-    values = np.asarray(part[_SCALARS].values, np.float64)
-    scalars = {k: values[:, j] for j, k in enumerate(json.loads(part.attrs["variables"]))}
-    return np.asarray(part[schema.REP].values, np.int64), scalars, tables
-
-
 def _one_rep_part(part):
     """(reps, scalars, tables) of an earlier version's part: one repetition."""
-    if "rep" not in part.attrs:
-        raise ValueError("no rep attribute")
     scalars = {k: np.array([float(v)]) for k, v in part.data_vars.items() if v.ndim == 0}
     tables = {}
     for dim, cols in TABLES:

@@ -1,6 +1,6 @@
 """Save and load run datasets; write each finished run atomically so none is lost.
 
-A finished repetition is written as its own small NetCDF file in `<out>.parts/`
+A finished repetition is written as its own small HDF5 file in `<out>.parts/`
 (temporary name, fsync, rename), so a killed sweep resumes from what is on disk; where
 runs cost milliseconds (a model's), a finished group of a point's repetitions is one part.
 A part that does not open cleanly (torn write, foreign file), or that holds a repetition
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError, TraceError
 
-__all__ = ["save", "load", "parts_dir", "write_part", "write_block", "read_parts", "part_name",
+__all__ = ["save", "load", "parts_dir", "write_block", "read_parts", "part_name",
            "block_name", "keep_rejected",
            "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume", "drop_unstarted",
            "temp_path", "stale_temps", "writer_alive"]
@@ -142,27 +142,35 @@ def parts_dir(out) -> Path:
     return Path(f"{out}.parts")
 
 
-def part_name(index: int, rep: int) -> str:
-    return f"p{index:05d}-r{rep:04d}.nc"
+def part_name(index: int, rep: int, last: int | None = None) -> str:
+    """The part of point `index` holding its repetitions rep to last (rep alone: None)."""
+    return f"p{index:05d}-r{rep:04d}{'' if last in (None, rep) else f'-{last:04d}'}.h5"
 
 
 def block_name(block) -> str:
-    """A block's part: its point and first repetition, and its last when it holds more."""
-    first, last = int(block.reps[0]), int(block.reps[-1])
-    name = part_name(block.point_index, first)
-    return name if block.reps.size == 1 else name.replace(".nc", f"-{last:04d}.nc")
-
-
-def write_part(out, name: str, ds) -> Path:
-    d = parts_dir(out)
-    d.mkdir(parents=True, exist_ok=True)
-    return save(ds, d / name)
+    return part_name(block.point_index, int(block.reps[0]), int(block.reps[-1]))
 
 
 def write_block(out, block) -> Path:
-    """Store a RunBlock (abtlab.data.block) as one part, atomically."""
-    from .block import to_part
-    return write_part(out, block_name(block), to_part(block))
+    """Store a RunBlock (abtlab.data.block) as one part: HDF5 under a temporary name,
+    fsync, rename."""
+    import h5py
+    from .block import write_hdf5
+    d = parts_dir(out)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / block_name(block)
+    tmp = temp_path(path)
+    try:
+        with h5py.File(tmp, "w") as f:
+            write_hdf5(block, f)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:               # an error or a signal mid-write: no torn part stays
+        _remove(tmp)
+        raise
+    _fsync_dir(d)
+    return path
 
 
 def keep_rejected(out) -> Path | None:
@@ -186,18 +194,27 @@ def _set_aside(part: Path, message: str) -> None:
     warnings.warn(message)
 
 
+def _read_part(p: Path):
+    """The RunBlock in a part; an earlier version's parts are NetCDF, one repetition each."""
+    import h5py
+    from .block import from_part, read_hdf5
+    if p.suffix == ".nc":
+        import xarray as xr
+        return from_part(xr.load_dataset(p, engine="h5netcdf"))
+    with h5py.File(p, "r") as f:
+        return read_hdf5(f)
+
+
 def read_parts(out) -> dict:
     """Return {part name: RunBlock} of every intact part, each repetition in one of them;
     move torn ones, and ones repeating a repetition already found, aside."""
-    import xarray as xr
-    from .block import from_part
     d = parts_dir(out)
     found, held = {}, set()
     if not d.exists():
         return found
-    for p in sorted(d.glob("p*-r*.nc")):
+    for p in sorted([*d.glob("p*-r*.h5"), *d.glob("p*-r*.nc")]):
         try:
-            block = from_part(xr.load_dataset(p, engine="h5netcdf"))
+            block = _read_part(p)
         except Exception as exc:  # torn or foreign: keep it for inspection, rerun the point
             _set_aside(p, f"discarded unreadable part {p.name} ({exc}); its run will be repeated")
             continue

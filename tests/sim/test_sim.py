@@ -310,7 +310,7 @@ def test_simulate_is_a_durable_sweep_that_resumes(tmp_path, monkeypatch):
         sim.simulate(out=out, **kw)
     assert calls == [2, 2] and not out.exists()
     parts = store.read_parts(out)
-    assert list(parts) == ["p00000-r0000-0001.nc"] and parts["p00000-r0000-0001.nc"].reps.tolist() == [0, 1]
+    assert list(parts) == ["p00000-r0000-0001.h5"] and parts["p00000-r0000-0001.h5"].reps.tolist() == [0, 1]
     monkeypatch.setattr(SimBackend, "run_group", real)
     resumed = sim.simulate(out=out, resume=True, **kw)
     assert out.exists() and not store.parts_dir(out).exists()

@@ -96,11 +96,11 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     proc = _spawn(out, False, 0.15)
     parts = store.parts_dir(out)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(parts.glob("p*.nc"))) < 4:
+    while time.monotonic() < deadline and len(list(parts.glob("p*.h5"))) < 4:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    n_before = len(list(parts.glob("p*.nc")))
+    n_before = len(list(parts.glob("p*.h5")))
     assert 4 <= n_before < 16
     assert _spawn(out, True, 0.15).wait(timeout=120) == 0
     got = abtlab.load(out)
@@ -186,7 +186,7 @@ def test_a_simulated_point_is_one_part_whatever_the_order(tmp_path, monkeypatch)
     real = store.write_block
     monkeypatch.setattr(store, "write_block", lambda out, b: written.append(store.block_name(b)) or real(out, b))
     ds = sweep.run("sim", SIM_LEVELS, out=tmp_path / "s.nc", **_sim_kw())
-    assert sorted(written) == [f"p{i:05d}-r0000-0002.nc" for i in range(4)]
+    assert sorted(written) == [f"p{i:05d}-r0000-0002.h5" for i in range(4)]
     ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
     for v in ("throughput", "commits", schema.RUN_ID, "op_run", "op_t_end", "commit_end"):
         np.testing.assert_array_equal(ds[v].values, ref[v].values, err_msg=v)
@@ -203,7 +203,7 @@ def test_sigkilled_simulated_sweep_resumes_from_its_last_group(tmp_path, monkeyp
     proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(tmp_path)))
     parts = store.parts_dir(out)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not list(parts.glob("p*.nc")):
+    while time.monotonic() < deadline and not list(parts.glob("p*.h5")):
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
