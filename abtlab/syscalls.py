@@ -1,4 +1,5 @@
-"""The system-call behaviour lab (seed 002), measured here beside the paper.
+"""The system-call behaviour lab (N. P. Petersen, "Optimizing for Workloads: Analysis of System
+Call Behavior", University of Wisconsin-Madison), measured here beside the paper.
 
 Spinlock vs mutex: `lock_grid` times both locks over a (threads, work) grid with
 repetitions, as a durable sweep (abtlab.sweep.loop) that runs cells and repetitions
@@ -7,7 +8,7 @@ paper's Fig. 5 (> 1: the spinlock is faster), summarised by its geometric mean a
 t interval on the log ratios. `load_reference` is the paper's i7-2600K grid,
 `compare` the log2 difference on the common grid, `plot_lock_comparison` the heatmaps.
 
-Direct vs buffered: `dio_grid` does the same for seed 002's four file workloads;
+Direct vs buffered: `dio_grid` does the same for Petersen's (University of Wisconsin-Madison) four file workloads;
 `direct_speedup` = t_buffered / t_direct (the paper: 1.25 at 4 KiB single-block
 overwrite, i.e. direct 25% faster), and `plot_dio_comparison` draws it.
 """
@@ -37,9 +38,9 @@ QUICK_BLOCKS = (4096, 65536)
 REFERENCE_CSV = about.REFERENCE_DATA / \
     "spinlock_vs_mutex_i7-2600k.csv"
 PAPER_HW_THREADS = 8
-# The one number seed 002 states for direct vs buffered (section 2.1.2, Fig. 3).
+# The one number Petersen (University of Wisconsin-Madison) states for direct vs buffered (section 2.1.2, Fig. 3).
 PAPER_DIO = {"workload": 3, "block_size": 4096, "direct_speedup": 1.25,
-             "source": "seed 002 sec. 2.1.2 / Fig. 3: at 4 KiB single-block overwrite "
+             "source": "Petersen (University of Wisconsin-Madison) sec. 2.1.2 / Fig. 3: at 4 KiB single-block overwrite "
                        "direct I/O is 25% faster (i7-2600K, 7200 rpm HDD, ext4, Linux 4.4.8)"}
 
 

@@ -1,7 +1,7 @@
 """Runs needed by adaptive repetitions vs a fixed 50 to reach the same CI half-width.
 
 Side by side in one run on the same sweep: first a fixed 50 repetitions per point in
-random order (what seed 000 did), which guarantees at every point the CI half-width of
+random order (what Chang et al. (MASCOTS 2014) did), which guarantees at every point the CI half-width of
 its noisiest point; then adaptive repetitions (`Reps`) with that half-width as the
 target. Prints, per point, the RSD, runs and half-width of each, whether the adaptive
 point met the target, and the ratio of runs. Real IOzone on scratch loop ext4 (emulated
@@ -19,11 +19,11 @@ between the two arms' times, which a separate adaptive sweep also sees.
 
 Grids: `sweep` (default) is a slice of the Fig. 7 sweep, bare loop device and the
 emulated 7200 rpm disk, ext4 and no journal, 64 and 256 threads: its points differ in
-noise as a real sweep's do. `paper` is the one configuration seed 000 quotes for its
+noise as a real sweep's do. `paper` is the one configuration Chang et al. (MASCOTS 2014) quotes for its
 11-55% RSD (ext4, 256 threads, 128 KB files, 32 KB records, the 7200 rpm disk) at six
 frequencies from 1.6 to 3.3 GHz. `uniform` is four bare-device points of about equal
 noise, where adaptive repetition can save little. `metarates` is the other configuration
-seed 000 quotes (13-32% RSD): Metarates, 4 workers, 4 files each, file create rate, at
+Chang et al. (MASCOTS 2014) quotes (13-32% RSD): Metarates, 4 workers, 4 files each, file create rate, at
 the same six frequencies on the bare loop device and on the emulated 7200 rpm disk.
 
 Frequency: `--freq auto` (default) pins real P-states through cpufreq where the machine

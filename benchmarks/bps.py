@@ -1,4 +1,4 @@
-"""abtlab.bps on 10 million records (ns and s) vs seed 001's Fig. 3 in plain Python vs `portion`.
+"""abtlab.bps on 10 million records (ns and s) vs He et al.'s (IPDPS Workshops 2013) Fig. 3 in plain Python vs `portion`.
 
     .venv/bin/python -m benchmarks.bps [--n 10000000] [--n-portion 200000]
 

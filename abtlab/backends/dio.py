@@ -1,4 +1,4 @@
-"""Buffered vs O_DIRECT file workloads (seed 002, Figs. 1-4; backends/dio/abt-dio).
+"""Buffered vs O_DIRECT file workloads (Petersen, University of Wisconsin-Madison, Figs. 1-4; backends/dio/abt-dio).
 
 Workloads: 1 sequential appends + syncfs, 2 random reads of a 16 MiB file, 3 single-block
 overwrite with syncfs between, 4 single-block write, syncfs, read. Where the run goes:
@@ -67,7 +67,7 @@ def _data_bytes(point, opts) -> int:
 
 class DioBackend(Backend):
     name = "dio"
-    description = ("one of seed 002's four file workloads, buffered or O_DIRECT, at one "
+    description = ("one of Petersen's (University of Wisconsin-Madison) four file workloads, buffered or O_DIRECT, at one "
                    "block size (4 KiB to 16 MiB in the paper)")
     factors = {"workload": 3, "mode": "buffered", "block_size": 4096}
 

@@ -1,4 +1,4 @@
-"""IOzone throughput-mode initial write (seed 000 Figs. 4-5) on a real scratch ext4."""
+"""IOzone throughput-mode initial write (Chang et al., MASCOTS 2014, Figs. 4-5) on a real scratch ext4."""
 from __future__ import annotations
 
 from .. import policies

@@ -19,7 +19,7 @@ from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_op
 __all__ = ["IozoneToolBackend", "iozone_argv"]
 
 ENV = "ABTLAB_IOZONE"
-HOW = "IOzone 3.4xx from iozone.org, built with `make linux-AMD64`; see the README"
+HOW = "IOzone 3.4xx from iozone.org, built with `make linux-AMD64`; see docs/guide/tools.md"
 
 
 def iozone_argv(exe, threads, file_size, record_size, data_dir, fsync=False) -> list:

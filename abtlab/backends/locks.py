@@ -1,4 +1,4 @@
-"""Spinlock vs mutex (seed 002, Fig. 5): N threads x 100 critical-section entries of W
+"""Spinlock vs mutex (Petersen, University of Wisconsin-Madison, Fig. 5): N threads x 100 critical-section entries of W
 nops, timed from the first pthread_create to the last join (backends/locks/abt-locks).
 
 Also holds the two helpers both syscall drivers use: run a program that prints one
@@ -53,7 +53,7 @@ def _int_in(point, key, lo, hi):
 class LocksBackend(Backend):
     name = "locks"
     description = ("N threads x 100 critical-section entries of W nops under a pthread "
-                   "spinlock or mutex; elapsed from first create to last join (seed 002)")
+                   "spinlock or mutex; elapsed from first create to last join (Petersen, University of Wisconsin-Madison)")
     factors = {"lock": "spin", "threads": 1, "work": 1}
 
     def available(self):

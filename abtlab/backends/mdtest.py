@@ -24,7 +24,7 @@ from .toolrun import (CREATE, FSYNC, WRITE_END, check_policy, check_tool_options
 __all__ = ["MdtestBackend", "mdtest_argv", "forward_flags", "unique_dirs"]
 
 ENV = "ABTLAB_MDTEST"
-HOW = "build IOR (github.com/hpc/ior) with Open MPI; see the README"
+HOW = "build IOR (github.com/hpc/ior) with Open MPI; see docs/guide/tools.md"
 
 
 def mdtest_argv(exe, ranks, files, data_dir, nbytes, mpirun=None, unique=True) -> list:

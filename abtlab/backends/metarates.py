@@ -1,4 +1,4 @@
-"""Metarates file-creation-rate test (seed 000 Fig. 6) on a real scratch ext4."""
+"""Metarates file-creation-rate test (Chang et al., MASCOTS 2014, Fig. 6) on a real scratch ext4."""
 from __future__ import annotations
 
 from .. import policies

@@ -10,7 +10,7 @@ posterior of the expected throughput and of the expected mean commit wait (logno
 with e and g zero for ext4 (the effects are relative to it) and z, u summing to zero
 over configurations.
 In each posterior draw the chosen option maximises E[throughput] among the options
-whose E[wait] is no worse than ext4's (seed 000's reliability criterion; ext4 itself
+whose E[wait] is no worse than ext4's (the reliability criterion of Chang et al., MASCOTS 2014; ext4 itself
 always qualifies). The distribution of the choice over draws is the posterior of the
 optimum, reported with the posterior probability that each option is feasible.
 """

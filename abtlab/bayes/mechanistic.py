@@ -1,7 +1,7 @@
 """Mechanistic Bayesian model: the ABT model's quantities as latent parameters.
 
 Generative story, for one run of configuration c (N threads writing B bytes each) at
-frequency f (seed 000, sec. III):
+frequency f (Chang et al., MASCOTS 2014, sec. III):
   - CPU time scales as s(f) = phi + (1 - phi) f_ref / f; phi is the share of a CPU
     phase that does not speed up with the clock (memory, uncore).
   - After the lead thread calls fsync, the commit locks after a lead time

@@ -1,8 +1,9 @@
-"""BPS (blocks per second) and the I/O metrics it is compared with (seed 001).
+"""BPS (blocks per second) and the I/O metrics it is compared with (He, Sun and Yin, "BPS: A
+Performance Metric of I/O System", IEEE IPDPS Workshops 2013).
 
 BPS = B / T: B blocks required by the application, T the overlapped I/O time,
 i.e. the length of the union of all access intervals, idle gaps excluded
-(seed 001, Figs. 2 and 3). IOPS, bandwidth and ARPT are the conventional
+(He et al., IPDPS Workshops 2013, Figs. 2 and 3). IOPS, bandwidth and ARPT are the conventional
 metrics of its Section II. Everything here is vectorised numpy: a trace of ten
 million records takes well under a second (benchmarks/bps.py).
 """
@@ -22,12 +23,12 @@ DATA_OPS = (Op.READ, Op.WRITE, Op.PREAD, Op.PWRITE, Op.READV, Op.WRITEV)
 
 # metric -> (units, long name); the names are the variables of abtlab.bps.study datasets
 METRICS = {
-    "bps": ("blocks/s", "blocks required / overlapped I/O time (seed 001 eq. 1)"),
+    "bps": ("blocks/s", "blocks required / overlapped I/O time (He et al., IPDPS Workshops 2013, eq. 1)"),
     "iops": ("ops/s", "I/O calls / observed period"),
     "bandwidth": ("bytes/s", "bytes moved / observed period"),
     "arpt": ("s", "average response time per request"),
 }
-# seed 001 Table 1: expected sign of the CC of each metric with run time
+# He et al. (IPDPS Workshops 2013) Table 1: expected sign of the CC of each metric with run time
 EXPECTED_SIGN = {"iops": -1, "bandwidth": -1, "arpt": +1, "bps": -1}
 _DATA_LUT = np.zeros(1 << 16, bool)  # op (uint16) -> is a data call; a lookup beats np.isin
 _DATA_LUT[list(DATA_OPS)] = True
@@ -70,7 +71,7 @@ def _sorted(a):
 def overlap_time(starts, ends):
     """Length of the union of the intervals [starts[i], ends[i]] (same units as the input).
 
-    Equivalent to seed 001 Fig. 3 (sort by start, merge overlapping records, sum
+    Equivalent to He et al. (IPDPS Workshops 2013) Fig. 3 (sort by start, merge overlapping records, sum
     the merged lengths) but without a loop. Sorted by start, a running maximum of
     the ends closes each merged group. Otherwise starts and ends are sorted each
     on its own: coverage drops to zero exactly between ends[i] and starts[i+1]
@@ -89,7 +90,7 @@ def overlap_time(starts, ends):
 
 
 def overlap_time_fig3(starts, ends):
-    """Seed 001 Fig. 3 record by record in plain Python: sort by start, merge overlapping
+    """He et al. (IPDPS Workshops 2013) Fig. 3 record by record in plain Python: sort by start, merge overlapping
     records, add up the merged lengths. The reference `overlap_time` is checked and timed
     against. (The printed pseudo-code assigns T where it means to add to it; this adds.)"""
     recs = sorted(zip(starts, ends))

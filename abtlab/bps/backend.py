@@ -96,7 +96,7 @@ def one_run(directory, set_name, p, cfg):
 
 class BpsBackend(Backend):
     name = "bps"
-    description = "one fio run of the BPS correlation study under libabtrace (seed 001)"
+    description = "one fio run of the BPS correlation study under libabtrace (He et al., IPDPS Workshops 2013)"
     factors = {"case": "size:4096"}
     options = {"work": "directory of fio's files (reused across runs)",
                "total_bytes": "bytes read by a size or concurrency run",

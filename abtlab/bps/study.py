@@ -1,4 +1,5 @@
-"""The correlation study of seed 001 (Table 1, Figs. 5-12), driven by fio under libabtrace.
+"""The correlation study of He, Sun and Yin ("BPS: A Performance Metric of I/O System", IEEE
+IPDPS Workshops 2013; Table 1, Figs. 5-12), driven by fio under libabtrace.
 
 Three sets of runs, each varying one thing:
 - "size":        one job reads a file with request sizes 4 KiB .. 8 MiB (Figs. 5-8);
@@ -32,7 +33,7 @@ SETS = ("size", "concurrency", "sieving")
 KiB, MiB = 1024, 1024 * 1024
 DEFAULT_SIZES = tuple(4 * KiB << i for i in range(12))          # 4 KiB .. 8 MiB
 DEFAULT_JOBS = tuple(range(1, 9))
-DEFAULT_SPACINGS = (8, 64, 256, 1024, 4096)                       # seed 001: 8 B .. 4096 B
+DEFAULT_SPACINGS = (8, 64, 256, 1024, 4096)                       # He et al. (IPDPS Workshops 2013): 8 B .. 4096 B
 RUN_VARS = ("runtime", *METRICS, "blocks", "ops", "bytes", "required_bytes", "overlap_s",
             "elapsed_s", "dropped")
 UNITS = {"runtime": "s", "blocks": "1", "ops": "1", "bytes": "bytes", "required_bytes": "bytes",
@@ -99,7 +100,7 @@ def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAUL
               region_size: int = 256, regions: int | None = None, sieve_buffer: int = 64 * KiB,
               direct: bool = False, block_size: int = 512, seed: int = 0, quiet: bool = True,
               out=None, resume: bool = False):
-    """Run the three sets of seed 001 with fio in `directory`; one dataset row per run.
+    """Run the three sets of He et al. (IPDPS Workshops 2013) with fio in `directory`; one dataset row per run.
 
     Returns an xarray.Dataset on dim "run" with coords set, request_size, jobs,
     spacing (0 where a set does not vary it), rep, and variables runtime (wall
@@ -158,7 +159,7 @@ def _set_means(ds, set_name):
 
 
 def correlations(ds):
-    """Pearson CC of each metric with run time, per set, normalised per seed 001 Table 1.
+    """Pearson CC of each metric with run time, per set, normalised per He et al. (IPDPS Workshops 2013) Table 1.
 
     Returns a pandas DataFrame with one row per (set, metric): cc, expected sign,
     normalized (= |cc| if the sign is the expected one, else -|cc|) and n (levels).
@@ -187,7 +188,7 @@ def correlations(ds):
 
 
 def compare_with_paper(corr, reference=None):
-    """Measured normalised CC next to seed 001's, one row per (set, metric)."""
+    """Measured normalised CC next to He et al.'s (IPDPS Workshops 2013), one row per (set, metric)."""
     import pandas as pd
     ref_path = reference or about.REFERENCE_DATA / "bps_published.csv"
     ref = pd.read_csv(ref_path, comment="#", dtype=str).dropna(subset=["study_set"])

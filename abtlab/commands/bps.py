@@ -1,4 +1,5 @@
-"""`abtlab bps metrics TRACE...` and `abtlab bps study DIR`: seed 001's metric and study."""
+"""`abtlab bps metrics TRACE...` and `abtlab bps study DIR`: the metric and study of He, Sun and Yin
+("BPS: A Performance Metric of I/O System", IEEE IPDPS Workshops 2013)."""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,8 @@ def _int_list(field, text):
 
 
 def register(sub):
-    p = sub.add_parser("bps", help="BPS, IOPS, bandwidth and ARPT of traces; the seed 001 study")
+    p = sub.add_parser("bps", help="BPS, IOPS, bandwidth and ARPT of traces; the BPS study of He, Sun and Yin, "
+                       "'BPS: A Performance Metric of I/O System', IEEE IPDPS Workshops 2013")
     bsub = p.add_subparsers(dest="bps_command", metavar="{metrics,study}")
     m = bsub.add_parser("metrics", help="metrics of abtlab, fio-log or Darshan DXT traces")
     m.add_argument("paths", nargs="+", help="trace files (or a directory of abtrace.<pid>.trace)")
@@ -29,7 +31,7 @@ def register(sub):
     m.add_argument("--block-size", type=int, default=512, help="bytes per block (default 512)")
     m.add_argument("--json", action="store_true", help="one JSON object per trace")
     m.set_defaults(func=metrics_main)
-    s = bsub.add_parser("study", help="correlate each metric with run time (fio, seed 001 Table 1)")
+    s = bsub.add_parser("study", help="correlate each metric with run time (fio; He, Sun and Yin, IPDPS Workshops 2013, Table 1)")
     s.add_argument("directory", help="where fio reads and writes its files (a scratch directory)")
     s.add_argument("--out", help="NetCDF file for the runs")
     s.add_argument("--sizes", default="4k,8k,16k,32k,64k,128k,256k,512k,1m,2m,4m,8m")

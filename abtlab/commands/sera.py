@@ -7,7 +7,8 @@ __all__ = ["register"]
 def register(sub):
     p = sub.add_parser("sera", help="SERA-IO frequency tables, libsera, policy comparison")
     acts = p.add_subparsers(dest="sera_action", metavar="ACTION", required=True)
-    t = acts.add_parser("table", help="target frequencies of a profile CSV (seed 003 Table III)")
+    t = acts.add_parser("table", help="target frequencies of a profile CSV (Ge, Feng and Sun, 'SERA-IO', "
+                                          "IEEE/ACM CCGrid 2012, Table III)")
     t.add_argument("profile", help="CSV: pattern,[type],freq_ghz,time_ms,avg_power_w")
     t.add_argument("--threshold-ms", type=float, default=1.0, help="type I below this (1 ms)")
     t.set_defaults(func=_table)
@@ -29,7 +30,7 @@ def register(sub):
     c.add_argument("--source", choices=("sim", "emulated"), default="sim",
                    help="sim: abtlab.sim (simulated); emulated: real ext4, emulated frequency")
     c.add_argument("--workloads", default="iozone,metarates,fio-seq,mixed")
-    c.add_argument("--freqs", default="0.8,1.3,1.8,2.5", help="GHz (seed 003's cluster)")
+    c.add_argument("--freqs", default="0.8,1.3,1.8,2.5", help="GHz (the cluster of Ge, Feng and Sun, CCGrid 2012)")
     c.add_argument("--reps", type=int, default=3)
     c.add_argument("--threads", type=int, help="emulated: threads/workers (default 64)")
     c.add_argument("--out", help="also write the rows as CSV")

@@ -70,7 +70,7 @@ VARIABLES = {v.name: v for v in [
     Var("mean_write_fsync", "s", "mean T_write per thread with its fsync timed (IOzone -e)"),
     Var("batches", "1", "delayJC batches (flushes)"),
     Var("fsync_calls", "1", "fsync/fdatasync calls made by the workload"),
-    Var("bps", "blocks/s", "blocks per second of overlapped I/O time (seed 001)"),
+    Var("bps", "blocks/s", "blocks per second of overlapped I/O time (He et al., IPDPS Workshops 2013)"),
     Var("iops", "ops/s", "I/O operations per second of run time"),
     Var("bandwidth", "bytes/s", "bytes moved per second of run time"),
     Var("arpt", "s", "average response time per request"),

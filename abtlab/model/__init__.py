@@ -1,4 +1,5 @@
-"""The analytical ABT model of seed 000 (section III, eqs. 1-10) as functions over traces.
+"""The analytical ABT model of Chang, Li, Grove and Cameron ("How Processor Speedups Can Slow
+Down I/O Performance", IEEE MASCOTS 2014; section III, eqs. 1-10) as functions over traces.
 
 The same functions work on real, emulated and simulated traces: an op table
 (trace.RECORD_DTYPE, tid = thread index) and a commit table (dict of arrays: tid,

@@ -22,7 +22,7 @@ Estimators, chosen to be robust to the blocking the model describes:
   bitmap and directory blocks, so this is well below one block per handle.
 - data flush: median over commits of (commit start - start of the first fsync begun
   after the previous commit started): the triggering fsync's CPU part plus its own
-  data write-back, the slack of seed 000's Fig. 6. It also holds CPU waits, so it is
+  data write-back, the slack of Chang et al.'s (MASCOTS 2014) Fig. 6. It also holds CPU waits, so it is
   capped by the device's share per fsync: (span of the fsyncs - device time of the
   commits) / fsyncs, which in turn holds idle time. Both bound the flush from above.
 """

@@ -1,4 +1,4 @@
-"""The equations of the ABT model (seed 000, section III), as small array functions.
+"""The equations of the ABT model (Chang et al., MASCOTS 2014, section III), as small array functions.
 
 Times may be scalars or numpy arrays, in any one unit. Eqs. (5) and (6) are
 decompositions of the same elapsed write time as eq. (4): the terms name where the

@@ -1,4 +1,5 @@
-"""SERA-IO (seed 003): I/O patterns, target-frequency tables, libsera, policy comparison.
+"""SERA-IO (Ge, Feng and Sun, "SERA-IO: Integrating Energy Consciousness into Parallel I/O
+Middleware", IEEE/ACM CCGrid 2012): I/O patterns, target-frequency tables, libsera, policy comparison.
 
     import abtlab.sera as sera
     table = sera.load("data/reference/sera_target_table_example.csv")

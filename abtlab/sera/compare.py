@@ -3,7 +3,7 @@
 A phase knows its time at each frequency (`time_at(f) -> s`, from the simulator or from
 emulated-frequency runs) and the pattern of its accesses. Policies:
 
-fixed-high, fixed-low  one frequency for everything (seed 003 Table IV)
+fixed-high, fixed-low  one frequency for everything (Ge et al., CCGrid 2012, Table IV)
 ondemand               utilisation governor sampled every `sampling_s`: above
                        up_threshold -> highest, else the lowest f >= fmin + u (fmax - fmin)
                        (Linux ondemand); it starts each phase at the previous phase's f
@@ -12,8 +12,9 @@ abt-aware              sera, but never a frequency where the ABT model (the simu
                        phase's concurrency, its own seed) predicts that a lower frequency is
                        faster by more than `tol`; such phases take the predicted-best
                        frequency (min time for type I patterns, min EDP for type II)
-time_s is wall time; io_time_s is the benchmark's own measure (work / rate, where seed
-000's slowdown appears). Energy is always modelled: P(f) at full utilisation, as seed 003 measured nodal power during
+time_s is wall time; io_time_s is the benchmark's own measure (work / rate, where the
+slowdown of Chang et al., MASCOTS 2014, appears). Energy is always modelled: P(f) at full
+utilisation, as Ge et al. (CCGrid 2012) measured nodal power during
 I/O (Table III: 141-183 W); utilisation (a fit T(f) = a + b fmax/f) only drives ondemand.
 Each result row carries the label of its time source and "modelled" for energy.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
-from ..system.energy import PowerModel, seed003_node_model
+from ..system.energy import PowerModel, sera_io_node_model
 from .profile import DEFAULT_THRESHOLD_S, access_type, profile_pattern
 from .table import build
 
@@ -186,7 +187,7 @@ def compare(workloads, freqs=(0.8, 1.3, 1.8, 2.5), power=None, policies=POLICIES
     freqs = sorted(float(f) for f in freqs)
     if len(freqs) < 2:
         raise ConfigError("freqs", freqs, "at least two frequencies in GHz")
-    power = power or seed003_node_model()
+    power = power or sera_io_node_model()
     for w in workloads:
         for ph in w.phases:
             ph.time_at = _memo(ph.time_at)

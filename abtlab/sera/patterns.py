@@ -1,4 +1,4 @@
-"""I/O access patterns with the five attributes of seed 003 (Table I).
+"""I/O access patterns with the five attributes of Ge et al. (CCGrid 2012, Table I).
 
 operation  read | write | seek | open | close | sync (sync: fsync/fdatasync, added for POSIX)
 size       bytes (sizes as text accept B, KB, MB, GB, TB; binary multiples, 1KB = 1024 B)

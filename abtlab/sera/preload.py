@@ -31,7 +31,7 @@ def _ns(value, field):
 def write_table(table: FrequencyTable, path, guard_ns=1_000_000, hold_ns=0,
                 fixed_ns=20_000, bytes_per_s=125e6):
     """Write libsera's line format. Defaults: a 1 ms guard (the type I threshold of the
-    table), no hold, and a 125 MB/s, 20 us device (seed 003's Table III bandwidth)."""
+    table), no hold, and a 125 MB/s, 20 us device (Ge et al., CCGrid 2012, Table III bandwidth)."""
     lines = ["# abtlab target-frequency table for libsera.so (format 1)",
              f"highest {round(table.highest * 1e6)}", f"guard_ns {_ns(guard_ns, 'guard_ns')}",
              f"hold_ns {_ns(hold_ns, 'hold_ns')}",

@@ -1,7 +1,7 @@
-"""Profiles of I/O patterns across frequencies and the target-frequency rule of seed 003.
+"""Profiles of I/O patterns across frequencies and the target-frequency rule of Ge et al. (CCGrid 2012).
 
 For each pattern and each available frequency a profile holds the time and average power
-of one access (seed 003 Table III). The target frequency is chosen in two steps (Sec.
+of one access (Ge et al., CCGrid 2012, Table III). The target frequency is chosen in two steps (Sec.
 III.B.3): accesses shorter than a time threshold (type I) keep the highest frequency,
 because a transition would cost more than it saves; longer ones (type II) take the
 frequency of smallest energy-delay product, EDP = energy * time = power * time^2.

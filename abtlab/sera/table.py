@@ -1,4 +1,4 @@
-"""The target-frequency table of seed 003 (Table II): build, look up, save, load.
+"""The target-frequency table of Ge et al. (CCGrid 2012, Table II): build, look up, save, load.
 
 An entry matches an access's operation, locality, collective and blocking attributes
 exactly and its size by an inclusive range [size_min, size_max]. Lookup first keeps the

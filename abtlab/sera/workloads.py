@@ -1,7 +1,7 @@
 """Workloads for the policy comparison, timed by the simulator or by emulated-frequency runs.
 
-iozone      N threads each write a file in records and fsync it (seed 000 Figs. 4-5)
-metarates   N workers create, fsync and close files (seed 000 Fig. 6)
+iozone      N threads each write a file in records and fsync it (Chang et al., MASCOTS 2014, Figs. 4-5)
+metarates   N workers create, fsync and close files (Chang et al., MASCOTS 2014, Fig. 6)
 fio-seq     one thread streaming large records then fsync (a fio-like sequential write)
 mixed       compute bursts (modelled: time ~ 1/f) between iozone I/O phases (BT-IO-like)
 
@@ -95,7 +95,7 @@ def _check(names):
 def sim_workloads(names=WORKLOADS, freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0,
                   device="hdd7200"):
     """Workloads timed by abtlab.sim (every time labelled simulated); the 7200 rpm disk
-    of seed 000 by default."""
+    of Chang et al. (MASCOTS 2014) by default."""
     _check(names)
     phases = {n: _sim_phase(n, freqs, reps, seed, device) for n in SHAPES if n in names or
               (n == "iozone" and "mixed" in names)}

@@ -1,4 +1,4 @@
-"""Where does the simulator show seed 000's ABT slowdown? A sensitivity sweep.
+"""Where does the simulator show Chang et al.'s (MASCOTS 2014) ABT slowdown? A sensitivity sweep.
 
 `sensitivity()` runs ext4 and one delayJC policy at a low and a high frequency for
 every combination of the swept parameters and returns an xarray.Dataset of means
@@ -25,7 +25,7 @@ from .params import DEVICES, SimParams, make
 __all__ = ["sensitivity", "format_table", "candidates", "DEFAULT_AXES", "PAPER_POINT",
            "VCPUS"]
 
-# seed 000 Fig. 7a's point on its SandyBridge/HDD machine
+# Chang et al. (MASCOTS 2014) Fig. 7a's point on its SandyBridge/HDD machine
 PAPER_POINT = dict(workload="iozone", threads=256, file_size=128 * 1024, record_size=32 * 1024,
                    cores=4, device="hdd7200")
 # CPU per 32 KiB write at f_ref (3.3 GHz; ~2x at 1.6 GHz), the commit's fixed device cost,

@@ -7,7 +7,7 @@ jbd2 semantics kept here (fs/jbd2/transaction.c, commit.c):
 - an fsync whose thread has a handle in the running transaction asks for its commit
   and waits for it; one whose transaction is already committing just waits;
 - a commit locks new handles. jbd2 holds T_LOCKED only until the running handles stop
-  (tens of us), after which new handles go to the next transaction; seed 000's model
+  (tens of us), after which new handles go to the next transaction; Chang et al.'s (MASCOTS 2014) model
   (Figs. 5 and 6) has writes block for the whole commit. `lock` (us, < 0 = whole
   commit) chooses; the paper's semantics is the default. With `shadow_wait` the lock
   lasts at least until the commit's log blocks are written (its end less the commit

@@ -1,6 +1,6 @@
 """The simulator's event loop: N threads on C cores, one device, one jbd2-like journal.
 
-Mechanism (seed 000 Figs. 4-6), with the journal and device in `journal`:
+Mechanism (Chang et al., MASCOTS 2014, Figs. 4-6), with the journal and device in `journal`:
 - CPU: N threads on C cores, round-robin run queue with a time slice (quantum); a
   thread keeps its core across CPU phases until its slice ends or it blocks; woken
   threads go to the front of the queue when `wake_front` (CFS favours sleepers).

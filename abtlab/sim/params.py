@@ -86,7 +86,7 @@ class SimParams:
     wake_front: bool = True
     adaptive_k: float = 2.0
     ewma_alpha: float = 0.25
-    commit_lock_us: float | None = None    # None: writes block for the whole commit (seed 000)
+    commit_lock_us: float | None = None    # None: writes block for the whole commit (Chang et al., MASCOTS 2014)
     data_flush: str = "fsync"              # fsync: each fsync writes its own data (delalloc);
                                            # commit: the commit writes its members' data
     fsync_allocates: bool = True           # data_flush=fsync: the write-back allocates blocks in

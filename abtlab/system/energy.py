@@ -22,7 +22,7 @@ from ..errors import ConfigError, RunError, UnavailableError
 
 __all__ = ["POWERCAP_ROOT", "PERF_EVENTS_ROOT", "RaplZone", "rapl_zones", "delta_uj",
            "RaplMeter", "perf_available", "parse_perf_stat", "PerfMeter", "energy_source",
-           "PowerModel", "seed003_node_model", "attach_energy", "ENERGY_MODES"]
+           "PowerModel", "sera_io_node_model", "attach_energy", "ENERGY_MODES"]
 
 POWERCAP_ROOT = "/sys/class/powercap"
 PERF_EVENTS_ROOT = "/sys/bus/event_source/devices/power"
@@ -194,14 +194,14 @@ class PowerModel:
         return d
 
 
-# Seed 003 Table III (b): average nodal power of a 2 MB access at 0.8, 1.3, 2.5 GHz.
-SEED003_TABLE3_POWER = ((0.8, 141.0), (1.3, 152.0), (2.5, 183.0))
+# Ge et al. (CCGrid 2012) Table III (b): average nodal power of a 2 MB access at 0.8, 1.3, 2.5 GHz.
+SERA_IO_TABLE3_POWER = ((0.8, 141.0), (1.3, 152.0), (2.5, 183.0))
 
 
-def seed003_node_model() -> PowerModel:
-    """A whole-node model fitted to seed 003's Table III powers (a modelled node)."""
-    f, p = zip(*SEED003_TABLE3_POWER)
-    return PowerModel.fit(f, p, source="fit to seed 003 Table III(b) nodal power")
+def sera_io_node_model() -> PowerModel:
+    """A whole-node model fitted to Ge et al.'s (CCGrid 2012) Table III powers (a modelled node)."""
+    f, p = zip(*SERA_IO_TABLE3_POWER)
+    return PowerModel.fit(f, p, source="fit to Ge et al. (CCGrid 2012) Table III(b) nodal power")
 
 
 def attach_energy(ds, model: PowerModel, util=1.0, time_var="elapsed"):

@@ -1,5 +1,5 @@
 /*
- * abt-dio - buffered vs O_DIRECT file workloads (seed 002, Listing 1), one per call.
+ * abt-dio - buffered vs O_DIRECT file workloads (Petersen, University of Wisconsin-Madison, Listing 1), one per call.
  *
  *   1 sequential appends: COUNT writes of BS bytes (default 256), syncfs, close
  *   2 random reads: COUNT reads of BS bytes at random BS-aligned offsets of a

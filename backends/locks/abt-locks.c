@@ -1,5 +1,5 @@
 /*
- * abt-locks - spinlock vs mutex (seed 002, Listing 2).
+ * abt-locks - spinlock vs mutex (Petersen, University of Wisconsin-Madison, Listing 2).
  *
  * THREADS threads each enter one critical section ENTRIES times (default 100, as in
  * the paper); inside it, a loop of WORK asm volatile("nop"). The lock is a pthread

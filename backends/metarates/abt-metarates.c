@@ -1,5 +1,5 @@
 /*
- * abt-metarates - Metarates' file-creation-rate (FCR) test, seed 000 Fig. 6:
+ * abt-metarates - Metarates' file-creation-rate (FCR) test, Chang et al. (MASCOTS 2014) Fig. 6:
  * N workers wait at a start barrier, then each creates F files
  * DIR/abt-metarates.<w>.<j> with open(O_CREAT|O_WRONLY), fsync and close;
  * --write-bytes N writes N bytes into each file before its fsync (mdtest -w N;

@@ -4,7 +4,7 @@
  * Before read/write/pread/pwrite/readv/writev/fsync/fdatasync it looks the call up in a
  * target-frequency table (ABT_SERA_TABLE, written by abtlab.sera.preload) and sets the
  * calling CPU's scaling_setspeed; after the call it puts the highest frequency back.
- * Guards against transition overhead (seed 003 Sec. III.B):
+ * Guards against transition overhead (Ge et al., CCGrid 2012, Sec. III.B):
  *   - a call predicted shorter than guard_ns (fixed_ns + bytes / bytes_per_s) never
  *     causes a switch, and a call whose target is the current frequency causes none;
  *   - hysteresis: with hold_ns > 0 the switch back up waits hold_ns after the last call

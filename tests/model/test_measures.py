@@ -1,4 +1,4 @@
-"""The ABT model (seed 000 eqs. 1-10) on hand-built traces: each case of Figs. 5 and 6."""
+"""The ABT model (Chang et al., MASCOTS 2014, eqs. 1-10) on hand-built traces: each case of Figs. 5 and 6."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Seed 003 Table III choice and Table II lookups; table files: round trip and bad rows."""
+"""Ge et al. (CCGrid 2012) Table III choice and Table II lookups; table files: round trip and bad rows."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -71,9 +71,9 @@ def test_parse_perf_stat():
         E.parse_perf_stat("<not supported>,,power/energy-pkg/,0,100.00,,")
 
 
-def test_power_model_fit_reproduces_seed003_powers():
-    m = E.seed003_node_model()
-    for f, p in E.SEED003_TABLE3_POWER:
+def test_power_model_fit_reproduces_sera_io_powers():
+    m = E.sera_io_node_model()
+    for f, p in E.SERA_IO_TABLE3_POWER:
         assert m.power(f) == pytest.approx(p, rel=0.02)
     assert m.power(2.5, util=0.0) == pytest.approx(m.p_static_w)
     with pytest.raises(ConfigError) as err:
