@@ -1,0 +1,16 @@
+"""MkDocs hooks for the documentation site (mkdocs.yml: hooks).
+
+The changelog at the repository's root is the site's page changelog.md. (The gallery's
+notebooks are symbolic links in docs/gallery/ to notebooks/, rendered by mkdocs-jupyter
+without executing them; `make demo` is what executes them.)
+"""
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def on_files(files, config):
+    files.append(File.generated(config, "changelog.md", abs_src_path=str(ROOT / "CHANGELOG.md")))
+    return files
