@@ -26,7 +26,9 @@ def _formula(table, response):
         # enter on a log2 scale
         numeric = pd.api.types.is_numeric_dtype(table[f])
         terms.append(f"np.log2({f})" if numeric else f"C({f})")
-    rhs = " + ".join(terms) or "1"
+    if not terms:                   # one configuration: one intercept, one slope
+        return f"{response} ~ x"
+    rhs = " + ".join(terms)
     if "C(policy)" in terms and "np.log2(threads)" in terms:
         rhs += " + C(policy):np.log2(threads)"     # the slowdown depends on both
     return f"{response} ~ ({rhs}) * x"
@@ -85,15 +87,35 @@ class BaselineFit:
 
 def fit_baseline(table, kind="ols"):
     """Fit an OLS (log y) or Gamma-GLM (y, log link) baseline to a model table."""
+    import patsy
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
     if kind not in KINDS:
         raise ConfigError("model", kind, " | ".join(KINDS))
     log_fref = float(np.mean(np.unique(table["log_f"])))
     df = table.assign(x=table["log_f"] - log_fref)
-    if kind == "ols":
-        res = smf.ols(_formula(df, "log_y"), df).fit()
-    else:
-        res = smf.glm(_formula(df, "y"), df,
-                      family=sm.families.Gamma(sm.families.links.Log())).fit()
+    formula = _formula(df, "log_y" if kind == "ols" else "y")
+    try:
+        _check_identified(kind, formula, df)
+        if kind == "ols":
+            res = smf.ols(formula, df).fit()
+        else:
+            res = smf.glm(formula, df, family=sm.families.Gamma(sm.families.links.Log())).fit()
+    except ConfigError:
+        raise
+    except (patsy.PatsyError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        raise ConfigError("model", kind, f"a dataset it can fit ({formula}: "
+                          f"{str(exc).splitlines()[0]})") from None
     return BaselineFit(kind, res, log_fref, table)
+
+
+def _check_identified(kind, formula, df):
+    """Refuse a fit whose coefficients the runs cannot all determine, with room left
+    for the residual scale (its intervals and p_slowdown need one)."""
+    import patsy
+    _, X = patsy.dmatrices(formula, df, return_type="dataframe")
+    rank, n = np.linalg.matrix_rank(X.to_numpy()), len(X)
+    if rank < X.shape[1] or n <= rank:
+        raise ConfigError("model", kind, f"a dataset with more runs than coefficients, each "
+                          f"determined ({formula}: {X.shape[1]} coefficients, rank {rank}, "
+                          f"{n} runs): add repetitions or frequencies")
