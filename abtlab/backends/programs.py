@@ -32,8 +32,7 @@ def availability(name: str):
     """A backend's Availability as far as its program goes: built, or why not."""
     from .base import Availability
     if not built(name):
-        return Availability(False, f"backends/{path(name).parent.name}/{name} not built "
-                            "(make -C backends)")
+        return Availability(False, f"{path(name)} not built (make -C {about.BACKENDS})")
     return Availability(True)
 
 

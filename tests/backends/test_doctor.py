@@ -3,18 +3,23 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 
+from abtlab import about
 from abtlab.backends import doctor
-from abtlab.system import cpufreq, facts
+from abtlab.system import cpufreq, facts, guest
 
 NAMES = {"root", "loop devices", "mkfs.ext4", "tracefs + jbd2 events", "block throttling",
          "cpufreq", "RAPL energy", "perf", "iozone (backend iozone-tool)",
-         "mdtest (backend mdtest)", "fio (backend fio)", "MPI", "C backends"}
+         "mdtest (backend mdtest)", "fio (backend fio)", "MPI", "abtlab files", "C backends",
+         "guest machine"}
+GUEST = {"qemu", "guest kernel 6.1", "guest initramfs", "guest kernel 3.4.2"}
+KERNEL = about.BACKENDS / "kernel"
 
 
 def test_report_has_every_check_and_the_facts():
     checks = doctor.report()
-    assert {c.name for c in checks if c.kind == "check"} == NAMES
+    assert {c.name for c in checks if c.kind == "check"} == NAMES | (GUEST if guest.available()[0] else set())
     assert {c.name for c in checks if c.kind == "fact"} >= {"CPU", "memory", "disks"}
     by = {c.name: c for c in checks}
     assert by["root"].ok == (os.geteuid() == 0)
@@ -63,3 +68,76 @@ def test_tools_listed_with_where_found_or_how_to_get_them(tmp_path, monkeypatch)
     monkeypatch.setenv("ABTLAB_IOZONE", str(tmp_path / "missing"))
     bad = {c.name: c for c in doctor.report()}["iozone (backend iozone-tool)"]
     assert not bad.ok and "ABTLAB_IOZONE" in bad.detail
+
+
+def test_left_out_programs_are_named_with_the_builds_reason(tmp_path, monkeypatch):
+    (tmp_path / "slowdisk").mkdir()
+    (tmp_path / "slowdisk" / "abt-slowdisk.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "build.log").write_text("skipping slowdisk/abt-slowdisk: pkg-config finds no fuse3\n")
+    monkeypatch.setattr(doctor, "BACKENDS", tmp_path)
+    check = doctor._backends()
+    assert not check.ok and "pkg-config finds no fuse3" in check.detail and str(tmp_path) in check.detail
+
+
+def test_files_say_checkout_here():
+    check = doctor._files()
+    assert check.ok and check.detail == f"checkout {about.ROOT}" and not about.INSTALLED
+
+
+def _fake_qemu(folder, version):
+    folder.mkdir(parents=True, exist_ok=True)
+    exe = folder / "qemu-system-x86_64"
+    exe.write_text(f"#!/bin/sh\necho 'QEMU emulator version {version} (test)'\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_qemu_is_the_one_qemu_sh_would_pick(tmp_path, monkeypatch):
+    system = _fake_qemu(tmp_path / "bin", "7.2.22")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setenv("ABTLAB_QEMU_CACHE", str(tmp_path / "cache"))
+    old = doctor._qemu()
+    assert old.ok and "7.2.22" in old.detail and str(system) in old.detail
+    assert "one vCPU" in old.detail and "bookworm-backports" in old.detail
+    cached = _fake_qemu(tmp_path / "cache" / "root/usr/bin", "10.0.2")
+    new = doctor._qemu()
+    assert new.ok and new.detail == f"QEMU 10.0.2 ({cached})"
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("ABTLAB_QEMU_CACHE", str(tmp_path / "empty"))
+    none = doctor._qemu()
+    assert not none.ok and "no qemu-system-x86_64" in none.detail
+
+
+def test_kernel_cache_key_is_build_kernel_sh_s(tmp_path, monkeypatch):
+    key = subprocess.run("cat delayjc.patch legacy.patch guest.config build.env | sha256sum | cut -c1-16",
+                         shell=True, cwd=KERNEL, capture_output=True, text=True, check=True).stdout.strip()
+    assert doctor._kernel_key(KERNEL) == key
+    monkeypatch.setenv("ABTLAB_KERNEL_CACHE", str(tmp_path))
+    cold = doctor._kernel()
+    assert not cold.ok and "first guest run builds it" in cold.detail and "CPU-minutes" in cold.detail
+    (tmp_path / key).mkdir()
+    (tmp_path / key / "bzImage").write_bytes(b"x" * 2_000_000)
+    warm = doctor._kernel()
+    assert warm.ok and warm.detail == f"cached {tmp_path / key / 'bzImage'} (2.0 MB)"
+
+
+def test_initramfs_built_or_what_the_first_run_does(tmp_path, monkeypatch):
+    monkeypatch.setattr(doctor, "BACKENDS", tmp_path)
+    cold = doctor._initramfs()
+    assert not cold.ok and "first guest run builds it" in cold.detail
+    (tmp_path / "kernel" / "out").mkdir(parents=True)
+    (tmp_path / "kernel" / "out" / "initramfs.cpio.gz").write_bytes(b"x" * 4_000_000)
+    assert doctor._initramfs().ok
+
+
+def test_k342_source_cached_build_or_refusal(tmp_path, monkeypatch):
+    monkeypatch.setenv("ABTLAB_K342_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("ABTLAB_K342_GIT", raising=False)
+    monkeypatch.setenv("ABTLAB_K342_SRC", str(tmp_path / "nosource"))
+    none = doctor._k342()
+    assert not none.ok and "no source at" in none.detail and "ABTLAB_K342_SRC" in none.detail
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "Makefile").write_text("SUBLEVEL = 2\n")
+    monkeypatch.setenv("ABTLAB_K342_SRC", str(tmp_path / "src"))
+    cold = doctor._k342()
+    assert not cold.ok and f"from {tmp_path / 'src'}" in cold.detail and "CPU-minutes" in cold.detail
