@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -53,17 +54,32 @@ def _which(name, *tools, why=""):
 TOOLS = (("iozone-tool", "iozone", "ABTLAB_IOZONE", "build IOzone 3.4xx from iozone.org; see docs/guide/tools.md"),
          ("mdtest", "mdtest", "ABTLAB_MDTEST", "build IOR from github.com/hpc/ior; see docs/guide/tools.md"),
          ("fio", "fio", "ABTLAB_FIO", "Debian: fio"))
+# how a tool says its version without running a workload (mdtest has no such option)
+VERSIONS = {"iozone": (("-v",), r"Version \$Revision: ([\d.]+) \$"), "fio": (("--version",), r"fio-([\w.]+)")}
+
+
+def _tool_version(exe, path) -> str:
+    if exe not in VERSIONS:
+        return ""
+    args, pattern = VERSIONS[exe]
+    try:
+        out = subprocess.run([str(path), *args], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(pattern, out)
+    return m.group(1) if m else ""
 
 
 def _tool(backend, exe, env, how):
-    """Where a real tool's backend finds it (-o exe=, $env, PATH), or why not."""
+    """Where a real tool's backend finds it (-o exe=, $env, PATH) and its version, or why not."""
     from .toolrun import find_tool
     from ..errors import ConfigError, UnavailableError
     try:
         path = find_tool(exe, env)
     except (ConfigError, UnavailableError) as exc:
         return Check(f"{exe} (backend {backend})", False, f"{exc} ({how})")
-    return Check(f"{exe} (backend {backend})", True, str(path))
+    version = _tool_version(exe, path)
+    return Check(f"{exe} (backend {backend})", True, f"{path} ({version})" if version else str(path))
 
 
 def _throttle():

@@ -141,3 +141,16 @@ def test_k342_source_cached_build_or_refusal(tmp_path, monkeypatch):
     monkeypatch.setenv("ABTLAB_K342_SRC", str(tmp_path / "src"))
     cold = doctor._k342()
     assert not cold.ok and f"from {tmp_path / 'src'}" in cold.detail and "CPU-minutes" in cold.detail
+
+
+def test_tools_say_their_version_when_they_can(tmp_path, monkeypatch):
+    tool = tmp_path / "iozone"
+    tool.write_text("#!/bin/sh\n[ \"$1\" = -v ] && echo '       Version $Revision: 3.506 $'\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("ABTLAB_IOZONE", str(tool))
+    assert doctor._tool("iozone-tool", "iozone", "ABTLAB_IOZONE", "").detail == f"{tool} (3.506)"
+    fio = tmp_path / "fio"
+    fio.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo fio-3.33\n")
+    fio.chmod(0o755)
+    monkeypatch.setenv("ABTLAB_FIO", str(fio))
+    assert doctor._tool("fio", "fio", "ABTLAB_FIO", "").detail == f"{fio} (3.33)"
