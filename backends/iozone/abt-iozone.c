@@ -143,11 +143,15 @@ static void write_file(uint32_t w, int fd, uint16_t dflag)
     }
 }
 
-/* IOzone's Poll(1): select() with a 1 us timeout, a timer's wait (its slack) per round */
+/* IOzone's Poll(1): select() with a 1 us timeout, a timer's wait (its slack) per round.
+ * Each round's CPU is dilated in place, as a slower clock would slow it then: dilating
+ * the whole wait after the release would stack every thread's polling CPU behind the go. */
 static void poll_1us(void)
 {
     struct timeval tv = {0, 1};
+    uint64_t cpu0 = g_o.c.dilate > 1.0 ? abt_thread_cpu_ns() : 0;
     select(0, NULL, NULL, NULL, &tv);
+    abt_dilate_since(cpu0, g_o.c.dilate);
 }
 
 /* the parent's part of --start=poll: every child ready, then go; ends early when main
@@ -182,6 +186,8 @@ static void *run_thread(void *arg)
     /* every thread reaches the start, even after a failed open, or the rest hang */
     abt_span_begin(&s, g_o.c.dilate);
     wait_for_start();
+    if (g_o.start_poll && g_o.c.dilate > 1.0)
+        s.cpu0_ns = abt_thread_cpu_ns();   /* the polls were dilated as they ran */
     abt_op_done(&g_log, w, &s, ABT_OP_BARRIER, 0, 0, 0);
     if (fd < 0) return NULL;
     write_file(w, fd, dflag);
