@@ -4,8 +4,8 @@ and assembles into the run dataset (abtlab.data.assemble).
 A block holds one point (its index in the sweep) and some of its repetitions: each
 repetition's scalars, and the op, commit and batch tables of all of them concatenated,
 each record's `*_run` column giving its repetition's position in the block. Runs that
-cost milliseconds (a model's) are kept a group to a block, and stored as one part, so
-no repetition pays for a Dataset or a file of its own; other runs are a block each.
+cost milliseconds (a model's) are kept as one block per group, stored as one part, so no
+repetition pays for a Dataset or a file of its own; any other run is a block of its own.
 """
 from __future__ import annotations
 

@@ -1,0 +1,205 @@
+"""The simulator's public paths beside the kernel they wrap, timed side by side in one run.
+
+    .venv/bin/python -m benchmarks.public_paths [--reps 100] [--repeat 3] [--skip-notebooks]
+
+For each path, the same points and seeds through abtlab.sim's kernel alone (run_raw) and
+with traces and the model's measures (run_reps, = 1.00), then the public path and its
+ratio to that (simulated data; wall seconds, best of --repeat, measured in turns):
+  `abtlab.run("sim", ...)`: the sweep of the command below, in this process, without --out
+  `abtlab run sim ... --out` (256 threads, 128k in 32k records, ext4 and delayJC at 1.6
+      and 3.3 GHz, 100 repetitions): its main() in this process, which has run the
+      command once on a tiny point (the imports, the compiled kernel's load, xarray's
+      first dataset and file), with the share of the dataset's write; and as a new
+      process each time, less the same command on one tiny point (its fixed start: all
+      the work does not change, the dataset's per-variable write cost included)
+  each lab notebook on the simulator with its default parameters (papermill, a new
+      Jupyter kernel each), beside the kernel of its points and its dataset's sweep
+      (studies.study_data) in this process (target: under 10 s)
+  `abtlab.sim.explore.sensitivity` over 100 cells (10 x 10 values of two axes, ext4 and
+      delayJC at 1.6 and 3.3 GHz each), beside the kernel of the same cells
+Host timings are only comparable within one run of this command (shared machine).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import abtlab
+from abtlab.present import studies
+from abtlab.sim import core as simcore
+from abtlab.sim import explore
+from abtlab.sim.backend import SimBackend
+from abtlab.sweep.loop import expand, run_seed
+from abtlab.sweep.runner import build_levels
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [str(Path(sys.executable).with_name("abtlab")), "run", "sim"]
+COMMAND = dict(threads="256", file_size="128k", record_size="32k",
+               policy="ext4;delayjc:window=16ms", freq="1.6,3.3")
+FLAGS = {"threads": "--threads", "file_size": "--file-size", "record_size": "--record",
+         "policy": "--policy", "freq": "--freq", "device": "--device"}
+# each lab notebook's simulated study: its parameters cell and its studies.study_data call
+LABS = {"lab_1_faster_cpu": dict(reps=5, threads=256, policy="ext4,nojc", freq="1.6,3.3",
+                                 device="hdd7200"),
+        "lab_2_batching": dict(reps=3, threads=256, policy="ext4", freq="1.6,3.3", device="hdd7200"),
+        "lab_3_delay": dict(reps=3, threads=256, freq="3.3", device="hdd7200",
+                            policy=";".join(studies.delay_policies([1, 4, 16, 64], max_resets=64)))}
+EXPLORE_AXES = {"write_fixed_us": [float(v) for v in np.geomspace(20, 500, 10).round()],
+                "commit_fixed_us": [float(v) for v in np.geomspace(1000, 40000, 10).round()]}
+
+
+def best(fn, repeat):
+    """(best wall s, result of that run)."""
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        res = fn()
+        t = time.perf_counter() - t
+        out = (t, res) if out is None or t < out[0] else out
+    return out
+
+
+def sweep_params(reps, seed=0, **factors):
+    """(SimParams, seeds) of every point of an abtlab.run("sim", ...) sweep, as it runs them."""
+    levels, options = build_levels("sim", **factors)
+    options.pop("freq_mode", None)
+    be = SimBackend()
+    return [(be._params(point, options), [run_seed(seed, i, r) for r in range(reps)])
+            for i, point in enumerate(expand(levels))]
+
+
+def explore_params(reps, axes=EXPLORE_AXES, seed=0):
+    """(SimParams, seeds) of every run of explore.sensitivity(axes), as it runs them."""
+    base = {**explore.PAPER_POINT, "write_us_per_kib": 0.0}
+    combos = expand(axes)
+    return [(explore._params(base, c, pol, f), seed + np.arange(reps)) for c in combos
+            for pol in ("ext4", "delayjc:window=16ms") for f in (1.6, 3.3)]
+
+
+def kernel_rows(runs, repeat):
+    """Best wall of the kernel alone and of the kernel with traces and measures."""
+    raw = best(lambda: [simcore.run_raw(p, s) for p, s in runs], repeat)[0]
+    full = best(lambda: [simcore.run_reps(p, s) for p, s in runs], repeat)[0]
+    return raw, full
+
+
+def cli_args(reps, out, **factors):
+    args = [a for k, v in factors.items() for a in (FLAGS[k], str(v))]
+    return CLI + args + ["--reps", str(reps), "--out", str(out), "--quiet", "--force"]
+
+
+def run_process(argv):
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    return time.perf_counter() - t
+
+
+def row(label, t, ref=None, note=""):
+    ratio = f" = {t / ref:5.2f}x" if ref else ""
+    print(f"  {label:46s} {t:7.3f} s{ratio} {note}".rstrip())
+
+
+def cli_section(a, work):
+    from abtlab.cli import main as cli_main
+    from abtlab.data import store
+    points = sweep_params(a.reps, **COMMAND)
+    print(f"abtlab run sim {' '.join(f'{FLAGS[k]} {v!r}' for k, v in COMMAND.items())} "
+          f"--reps {a.reps} --out s.nc  ({len(points)} points x {a.reps} repetitions)")
+    out, tiny = work / "s.nc", work / "tiny.nc"
+    big = cli_args(a.reps, out, **COMMAND)
+    small = cli_args(1, tiny, threads="8", freq="1.6")
+    quiet = contextlib.redirect_stdout(io.StringIO())
+    with quiet:
+        cli_main(small[1:])     # this process has paid the CLI's fixed start: imports, first file
+    times = {k: [] for k in ("raw", "full", "api", "main", "save", "cli", "start", "python")}
+    for _ in range(a.repeat):      # in turns, so load on the machine falls on every path alike
+        raw, full = kernel_rows(points, 1)
+        times["raw"].append(raw)
+        times["full"].append(full)
+        times["api"].append(best(lambda: abtlab.run("sim", reps=a.reps, quiet=True, **COMMAND), 1)[0])
+        with quiet:
+            times["main"].append(best(lambda: cli_main(big[1:]), 1)[0])
+        ds = abtlab.load(out)
+        times["save"].append(best(lambda: store.save(ds, work / "copy.nc"), 1)[0])
+        times["cli"].append(run_process(big))
+        times["start"].append(run_process(small))
+        times["python"].append(run_process([sys.executable, "-c", "pass"]))
+    t = {k: min(v) for k, v in times.items()}
+    row("kernel (run_raw)", t["raw"])
+    row("kernel + traces + measures (run_reps)", t["full"], t["full"])
+    row('abtlab.run("sim"), without --out', t["api"], t["full"])
+    row("the CLI with --out, its main() in this process", t["main"], t["full"],
+        "(target: <= 1 s and <= 2x)")
+    row("  of which the dataset's write (store.save)", t["save"], t["full"])
+    row("the CLI with --out as a new process", t["cli"])
+    row("the CLI on one tiny point: its fixed start", t["start"], note=f"(bare python {t['python']:.3f} s)")
+    row("the CLI with --out beyond that fixed start", t["cli"] - t["start"], t["full"],
+        "(target: <= 1 s and <= 2x)")
+    print(f"  the dataset: {dict(ds.sizes)}")
+
+
+def notebook_section(a, work):
+    import papermill as pm
+    from abtlab.present.report import NOTEBOOK_DIR
+    print("lab notebooks on the simulator, default parameters (a new Jupyter kernel each; "
+          "target: under 10 s)")
+    for name, study in LABS.items():
+        study = dict(study)
+        reps = study.pop("reps")
+        full = kernel_rows(sweep_params(reps, **study), a.repeat)[1]
+        data = best(lambda: studies.study_data("sim", reps=reps, sim=study), a.repeat)[0]
+
+        def execute():
+            pm.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(work / f"{name}.ipynb"),
+                                kernel_name="python3", cwd=str(work), progress_bar=False)
+        nb = best(execute, a.repeat)[0]
+        row(f"{name}: kernel + traces + measures", full, full)
+        row(f"{name}: its study_data, in this process", data, full)
+        row(f"{name}: the notebook", nb, full, "(target: < 10 s)")
+
+
+def explore_section(a):
+    runs = explore_params(a.explore_reps)
+    cells = len(expand(EXPLORE_AXES))
+    print(f"abtlab.sim.explore.sensitivity over {cells} cells x 2 policies x 2 frequencies x "
+          f"{a.explore_reps} repetitions, 256 threads")
+    raw, full = kernel_rows(runs, a.repeat)
+    t = best(lambda: explore.sensitivity(axes=EXPLORE_AXES, reps=a.explore_reps), a.repeat)[0]
+    row("kernel (run_raw)", raw)
+    row("kernel + traces + measures (run_reps)", full, full)
+    row("explore.sensitivity", t, full)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=100, help="repetitions of the CLI command")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per path; the best is shown")
+    ap.add_argument("--explore-reps", type=int, default=10, help="repetitions per explore cell")
+    ap.add_argument("--skip-notebooks", action="store_true")
+    ap.add_argument("--skip-explore", action="store_true")
+    a = ap.parse_args(argv)
+    print(f"simulated data; wall time, best of {a.repeat}; {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f} (compare within this run only)")
+    # what the CLI's fixed start pays, paid here before any timing: the compiled kernel's
+    # load, xarray's first dataset
+    abtlab.run("sim", reps=1, threads=8, quiet=True)
+    with tempfile.TemporaryDirectory(prefix="abtlab-bench-") as tmp:
+        cli_section(a, Path(tmp))
+        if not a.skip_notebooks:
+            notebook_section(a, Path(tmp))
+    if not a.skip_explore:
+        explore_section(a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

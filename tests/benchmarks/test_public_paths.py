@@ -1,0 +1,26 @@
+"""benchmarks.public_paths times the kernel on the very runs each public path makes: the
+same points, parameters and seeds, so the ratios compare like with like."""
+import numpy as np
+
+import abtlab
+from abtlab.sim import core, explore
+from benchmarks import public_paths
+
+
+def test_kernel_rows_run_the_sweeps_points_and_seeds():
+    kw = dict(threads="8", policy="ext4;delayjc:window=16ms", freq="1.6,3.3", device="hdd7200")
+    ds = abtlab.run("sim", reps=2, seed=0, quiet=True, **kw)
+    runs = public_paths.sweep_params(2, **kw)
+    assert len(runs) == 4
+    got = [[r.scalars["throughput"] for r in core.run_reps(p, s)] for p, s in runs]
+    want = ds.throughput.transpose("policy", "freq_ghz", ...).values.reshape(4, 2)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_explore_rows_run_explores_cells():
+    axes = {"write_fixed_us": [30.0], "commit_fixed_us": [2000.0, 10000.0]}
+    ds = explore.sensitivity(axes=axes, reps=2)
+    runs = public_paths.explore_params(2, axes)
+    means = [np.mean([r.scalars["commits"] for r in core.run_reps(p, s)]) for p, s in runs]
+    want = ds.commits.transpose("write_fixed_us", "commit_fixed_us", "policy", "freq_ghz").values
+    np.testing.assert_array_equal(means, want.ravel())
