@@ -45,7 +45,7 @@ def main(argv=None) -> int:
         # "PyCapsule_Import could not import module datetime")
         return _interrupted(ending, name, ending.signum)
     finally:
-        ending.close()
+        ending.close(for_good=argv is None)     # sys.argv: this process's command line
 
 
 def _interrupted(ending, name, signum) -> int:

@@ -142,6 +142,30 @@ def test_signals_after_the_teardown_keep_the_first_ones_exit_code():
     assert cp.stderr == "abtlab probe: interrupted; machine changes undone\n"
 
 
+_LATE = """
+import atexit, os, signal, sys, time
+import abtlab.cli as cli
+def late():                                     # the outcome decided, the process ending
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.2)
+atexit.register(late)
+sys.argv = ["abtlab", "--version"]
+sys.exit(cli.main())
+"""
+
+
+def test_a_signal_during_shutdown_keeps_the_commands_exit_code():
+    """The process's own command line (main() on sys.argv) ignores signals once its
+    outcome is decided: a slow shutdown is not ended by SIGTERM; called with argv (from
+    Python) it puts the caller's handlers back."""
+    import signal
+    cp = _child(_LATE)
+    assert cp.returncode == 0 and cp.stdout.startswith("abtlab "), cp
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    assert main(["--version"]) == 0
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
 _FINAL_WRITE = """
 import sys, time
 import xarray as xr

@@ -1,10 +1,12 @@
-"""`abtlab cleanup`: undo what killed abtlab runs left (mounts, loop devices, ...)."""
+"""`abtlab cleanup`: undo what killed abtlab runs left (mounts, loop devices, ..., output
+locks and torn dataset files)."""
 __all__ = ["register"]
 
 
 def register(sub):
     p = sub.add_parser("cleanup", help="undo what abtlab runs killed with kill -9 left behind "
-                       "(every real run also does this before it starts)")
+                       "(every real run also does this before it starts), and remove their "
+                       "output locks and torn dataset files (.OUT.tmp-PID) beside their outputs")
     p.add_argument("--dry-run", action="store_true", help="only list what would be undone")
     p.add_argument("--dir", action="append", default=[],
                    help="also look in this work directory (a run's -o workdir)")

@@ -233,10 +233,12 @@ class exiting:
     death by SIGTERM); `installed()` handles those that come while it runs. Once a signal
     has come, or after `quiet()` (the command's outcome is decided), signals are only
     noted, so a second one after the teardown cannot end the process by the signal
-    instead of the exit code the first chose. `close()` puts the handlers back, or, when
-    a signal came, leaves both ignored through the interpreter's shutdown: the process
-    is ending by that signal's exit code. Call start(), quiet() and close() inside the
-    try that catches the Terminated, so that no raise lands outside it."""
+    instead of the exit code the first chose. `close()` puts the handlers back, or
+    leaves both ignored through the interpreter's shutdown when a signal came (the
+    process ends by that signal's exit code) or when `for_good` (the process's own
+    command line, whose outcome is decided: a signal during a slow shutdown would kill
+    it by the signal). Call start() and quiet() inside the try that catches the
+    Terminated, so that no raise lands outside it, and close() in its finally."""
 
     def __init__(self):
         self._previous = {}
@@ -259,7 +261,7 @@ class exiting:
         """The first signal since start(), or None."""
         return _received
 
-    def close(self):
+    def close(self, for_good=False):
         self.quiet()
         if not self._main:
             return
@@ -267,7 +269,7 @@ class exiting:
         held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         try:
             for signum in SIGNALS:
-                if _received is not None:
+                if _received is not None or for_good:
                     signal.signal(signum, signal.SIG_IGN)
                 elif signum in self._previous:
                     signal.signal(signum, self._previous[signum])
