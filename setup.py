@@ -33,9 +33,12 @@ def _copy(src: Path, dest: Path) -> None:
 
 
 def _digest(root: Path) -> str:
+    """The sources' bytes and the built files' names: a rebuild of the same sources keeps
+    its name (compilers do not make the same bytes in another folder), one that built
+    other programs does not."""
     h = hashlib.sha256(HERE.joinpath("pyproject.toml").read_bytes())
     for p in sorted(q for q in root.rglob("*") if q.is_file()):
-        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+        h.update(str(p.relative_to(root)).encode() + b"\0" + (p.read_bytes() if _source(p) else b""))
     return h.hexdigest()[:16]
 
 
@@ -48,13 +51,13 @@ class BuildWithData(build_py):
         shutil.rmtree(data, ignore_errors=True)
         for folder in FOLDERS:
             _copy(HERE / folder, data / folder)
-        # names the cache copy abtlab.about makes: the same sources, the same copy
-        (data / "BUILD").write_text(_digest(data) + "\n")
         # -k: a program this machine cannot build (no FUSE headers, say) is left out and
         # the rest still built; build.log says why, and `abtlab doctor` reads it
         proc = subprocess.run(["make", "-k", "-s", "-C", str(data / "backends")],
                               capture_output=True, text=True)
         (data / "backends" / "build.log").write_text(proc.stdout + proc.stderr)
+        # names the cache copy abtlab.about makes (the same build, the same copy)
+        (data / "BUILD").write_text(_digest(data) + "\n")
 
 
 class WithPrograms(Distribution):

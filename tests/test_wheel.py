@@ -108,7 +108,10 @@ def test_lab_list(installed):
     assert [ln.split()[0] for ln in proc.stdout.splitlines()] == ["lab_1_faster_cpu", "lab_2_batching", "lab_3_delay"]
 
 
-def test_simulated_run(installed):
+def test_simulated_run(installed, monkeypatch):
+    # numba's first compile in a new tree costs 30-80 s here; uncompiled, the same code
+    # runs this point in seconds (abtlab.sim.state)
+    monkeypatch.setitem(installed[0], "NUMBA_DISABLE_JIT", "1")
     _, work, *_ = installed
     proc = abtlab(installed, "run", "sim", "--threads", "4", "--file-size", "64k", "--record", "32k",
                   "--policy", "ext4", "--freq", "1.6,3.3", "--reps", "2", "--out", "sim.nc", timeout=300)
