@@ -61,7 +61,8 @@ kernel_pid=""
 if guest_wanted; then
     kernel_log="$log_dir/guest-kernel.log"; t_kernel=$(date +%s)
     say "guest kernel (Linux 6.1 + abtlab's patches): building in the background (cached per patch series)"
-    (make -s -C backends/kernel kernel) >"$kernel_log" 2>&1 & kernel_pid=$!
+    (make -s -C backends/kernel kernel && date +%s >"$log_dir/kernel.end") >"$kernel_log" 2>&1 &
+    kernel_pid=$!
 fi
 step "Python environment ($VENV)" python_env
 step "C programs" make -s -C backends
@@ -70,7 +71,7 @@ if guest_wanted; then
     say "qemu: $(head -n1 "$log_dir/qemu.log")"
     step "guest initramfs" make -s -C backends/kernel out/initramfs.cpio.gz
     wait "$kernel_pid" || fail "guest kernel" "$kernel_log"
-    say "guest kernel: $(readlink -f backends/kernel/out/bzImage) in $(( $(date +%s) - t_kernel )) s"
+    say "guest kernel: $(readlink -f backends/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
     if backends/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
         step "Linux 3.4.2 kernel" backends/kernel/build-kernel-3.4.2.sh
     else
