@@ -131,9 +131,8 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     blocks cancels) or "sequential"; a simulated backend runs a point's repetitions
     together whatever the order, which cannot change a model's values. scheduler:
     None/"serial", "local" (a dask LocalCluster of `workers`), a scheduler address or a
-    dask Client. A run on real
-    devices holds the machine (`system.runlock`): it waits for another, or with
-    wait=False fails at once.
+    dask Client. A run on real devices holds the machine (`system.runlock`): it waits
+    for another, or with wait=False fails at once.
     """
     from ..system.runlock import MachineLock, OutputLock
     be = get_backend(backend) if isinstance(backend, str) else backend
