@@ -102,8 +102,8 @@ def _files():
     if about.ROOT == about.DATA:
         return Check("abtlab files", False, f"installed; {about.CACHE} cannot be written, so the "
                      f"guest build cannot write beside its scripts in {about.DATA} (set ABTLAB_CACHE)")
-    return Check("abtlab files", True, f"installed package; its programs and build scripts "
-                 f"used from {about.ROOT}")
+    return Check("abtlab files", True, f"installed package; its programs, build scripts, "
+                 f"notebooks and examples used from {about.ROOT}")
 
 
 def _left_out(missing) -> str:
