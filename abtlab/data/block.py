@@ -52,6 +52,8 @@ def _table(results, source, columns) -> dict:
     (e.g. a kernel without run_stats) is -1."""
     parts = [getattr(r, source) or {} for r in results]
     sizes = np.array([max((len(v) for v in p.values()), default=0) for p in parts], np.int64)
+    if not sizes.any():         # e.g. no delayJC batches: nothing to gather run by run
+        return {col: np.zeros(0, np.int64) for col in columns}
     out = {}
     for col in columns:
         if col.endswith("_run"):
