@@ -21,8 +21,10 @@ blkio throttle rules and abtlab cgroups, abtlab temporary files and directories,
 machine lock and the out-locks of the trial's outputs, the temporary dataset files
 beside them (`.OUT.tmp-PID`); and asks `leftovers.find()` what `abtlab cleanup` would
 undo (a killed process gets 10 s to exit first: a workload killed mid-write to a
-throttled device finishes that write). A trial that leaves something is cleaned up
-before the next.
+throttled device finishes that write). Loop devices and mounts count when they lie under
+the trial's TMPDIR or /var/tmp, processes and tracefs instances when they are the
+trial's: other users' runs on the machine meanwhile are not its leftovers. A trial that
+leaves something is cleaned up before the next.
 
 `final-write` signals a run while it writes its dataset beside --out: the trial watches
 for the write's temporary file and signals (SIGINT, SIGTERM or SIGKILL, drawn) after a
@@ -191,12 +193,30 @@ def _cleanup_finds(tmpdir: Path) -> set[str]:
     return set(leftovers.find(roots=("/var/tmp", str(tmpdir))).describe())
 
 
+def _trials(path: str, tmpdir: Path) -> bool:
+    """A path a trial's run may have made: under its TMPDIR (its work directories, the
+    images and mounts in them) or /var/tmp. Another user's runs on the machine meanwhile
+    make theirs under their own temporary directories and are not the trial's."""
+    real = os.path.realpath(path.removesuffix(" (deleted)"))
+    return any(real == r or real.startswith(r + os.sep)
+               for r in (os.path.realpath(tmpdir), "/var/tmp"))
+
+
+def _instance_of_trial(line: str, tmpdir: Path) -> bool:
+    """A tracefs instance abtlab-<pid>-... of a trial's process (or of one that is gone)."""
+    pid = line.split("-")[1] if line.startswith("abtlab-") else ""
+    return not pid.isdigit() or _started_by_trial(pid, tmpdir)
+
+
 def snapshot(tmpdir: Path, work: Path | None = None) -> dict[str, set[str]]:
     """What is on the machine now, by category (the table's leftover columns); with work,
     also beside the trial's outputs there."""
     mounts = _mounts()
-    return {"loop": _loops(), "mount": {m for m in mounts if not m.startswith("tracefs ")},
-            "tracefs": {m for m in mounts if m.startswith("tracefs ")} | _instances(),
+    return {"loop": {lo for lo in _loops() if _trials(lo.split(" on ", 1)[1], tmpdir)},
+            "mount": {m for m in mounts if not m.startswith("tracefs ")
+                      and _trials(m.rsplit(" on ", 1)[1], tmpdir)},
+            "tracefs": {m for m in mounts if m.startswith("tracefs ")}
+            | {i for i in _instances() if _instance_of_trial(i, tmpdir)},
             "throttle": _throttles(), "process": _processes(tmpdir), "temp": _temp(tmpdir),
             "out temp": _out_temps(work), "lock": _lock_held(tmpdir) | _out_locks(work),
             "cleanup finds": _cleanup_finds(tmpdir)}

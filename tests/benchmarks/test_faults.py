@@ -69,19 +69,24 @@ def test_a_killed_guest_run_leaves_no_qemu(dirs, built_guest):
 
 
 def test_the_check_sees_what_a_run_leaves(dirs):
-    """The check can fail: a loop device attached behind its back is reported."""
+    """The check can fail: a loop device attached behind its back is reported; one on
+    an image outside the trial's TMPDIR (another user's run meanwhile) is not."""
     import subprocess
     work, tmpdir = dirs
     before = faults.snapshot(tmpdir)
-    img = tmpdir / "abtlab-probe.img"
-    img.write_bytes(b"\0" * 2 ** 20)
-    dev = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    img, other = tmpdir / "abtlab-probe.img", work / "abtlab-other.img"
+    devs = []
     try:
+        for f in (img, other):
+            f.write_bytes(b"\0" * 2 ** 20)
+            devs.append(subprocess.run(["losetup", "-f", "--show", str(f)], capture_output=True,
+                                       text=True, check=True).stdout.strip())
         left = faults.left_since(before, tmpdir)
     finally:
-        subprocess.run(["losetup", "-d", dev], check=True)
-    assert any(str(img) in line for line in left["loop"]) and left["temp"] == [str(img)]
+        for dev in devs:
+            subprocess.run(["losetup", "-d", dev], check=True)
+    assert left["loop"] == [f"{devs[0]} on {img}"]
+    assert left["temp"] == [str(img)]
 
 
 def test_the_check_counts_the_trials_processes_only(dirs, monkeypatch):
