@@ -53,8 +53,10 @@ def test_screenshot_shows_plots(report, tmp_path):
     assert with_img.shape == without.shape
     nonwhite = (with_img < 0.95).any(axis=-1).mean()
     assert nonwhite > 0.05, f"page looks blank: {nonwhite:.1%} non-white pixels"
+    # missing or broken images add ~0%; three rendered small plots (white axes, thin
+    # lines) add 4-8% of a 1200 x 2400 shot
     differ = (np.abs(with_img - without) > 0.1).any(axis=-1).mean()
-    assert differ > 0.05, f"images add only {differ:.1%} of the pixels: plots not rendered"
+    assert differ > 0.02, f"images add only {differ:.1%} of the pixels: plots not rendered"
     # plots use colour (lines, CI bands): the shot with images has many more coloured pixels
     sat = lambda im: (im.max(axis=-1) - im.min(axis=-1) > 0.25).mean()  # noqa: E731
     assert sat(with_img) > 1.1 * sat(without)
