@@ -48,6 +48,23 @@ def _fsync_dir(path: Path):
         os.close(fd)
 
 
+def _write_file_durably(path: Path, write) -> Path:
+    """write(tmp) to a temporary name beside path, fsync it, rename it over path, fsync
+    the folder. An error or a signal mid-write removes the temporary file: no torn file
+    stays."""
+    tmp = temp_path(path)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+    _fsync_dir(path.parent if str(path.parent) else Path("."))
+    return path
+
+
 def save(ds, path) -> Path:
     """Write ds to path atomically: NetCDF (h5netcdf), or Zarr when path ends in .zarr."""
     path = Path(path)
@@ -57,21 +74,17 @@ def save(ds, path) -> Path:
     ds.attrs = _clean_attrs(ds.attrs)
     for v in ds.variables.values():
         v.attrs = _clean_attrs(v.attrs)
-    tmp = temp_path(path)
     for stale in stale_temps(path):     # torn by a kill -9: this write replaces it
         _remove(stale)
+    if path.suffix != ".zarr":
+        return _write_file_durably(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"))
+    tmp = temp_path(path)
     try:
-        if path.suffix == ".zarr":
-            ds.to_zarr(tmp, mode="w")
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        else:
-            ds.to_netcdf(tmp, engine="h5netcdf")
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-    except BaseException:               # an error or a signal mid-write: no torn file stays
+        ds.to_zarr(tmp, mode="w")
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:               # an error or a signal mid-write: no torn store stays
         _remove(tmp)
         raise
     _fsync_dir(path.parent if str(path.parent) else Path("."))
@@ -158,19 +171,11 @@ def write_block(out, block) -> Path:
     from .block import write_hdf5
     d = parts_dir(out)
     d.mkdir(parents=True, exist_ok=True)
-    path = d / block_name(block)
-    tmp = temp_path(path)
-    try:
+
+    def write(tmp):
         with h5py.File(tmp, "w") as f:
             write_hdf5(block, f)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:               # an error or a signal mid-write: no torn part stays
-        _remove(tmp)
-        raise
-    _fsync_dir(d)
-    return path
+    return _write_file_durably(d / block_name(block), write)
 
 
 def keep_rejected(out) -> Path | None:
