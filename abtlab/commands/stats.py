@@ -55,11 +55,14 @@ def main(args):
         print(f"note: {ds.attrs['remeasured']}")
     cols = ("mean", "ci_low", "ci_high", "rsd", "n")
     summ = stats.point_summary(ds, args.var, args.level).to_dataframe().reset_index()
-    _show(f"per point: mean, {args.level:.0%} CI, RSD, n", _drop_constant(summ, cols))
+    units = ds[args.var].attrs.get("units", "") if args.var in ds else ""
+    _show(f"per point: mean, {args.level:.0%} CI ({units or 'no units'}), RSD, n",
+          _drop_constant(summ, cols))
     if args.slowdown:
         sd = stats.slowdown_table(stats.slowdown(ds, args.var, args.ref, args.level,
                                                  args.ci, seed=args.seed))
-        _show(f"slowdown vs {sd.attrs['ref_freq_ghz']} GHz ({args.ci} CI)",
+        _show(f"ratio to {sd.attrs['ref_freq_ghz']} GHz, {args.ci} CI (below 1 = slower at that "
+              f"frequency)",
               _drop_constant(sd.drop(columns=["ratio", "ci_low", "ci_high"]), ("slowdown",)))
     if args.test:
         t = stats.test_slowdown(ds, args.var, args.f_low, args.f_high, args.alpha,

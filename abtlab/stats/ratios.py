@@ -143,7 +143,11 @@ def slowdown(ds, var="throughput", ref=None, level=0.95, method="fieller", n_boo
 
 
 def format_ratio(ratio, low, high, digits=2) -> str:
-    """'0.53 [0.45, 0.61]'."""
+    """'0.53 [0.45, 0.61]'; a CI that is unbounded or reaches below 0 (a ratio of positive
+    means cannot: the reference mean is not clearly away from 0 with these repetitions) is
+    said in words instead of as '[-inf, inf]'."""
+    if not (math.isfinite(low) and math.isfinite(high)) or low < 0:
+        return f"{ratio:.{digits}f} [no CI: too few or too noisy repetitions]"
     return f"{ratio:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 

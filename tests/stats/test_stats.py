@@ -236,7 +236,7 @@ def test_cli_prints_tables(sim_run, tmp_path, capsys):
     out = tmp_path / "run.json"
     assert main(["stats", str(path), "--slowdown", "--test", "--anova", "--pyperf", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "SIMULATED" in text and "== slowdown vs 1.6 GHz" in text and "PR(>F)" in text
+    assert "SIMULATED" in text and "== ratio to 1.6 GHz" in text and "PR(>F)" in text
     row = stats.slowdown_table(stats.slowdown(ds)).query("policy == 'nojc' and threads == 8 "
                                                          "and freq_ghz == 3.3").iloc[0]
     assert row.slowdown in text and "p_adj" in text and out.exists()
@@ -303,5 +303,11 @@ def test_virtual_levels_descending_slowdown_test_and_cli(tmp_path, capsys):
     store.save(ds, path)
     assert main(["stats", str(path), "--slowdown", "--test"]) == 0
     text = capsys.readouterr().out
-    assert "== slowdown vs 0.5 GHz" in text and "at 1.0 GHz < at 0.5 GHz" in text
+    assert "== ratio to 0.5 GHz" in text and "at 1.0 GHz < at 0.5 GHz" in text
     assert "frequency by icount shift" in text
+
+
+def test_a_ratio_without_a_usable_ci_says_so_in_words():
+    assert stats.format_ratio(0.534, 0.452, 0.611) == "0.53 [0.45, 0.61]"
+    for lo, hi in ((-math.inf, math.inf), (-0.66, 2.97)):
+        assert stats.format_ratio(1.15, lo, hi) == "1.15 [no CI: too few or too noisy repetitions]"
