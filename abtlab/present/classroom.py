@@ -90,11 +90,10 @@ def check_change(prediction, before, after, what, ci=None, tol=0.05, why="") -> 
 
 def _ratio(ds, var, f_low, f_high, level):
     """(ratio, lo, hi) of var at f_high over f_low, NaNs when var has no finite data."""
-    from ..stats.ratios import slowdown
+    from ..stats.iozone_view import ratios_between
     if var not in ds or not np.isfinite(ds[var].values).any():
         return (math.nan,) * 3
-    sd = slowdown(ds, var, f_low, level).sel(freq_ghz=f_high)
-    return tuple(float(sd[k].values.ravel()[0]) for k in ("ratio", "ci_low", "ci_high"))
+    return tuple(float(x[0]) for x in ratios_between(ds, var, f_low, f_high, level)[1:])
 
 
 def paper_comparison(ds, f_low, f_high, policy="ext4", level=0.95) -> str:

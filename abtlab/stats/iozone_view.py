@@ -11,16 +11,22 @@ from ..data import schema
 from .ratios import format_ratio, slowdown
 from .values import _freq_level, _provenance, _with_freq
 
-__all__ = ["iozone_view", "has_both_throughputs"]
+__all__ = ["iozone_view", "has_both_throughputs", "ratios_between"]
 
 
 def has_both_throughputs(ds) -> bool:
     return "throughput" in ds and "throughput_fsync" in ds
 
 
-def _ratio_column(ds, var, lo, hi, level, method):
+def ratios_between(ds, var, lo, hi, level=0.95, method="fieller"):
+    """(slowdown Dataset at hi, ratio, ci_low, ci_high): var at hi GHz over lo GHz per
+    configuration, the three as flat arrays in the Dataset's order."""
     sd = slowdown(ds, var, lo, level, method).sel({schema.FREQ: hi})
-    r, a, b = (sd[k].values.ravel() for k in ("ratio", "ci_low", "ci_high"))
+    return (sd, *(sd[k].values.ravel() for k in ("ratio", "ci_low", "ci_high")))
+
+
+def _ratio_column(ds, var, lo, hi, level, method):
+    sd, r, a, b = ratios_between(ds, var, lo, hi, level, method)
     return [format_ratio(*x) if np.isfinite(x[0]) else "-" for x in zip(r, a, b)], sd
 
 
