@@ -194,15 +194,26 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
             p.unlink(missing_ok=True)
     printed = guest_kernel(machine.kernel).printed
     commits = _commits(pres.files, ops, printed) if pol.journal else _empty_commits()
+    waits = _waits(pres.files, ops, commits, argv0)
     b, a = pres.info_before, pres.info_after
     scalars = {"jbd2_info_commits": float(a["transactions"] - b["transactions"]) if a else 0.0}
     scalars.update(shadow_waits(pres.files))
+    scalars.update(waits)
     attrs = _attrs(pres, pol, machine, ctx)
     attrs.update(parse_dumpe2fs(pres.files.get("dumpe2fs", b"").decode()))
     if pol.kind == "kdelayjc":
         attrs["delayjc_windows"] = a.get("delayjc_windows", 0) - b.get("delayjc_windows", 0)
         attrs["delayjc_resets"] = a.get("delayjc_resets", 0) - b.get("delayjc_resets", 0)
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+def _waits(files, ops, commits, argv0: str) -> dict:
+    """Why the workload's writes slept (model.waits), when the trace has its switch-outs."""
+    from ..model.waits import wait_measures
+    from ..system.sleeps import comm_of, offcpu_table
+    if ops is None or b"sched_switch" not in files.get("trace", b""):
+        return {}
+    return wait_measures(ops, offcpu_table(trace_lines(files), comm_of(argv0)), commits)
 
 
 # legacy.patch's third line of /proc/fs/jbd2/<dev>/info (both kinds of shadow wait)
@@ -288,7 +299,8 @@ def _disk_read_back(attrs: dict, files: dict) -> None:
 
 def _events():
     from ..system.tracefs import EVENTS
-    return EVENTS
+    # the workload's switch-outs with their stacks: why its writes slept (model.waits)
+    return EVENTS + ("sched/sched_switch",)
 
 
 def run_in_guest(argv_for, point, ctx, data_bytes, machine=None, timeout=None) -> RunResult:

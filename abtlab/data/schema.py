@@ -58,10 +58,27 @@ VARIABLES = {v.name: v for v in [
     Var("jbd2_shadow_wait", "s", "total time of those sleeps"),
     Var("device_requests", "1", "requests the emulated disk served during the run"),
     Var("device_positionings", "1", "of those, requests that paid seek + rotation"),
-    Var("nonblocked_threads", "1", "threads in X for every commit, eq. (4): write op sharing "
-        "no time with any commit"),
+    Var("nonblocked_threads", "1", "threads whose write op shares no time with any commit (eq. 4 "
+        "read on span overlap; blind to waits that end before a commit's end event: "
+        "unblocked_threads is the trace evidence)"),
     Var("blocked_full", "1", "threads fully blocked (Y) by some commit, eq. (5)"),
     Var("blocked_partial", "1", "threads partially blocked (Z) by some commit and in no Y, eq. (6)"),
+    Var("unblocked_threads", "1", "threads whose write op never slept on the journal (eq. 4 on "
+        "trace evidence: no handle start waiting on a locked transaction, no shadow-buffer or "
+        "other journal wait while a commit ran; abtlab.model.waits)"),
+    Var("journal_blocked_full", "1", "threads that slept on the journal during a commit which "
+        "started after their write op began (Y of eq. 5, on trace evidence)"),
+    Var("journal_blocked_partial", "1", "threads that slept on the journal during a commit which "
+        "was running when their write op began, and in no Y (Z of eq. 6, on trace evidence)"),
+    Var("write_wait_journal", "s", "mean time per writer its write op slept on the journal "
+        "(t_locked + shadow + journal_other)"),
+    *(Var(f"write_wait_{c}", "s", f"mean time per writer its write op was off the CPU: {d}")
+      for c, d in (("cpu", "runnable, waiting for a CPU"),
+                   ("t_locked", "a handle start waiting while a commit held the transaction locked"),
+                   ("shadow", "a buffer the commit was writing to the log"),
+                   ("journal_other", "other journal waits (log space, a commit to finish)"),
+                   ("dirty", "dirty-page throttling"), ("page", "a page lock or writeback"),
+                   ("inode_lock", "an inode rwsem or mutex"), ("other", "any other sleep"))),
     Var("blocked_inside", "1", "threads whose write op overlaps a commit and ends inside it (I), "
         "in no Y or Z: the stalls 3.4's T_LOCKED and shadow-buffer waits release before the commit ends"),
     Var("mean_commit_wait", "s", "mean time from a thread's fsync start to the end of the commit that covered it"),

@@ -227,6 +227,7 @@ def _words(pairs) -> str:
 def point_env(run: GuestRun, index: int) -> str:
     """/abt/pN.env: point N's settings and its workload as a function, every word quoted."""
     from .guest_disk import NullBlk
+    from .sleeps import comm_of
     disk = run.disk or NullBlk(256)
     # these are split on blanks by /init's shell, unquoted: no blanks, quotes or $ in them
     for k, v in list(run.knobs) + list(run.knobs_reset) + disk.settings(index) + [
@@ -240,6 +241,7 @@ def point_env(run: GuestRun, index: int) -> str:
     return (f"{size}DISK_ATTRS={shlex.quote(_words(disk.settings(index)))}\n"
             f"MKFS_ARGS={shlex.quote(' '.join(str(a) for a in run.mkfs_args))}\n"
             f"MOUNT_OPTS={shlex.quote(run.mount_options or 'defaults')}\n"
+            f"SLEEP_COMM={shlex.quote(comm_of(run.argv[0]) if run.argv else '')}\n"
             f"KNOBS={shlex.quote(_words(run.knobs))}\n"
             f"KNOBS_RESET={shlex.quote(_words(run.knobs_reset))}\n"
             f"run_workload() {{ env {env} {argv}; }}\n")

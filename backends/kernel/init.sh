@@ -70,15 +70,38 @@ trace_on() {   # the global buffer: nobody else traces in the guest. The clock b
     mm=$(cat /sys/block/${DEV#/dev/}/dev); devt=$(( (${mm%%:*} << 20) | ${mm#*:} ))
     for ev in $TRACE_EVENTS; do
         [ -d $T/events/$ev ] || { echo "$ev" >> "$O/trace.missing"; continue; }
-        echo "dev == $devt" > $T/events/$ev/filter && echo 1 > $T/events/$ev/enable || return 1
+        case $ev in   # scheduler events have no device: the workload's threads by name
+        sched/*) [ -n "$SLEEP_COMM" ] || continue
+                 f="prev_comm == \"$SLEEP_COMM\" || next_comm == \"$SLEEP_COMM\"" ;;
+        *) f="dev == $devt" ;;
+        esac
+        echo "$f" > $T/events/$ev/filter && echo 1 > $T/events/$ev/enable || return 1
     done
+    stacks_on || return 1
     echo 1 > $T/tracing_on
+}
+
+SW=$T/events/sched/sched_switch
+stacks_on() {   # where a workload thread slept: its kernel stack at every switch-out
+    [ -n "$SLEEP_COMM" ] && [ "$(cat $SW/enable 2>/dev/null)" = 1 ] || return 0
+    if [ -e $SW/trigger ]; then
+        echo "stacktrace if prev_comm == \"$SLEEP_COMM\"" > $SW/trigger
+    else   # 3.4 has no triggers: a stack after every enabled event
+        echo 1 > $T/options/stacktrace
+    fi
+}
+
+stacks_off() {
+    [ -e $SW/trigger ] && echo '!stacktrace' > $SW/trigger 2>/dev/null
+    [ -e $SW/trigger ] || echo 0 > $T/options/stacktrace 2>/dev/null
+    return 0
 }
 
 trace_off() {
     echo 0 > $T/tracing_on
     cat $T/trace > "$O/trace"
     cat $T/per_cpu/cpu*/stats | grep -E '^(overrun|dropped events):' > "$O/trace.stats"
+    stacks_off
     for ev in $TRACE_EVENTS; do [ -d $T/events/$ev ] && echo 0 > $T/events/$ev/enable; done
 }
 

@@ -1,0 +1,74 @@
+"""Eqs. 4-6 on trace evidence (abtlab.model.waits): a write is blocked when it slept on
+the journal while a commit ran, not when its span merely overlaps one."""
+import numpy as np
+import pytest
+
+from abtlab.model import measures
+from abtlab.model.waits import WAIT_VARS, wait_measures, write_waits
+from abtlab.system.sleeps import CAUSES
+from abtlab.trace import RECORD_DTYPE, Op
+
+MS = 1_000_000
+
+
+def _ops(spans):
+    """spans: tid -> (first write start, last write end) in ms; two writes each, an fsync after."""
+    rows = []
+    for tid, (a, b) in spans.items():
+        mid = (a + b) / 2
+        rows += [(1, tid, Op.WRITE, 0, 4096, a * MS, mid * MS), (1, tid, Op.WRITE, 0, 4096, mid * MS, b * MS),
+                 (1, tid, Op.FSYNC, 0, 0, b * MS, (b + 1) * MS)]
+    return np.array(rows, RECORD_DTYPE)
+
+
+def _offcpu(rows):
+    """rows: (pid, out ms, in ms, cause)."""
+    pid, a, b, c = zip(*rows) if rows else ((), (), (), ())
+    return {"pid": np.array(pid, np.int64), "t_out": np.array(a, np.int64) * MS,
+            "t_in": np.array(b, np.int64) * MS, "cause": np.array(c, dtype=object)}
+
+
+# one commit from 10 to 20 ms
+COMMITS = {"start": np.array([10 * MS]), "end": np.array([20 * MS])}
+# thread 1 writes 0-30 and sleeps on a locked transaction 12-18 (Y: began before the commit);
+# thread 2 writes 12-25 and waits on a shadow buffer 14-19 (Z: began while it ran);
+# thread 3 writes 5-25, overlapping the commit, but only waits for the CPU 15-17 (unblocked);
+# thread 4 writes 0-8 and slept on the journal 2-4, before any commit (unblocked);
+# thread 5 writes 30-40 and sleeps on the journal 41-45, after its write op (unblocked)
+SPANS = {1: (0, 30), 2: (12, 25), 3: (5, 25), 4: (0, 8), 5: (30, 40)}
+SLEEPS = [(1, 12, 18, "t_locked"), (2, 14, 19, "shadow"), (3, 15, 17, "cpu"),
+          (4, 2, 4, "journal_other"), (5, 41, 45, "journal_other")]
+
+
+def test_blocked_is_a_journal_sleep_while_a_commit_ran_not_an_overlap():
+    got = wait_measures(_ops(SPANS), _offcpu(SLEEPS), COMMITS)
+    assert got["unblocked_threads"] == 3
+    assert got["journal_blocked_full"] == 1 and got["journal_blocked_partial"] == 1
+    # span overlap calls threads 1, 2 and 3 blocked (X for none of them) and so misses the point
+    overlap = measures(_ops(SPANS), COMMITS, "iozone")
+    assert overlap["nonblocked_threads"] == 2
+    assert set(got) == set(WAIT_VARS)
+
+
+def test_each_cause_is_the_mean_per_writer_of_its_time_inside_the_write_op():
+    got = wait_measures(_ops(SPANS), _offcpu(SLEEPS), COMMITS)
+    assert got["write_wait_t_locked"] == pytest.approx(6e-3 / 5)
+    assert got["write_wait_shadow"] == pytest.approx(5e-3 / 5)
+    assert got["write_wait_cpu"] == pytest.approx(2e-3 / 5)
+    # thread 4's 2 ms are inside its write op; thread 5's sleep is after it and not counted
+    assert got["write_wait_journal"] == pytest.approx((6e-3 + 5e-3 + 2e-3) / 5)
+    ww = write_waits(_ops(SPANS), _offcpu(SLEEPS))
+    assert ww["wait"][ww["tid"].tolist().index(5)].sum() == 0
+    assert ww["wait"].shape == (5, len(CAUSES))
+
+
+def test_a_sleep_is_clipped_to_the_write_op():
+    ww = write_waits(_ops({1: (10, 20)}), _offcpu([(1, 5, 12, "page"), (1, 19, 30, "cpu")]))
+    assert ww["wait"][0, CAUSES.index("page")] == 2 * MS
+    assert ww["wait"][0, CAUSES.index("cpu")] == 1 * MS
+
+
+def test_no_writers_or_no_evidence():
+    assert np.isnan(wait_measures(np.zeros(0, RECORD_DTYPE), _offcpu([]), COMMITS)["unblocked_threads"])
+    got = wait_measures(_ops(SPANS), _offcpu([]), COMMITS)
+    assert got["unblocked_threads"] == 5 and got["write_wait_journal"] == 0
