@@ -18,13 +18,16 @@ null_blk inside the guest, configured through configfs per point:
   write-back into two requests, each paying a positioning.
 
 What each profile models (sources: abtlab.system.device, the same figures as the FUSE
-disk): `hdd7200` and `ssd-sata` and `latency:...` charge every request the model's
+disk): `hdd7200`, `hdd7200-nocache`, `ssd-sata` and `latency:...` charge every request the model's
 average positioning, seek + rotation (hdd7200: 8.5 + 4.17 = 12.67 ms), and transfer at
 its bandwidth; a flush costs one positioning too (the FUSE model charges flush_us). Not
 modelled: the FUSE model's sequential window (a short forward skip costs transfer only),
 its idle rotation wait and its elevator order; so sequential journal writes here pay a
 full positioning each, and a run on the in-guest hdd7200 is slower than on the FUSE one.
-Throttle profiles (`iops=`, `bps=`, `*-throttle`): completion time 1/IOPS per request and
+On the host the named profiles run the drive model of backends/include/abt_disk.h
+(write cache, seek by distance, rotation from the clock); these guest disks do not yet,
+so `hdd7200` and `hdd7200-nocache` are the same disk here. `fixed:<time>`: every request
+and flush that long, no bandwidth cap. Throttle profiles (`iops=`, `bps=`, `*-throttle`): completion time 1/IOPS per request and
 the bandwidth cap. `none`: completion at submission (irqmode=0), no cache.
 
 Linux 3.4.2 (`kernel=3.4.2`) has no null_blk (3.13; configfs in 4.14): its disk is brd in
@@ -131,12 +134,18 @@ def _null_blk(profile, size_mb: int, depth: int, mem_mb: int | None) -> NullBlk:
         raise ConfigError("--machine guest:mem", mem_mb,
                           f"at least the scratch image ({size_mb} MiB) + {GUEST_RESERVE_MB} MiB: "
                           f"mem={size_mb + GUEST_RESERVE_MB} or a smaller image_mb")
+    if prof.kind == "latency" and prof.disk == "fixed":
+        return NullBlk(size_mb, prof.fixed_ns, 0, depth, CACHE_MB,
+                       model=f"{prof.name}: every request and flush {prof.fixed_ns} ns, "
+                             f"whatever its size")
     if prof.kind == "latency":
         pos_us = prof.seek_us + prof.rotation_us
+        # the host runs abt_disk.h for prof.disk; this guest disk still charges averages
         return NullBlk(size_mb, pos_us * 1000, int(prof.bw_mbps), depth, CACHE_MB,
                        model=f"{prof.name}: every request and flush {pos_us} us "
                              f"(seek {prof.seek_us} + rotation {prof.rotation_us}), "
-                             f"transfer at {prof.bw_mbps} MB/s")
+                             f"transfer at {prof.bw_mbps} MB/s"
+                             + (" (not the host's drive model)" if prof.disk else ""))
     iops = max(prof.write_iops, prof.read_iops)
     bps = max(prof.write_bps, prof.read_bps)
     if not iops and not bps:

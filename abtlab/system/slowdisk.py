@@ -60,7 +60,11 @@ def program() -> Path:
 
 
 def model_args(profile: Profile) -> list[str]:
-    """The daemon's model options for a latency profile."""
+    """The daemon's model options for a latency profile: the drive model of abt_disk.h
+    for a profile that names one, else the explicit latency model."""
+    if profile.disk:
+        return [f"--disk={profile.disk}"] + ([f"--fixed-ns={profile.fixed_ns}"]
+                                             if profile.fixed_ns else [])
     return [f"{_OPTS[k]}={v}" for k, v in profile.latency().items()]
 
 
@@ -76,7 +80,8 @@ class SlowDisk(cleanup.Undoable):
         self.profile = parse_profile(model)
         if self.profile.kind != "latency":
             raise ConfigError("device", self.profile.name,
-                              "a latency profile ('hdd7200', 'ssd-sata', 'latency:...')")
+                              "a latency profile ('hdd7200', 'hdd7200-nocache', 'ssd-sata', "
+                              "'fixed:...', 'latency:...')")
         if workdir is not None and not os.path.isdir(workdir):
             raise ConfigError("workdir", workdir, "an existing directory")
         self._workdir, self.timeout = workdir, float(timeout)

@@ -113,7 +113,8 @@ struct abt_disk {
     struct abt_disk_extent dirty[ABT_DISK_EXTENTS];
     abt_u64 ndirty, dirty_sectors;
     /* counters */
-    abt_u64 requests, flushes, positionings, destages, media_ns;
+    abt_u64 requests, flushes, destages, media_ns;
+    abt_u64 positionings;   /* seeks beyond the next track (flash: every access) */
 };
 
 static inline abt_u64 abt_disk_min(abt_u64 a, abt_u64 b) { return a < b ? a : b; }
@@ -221,9 +222,9 @@ static inline const struct abt_disk_zone *abt_disk_locate(const struct abt_disk 
 /* Move the head to lba and transfer n sectors from time t; returns the end time. */
 static inline abt_u64 abt_disk_media(struct abt_disk *d, abt_u64 lba, abt_u64 n, abt_u64 t)
 {
-    d->positionings++;
     abt_u64 t0 = t;
     if (!d->p.rpm) {   /* flash: one access, then the transfer */
+        d->positionings++;
         t += d->p.seek_avg_ns + n * ABT_DISK_SECTOR * 1000000000ull / d->p.outer_Bps;
         d->head_lba = lba + n;
         d->media_ns += t - t0;
@@ -233,6 +234,7 @@ static inline abt_u64 abt_disk_media(struct abt_disk *d, abt_u64 lba, abt_u64 n,
         abt_u64 track, s;
         const struct abt_disk_zone *z = abt_disk_locate(d, lba, &track, &s);
         if (track != d->head_track) {
+            d->positionings += track > d->head_track + 1 || track + 1 < d->head_track;
             t += abt_disk_seek_ns(d, track > d->head_track ? track - d->head_track
                                                            : d->head_track - track);
             d->head_track = track;

@@ -23,6 +23,13 @@
  * only queue, as at a real disk. The host file is written at once and never
  * fsynced (the image is scratch): only the model's latency is seen.
  *
+ * With --disk NAME the cost is instead the drive model of abt_disk.h (the one the
+ * guests' disks and the tests use): seek by distance, rotation from the clock,
+ * zoned transfer, a volatile write cache destaged on idle, when full and on fsync
+ * (= FLUSH), and the drive's own choice among the oldest --depth waiting requests.
+ * Its clock is the same virtual clock: a request reaches the model at
+ * max(arrival, when the disk frees), in CLOCK_MONOTONIC ns.
+ *
  * Counters (requests, positionings, flushes, modelled busy time) go to stderr
  * as one "slowdisk: key=value ..." line at exit and on SIGUSR1, so a caller can
  * take the difference over one run.
@@ -44,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abt_disk.h"
 #include "abt_opts.h"
 
 #define PROG "abt-slowdisk"
@@ -60,6 +68,9 @@ static uint64_t g_busy_until, g_head;  /* virtual clock (ns), head position (byt
 static int g_have_head;
 static uint64_t g_reqs, g_positionings, g_idle_rotations, g_flushes, g_busy_ns;
 static uint64_t g_queued;     /* requests that found the disk busy and waited */
+static struct abt_disk g_disk; /* the drive model, when --disk is given */
+static const char *g_disk_name;
+static uint64_t g_fixed_ns, g_depth;
 
 static uint64_t now_ns(void)
 {
@@ -101,7 +112,7 @@ static uint64_t transfer_cost(uint64_t off, uint64_t n, uint64_t t)
  * before it, and none that arrived after it passes it. */
 typedef struct req {
     uint64_t off, n, seq, arrival, done;
-    int is_flush, started;
+    int is_flush, is_read, started;
     pthread_cond_t cv;
     struct req *next;
 } req;
@@ -113,13 +124,40 @@ static uint64_t g_seq;
 /* Start r at virtual time t (the disk is free from t): cost, head, counters. */
 static void start(req *r, uint64_t t)
 {
-    uint64_t cost = r->is_flush ? (uint64_t)g_m.flush_us * 1000u
-                                : transfer_cost(r->off, r->n, r->arrival);
+    uint64_t cost;
+    if (g_disk_name) {
+        int op = r->is_flush ? ABT_DISK_FLUSH : r->is_read ? ABT_DISK_READ : ABT_DISK_WRITE;
+        uint64_t lba = r->off / ABT_DISK_SECTOR;
+        uint64_t end = (r->off + r->n + ABT_DISK_SECTOR - 1) / ABT_DISK_SECTOR;
+        uint64_t pos = g_disk.positionings;
+        cost = abt_disk_serve(&g_disk, op, lba, end - lba, 0, t) - t;
+        g_positionings += g_disk.positionings - pos;
+    } else {
+        cost = r->is_flush ? (uint64_t)g_m.flush_us * 1000u
+                           : transfer_cost(r->off, r->n, r->arrival);
+    }
     r->done = t + cost;
     r->started = 1;
     g_busy_until = r->done;
     g_busy_ns += cost;
     g_serving = 1;
+}
+
+/* The drive model's choice among the oldest waiting requests before the barrier. */
+static req **pick_model(uint64_t barrier)
+{
+    req **cand[ABT_DISK_EXTENTS];
+    abt_u64 lbas[ABT_DISK_EXTENTS];
+    size_t n = 0;
+    for (req **p = &g_queue; *p && n < ABT_DISK_EXTENTS; p = &(*p)->next)
+        if (!(*p)->is_flush && (*p)->seq < barrier) {
+            size_t i = n++;   /* insertion by arrival: oldest first */
+            while (i && (*cand[i - 1])->seq > (*p)->seq) { cand[i] = cand[i - 1]; i--; }
+            cand[i] = p;
+        }
+    if (!n) return NULL;
+    for (size_t i = 0; i < n; i++) lbas[i] = (*cand[i])->off / ABT_DISK_SECTOR;
+    return cand[abt_disk_pick(&g_disk, lbas, n)];
 }
 
 /* Unlink and return the next request to serve, or NULL if none waits. */
@@ -129,6 +167,16 @@ static req *pick(void)
     for (req *q = g_queue; q; q = q->next)
         if (q->is_flush && q->seq < barrier) barrier = q->seq;
     req **best = NULL, **low = NULL, **flush = NULL;
+    if (g_disk_name) {
+        best = pick_model(barrier);
+        for (req **p = &g_queue; *p && !best; p = &(*p)->next)
+            if ((*p)->seq == barrier) flush = p;
+        req **take = best ? best : flush;
+        if (!take) return NULL;
+        req *r = *take;
+        *take = r->next;
+        return r;
+    }
     for (req **p = &g_queue; *p; p = &(*p)->next) {
         req *q = *p;
         if (q->is_flush) {
@@ -147,9 +195,9 @@ static req *pick(void)
 }
 
 /* Wait for the disk, hold it for the request's cost, hand it to the next one. */
-static void serve(int is_flush, uint64_t off, uint64_t n)
+static void serve(int is_flush, int is_read, uint64_t off, uint64_t n)
 {
-    req r = {.off = off, .n = n, .is_flush = is_flush};
+    req r = {.off = off, .n = n, .is_flush = is_flush, .is_read = is_read};
     pthread_cond_init(&r.cv, NULL);
     pthread_mutex_lock(&g_mu);
     r.arrival = now_ns();
@@ -230,7 +278,7 @@ static int sd_read(const char *path, char *buf, size_t n, off_t off, struct fuse
     (void)path;
     ssize_t r = pread((int)fi->fh, buf, n, off);
     if (r < 0) return -errno;
-    serve(0, (uint64_t)off, n);
+    serve(0, 1, (uint64_t)off, n);
     return (int)r;
 }
 
@@ -240,14 +288,14 @@ static int sd_write(const char *path, const char *buf, size_t n, off_t off,
     (void)path;
     ssize_t r = pwrite((int)fi->fh, buf, n, off);
     if (r < 0) return -errno;
-    serve(0, (uint64_t)off, n);
+    serve(0, 0, (uint64_t)off, n);
     return (int)r;
 }
 
 static int sd_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
     (void)path; (void)datasync; (void)fi;
-    serve(1, 0, 0);
+    serve(1, 0, 0, 0);
     return 0;
 }
 
@@ -303,10 +351,11 @@ static int sd_statfs(const char *path, struct statvfs *sv)
 static size_t counters_line(char *buf, size_t cap)
 {
     const char *keys[] = {"slowdisk: requests=", " positionings=", " idle_rotations=",
-                          " flushes=", " busy_ns=", " queued="};
-    uint64_t vals[] = {g_reqs, g_positionings, g_idle_rotations, g_flushes, g_busy_ns, g_queued};
+                          " flushes=", " busy_ns=", " queued=", " destages="};
+    uint64_t vals[] = {g_reqs, g_positionings, g_idle_rotations, g_flushes, g_busy_ns, g_queued,
+                       g_disk.destages};
     size_t n = 0;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 7; k++) {
         for (const char *c = keys[k]; *c && n < cap - 1; c++) buf[n++] = *c;
         char digits[24];
         int d = 0;
@@ -332,6 +381,9 @@ static void *sd_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     /* Writes must reach the model as the loop device issues them, not when the
      * kernel's write-back of this file's page cache gets round to them. */
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    /* A loop device's request reaches the disk whole (up to 1 MiB), not as 128 KiB
+     * pieces that each would miss their sector and wait a turn. */
+    conn->max_write = 1u << 20;
     cfg->use_ino = 0;
     /* Unlinking a file that is still open (an image a loop device has not let go of
      * yet) removes it, instead of renaming it to .fuse_hidden*: there is no rename. */
@@ -355,6 +407,20 @@ static const struct fuse_operations ops = {
 
 static void describe(void)
 {
+    if (g_disk_name) {
+        const struct abt_disk_params *p = &g_disk.p;
+        printf("name: %s\nsummary: FUSE passthrough with a disk latency model per request\n"
+               "param.disk: %s\nparam.sectors: %llu\nparam.rpm: %llu\nparam.zones: %llu\n"
+               "param.outer_Bps: %llu\nparam.inner_Bps: %llu\nparam.iface_Bps: %llu\n"
+               "param.seek_t2t_ns: %llu\nparam.seek_avg_ns: %llu\nparam.seek_full_ns: %llu\n"
+               "param.overhead_ns: %llu\nparam.cache_bytes: %llu\nparam.idle_ns: %llu\n"
+               "param.flush_ns: %llu\nparam.fixed_ns: %llu\nparam.depth: %llu\n"
+               "model: abt_disk.h (zoned 7200 rpm drive, write cache, FLUSH on fsync)\n",
+               PROG, p->name, p->sectors, p->rpm, p->zones, p->outer_Bps, p->inner_Bps,
+               p->iface_Bps, p->seek_t2t_ns, p->seek_avg_ns, p->seek_full_ns, p->overhead_ns,
+               p->cache_bytes, p->idle_ns, p->flush_ns, p->fixed_ns, p->depth);
+        return;
+    }
     printf("name: %s\nsummary: FUSE passthrough with a disk latency model per request\n"
            "param.seek_us: %ld\nparam.rotation_us: %ld\nparam.bw_mbps: %ld\n"
            "param.flush_us: %ld\nparam.idle_us: %ld\nparam.sequential_window: %llu\n"
@@ -394,12 +460,30 @@ static int parse_model(int *argc, char **argv)
             g_m.flush_us = abt_parse_long(PROG, "--flush-us", v, 0, 1000000);
         else if ((v = opt_value(*argc, argv, &i, "--idle-us")))
             g_m.idle_us = abt_parse_long(PROG, "--idle-us", v, 0, 10000000);
+        else if ((v = opt_value(*argc, argv, &i, "--disk"))) {
+            if (!abt_disk_profile(v))
+                abt_bad_arg(PROG, "--disk", "given '%s': one of hdd7200, hdd7200-nocache, "
+                            "ssd-sata, fixed", v);
+            g_disk_name = v;
+        } else if ((v = opt_value(*argc, argv, &i, "--fixed-ns")))
+            g_fixed_ns = (uint64_t)abt_parse_long(PROG, "--fixed-ns", v, 1, 10000000000L);
+        else if ((v = opt_value(*argc, argv, &i, "--depth")))
+            g_depth = (uint64_t)abt_parse_long(PROG, "--depth", v, 1, 31);
         else if ((v = opt_value(*argc, argv, &i, "--sequential-window")))
             g_m.window = abt_parse_size(PROG, "--sequential-window", v, 0, 1ull << 30);
         else argv[out++] = argv[i];
     }
     *argc = out;
     argv[out] = NULL;
+    if ((g_fixed_ns || g_depth) && !g_disk_name)
+        abt_bad_arg(PROG, g_fixed_ns ? "--fixed-ns" : "--depth", "needs --disk");
+    if (g_disk_name) {
+        struct abt_disk_params q = *abt_disk_profile(g_disk_name);
+        if (g_fixed_ns) q.fixed_ns = g_fixed_ns;
+        if (g_depth) q.depth = g_depth;
+        if (abt_disk_init(&g_disk, &q) != 0)
+            abt_bad_arg(PROG, "--disk", "profile '%s' has inconsistent parameters", g_disk_name);
+    }
     return want_describe;
 }
 
@@ -411,7 +495,8 @@ int main(int argc, char **argv)
     }
     if (argc < 3 || argv[1][0] == '-')
         abt_bad_arg(PROG, "BACKING_DIR", "usage: %s [--seek-us N] [--rotation-us N] "
-                    "[--bw-mbps N] [--flush-us N] [--idle-us N] [--sequential-window BYTES] [--describe] "
+                    "[--bw-mbps N] [--flush-us N] [--idle-us N] [--sequential-window BYTES] "
+                    "[--disk NAME [--fixed-ns N] [--depth 1..31]] [--describe] "
                     "BACKING_DIR MOUNTPOINT [fuse options]", PROG);
     g_dir = open(argv[1], O_RDONLY | O_DIRECTORY);
     if (g_dir < 0)

@@ -116,9 +116,9 @@ def test_flush_after_n_scattered_writes_pays_n_positionings(n):
     t = 0
     for _ in range(n):
         t = d.write(r.randrange(span // 4096) * 4096, 4096, t)
-    before = d["positionings"]
+    before = d["destages"]
     t1 = d.flush(t)
-    assert d["positionings"] - before == n and d["dirty_sectors"] == 0
+    assert d["destages"] - before == n and d["dirty_sectors"] == 0
     gap = span // 512 // d["spt_outer"] // n
     predicted = d["overhead_ns"] + n * (d.seek_ns(gap) + d["rev_ns"] / 2)
     assert (t1 - t) == pytest.approx(predicted, rel=0.1)

@@ -13,14 +13,16 @@ V1 = Path("/sys/fs/cgroup/blkio")
 
 
 def test_named_profiles_have_values_and_sources():
-    assert set(PROFILES) == {"none", "hdd7200", "ssd-sata", "hdd7200-throttle", "ssd-sata-throttle"}
+    assert set(PROFILES) == {"none", "hdd7200", "hdd7200-nocache", "ssd-sata", "hdd7200-throttle",
+                             "ssd-sata-throttle"}
     hdd, ssd = PROFILES["hdd7200-throttle"], PROFILES["ssd-sata-throttle"]
     assert 75 <= hdd.write_iops <= 150 and 100e6 <= hdd.write_bps <= 160e6
     assert ssd.write_iops > hdd.write_iops * 10 and ssd.read_bps > hdd.read_bps
     assert all(p.source for p in PROFILES.values())
     assert PROFILES["none"].limits() == {}
     # The latency kind (values checked in tests/system/test_slowdisk.py) writes no throttle limits.
-    assert {n for n, p in PROFILES.items() if p.kind == "latency"} == {"hdd7200", "ssd-sata"}
+    assert {n for n, p in PROFILES.items() if p.kind == "latency"} == {"hdd7200", "hdd7200-nocache",
+                                                                       "ssd-sata"}
     assert PROFILES["hdd7200"].limits() == {} and PROFILES["hdd7200"].latency()
 
 
@@ -37,11 +39,26 @@ def test_parse_profile(text, expect):
 
 
 @pytest.mark.parametrize("bad", ["", "hdd5400", "iops=", "iops=-1", "iops=0", "iops=12M",
-                                 "speed=3", "bps=1T", 120, None, "iops=1,,bps=2"])
+                                 "speed=3", "bps=1T", 120, None, "iops=1,,bps=2", "fixed:",
+                                 "fixed:12", "fixed:0ms", "fixed:20s", "fixed:10001ms",
+                                 "fixed:-1ms", "fixed:1.5ns"])
 def test_bad_profiles_name_the_device_field(bad):
     with pytest.raises(ConfigError) as err:
         parse_profile(bad)
     assert err.value.field == "device"
+
+
+@pytest.mark.parametrize("text,ns", [("fixed:12.67ms", 12_670_000), ("fixed:500us", 500_000),
+                                     ("fixed:1us", 1000), ("fixed:10000ms", 10**10)])
+def test_fixed_profile_is_one_cost_per_request(text, ns):
+    p = parse_profile(text)
+    assert (p.kind, p.disk, p.fixed_ns, p.label) == ("latency", "fixed", ns, text)
+    assert p.latency() == {"disk": "fixed", "fixed_ns": ns} and p.limits() == {}
+
+
+def test_named_latency_profiles_run_the_drive_model():
+    assert {n: p.disk for n, p in PROFILES.items() if p.kind == "latency"} == {
+        "hdd7200": "hdd7200", "hdd7200-nocache": "hdd7200-nocache", "ssd-sata": "ssd-sata"}
 
 
 def test_bad_major_minor_is_refused():

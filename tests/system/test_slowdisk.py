@@ -39,7 +39,7 @@ def _describe(*args):
 
 # -- the program and the profiles ------------------------------------------------------
 def test_describe_shows_the_model_given(built):
-    p, d = _describe(*model_args(PROFILES["hdd7200"]))
+    p, d = _describe(*model_args(parse_profile("latency:seek=8500,rot=4167,bw=125,flush=4167")))
     assert p.returncode == 0, p.stderr
     assert d["name"] == "abt-slowdisk"
     assert (d["param.seek_us"], d["param.rotation_us"], d["param.bw_mbps"],
@@ -47,8 +47,23 @@ def test_describe_shows_the_model_given(built):
         ("8500", "4167", "125", "4167", "1000", "65536")
 
 
+def test_describe_shows_the_drive_model_of_a_named_profile(built):
+    """The daemon's parameters are the header's table, the same the ctypes model reads."""
+    from abtlab.system.disk_model import DiskModel
+    p, d = _describe(*model_args(PROFILES["hdd7200"]))
+    assert p.returncode == 0, p.stderr
+    m = DiskModel("hdd7200")
+    assert d["param.disk"] == "hdd7200" and int(d["param.cache_bytes"]) == 8 << 20
+    for key in ("outer_Bps", "inner_Bps", "seek_t2t_ns", "seek_avg_ns", "seek_full_ns",
+                "overhead_ns", "depth"):
+        assert int(d[f"param.{key}"]) == m[key], key
+    p, d = _describe(*model_args(parse_profile("fixed:12.67ms")))
+    assert (d["param.disk"], d["param.fixed_ns"]) == ("fixed", "12670000")
+
+
 @pytest.mark.parametrize("arg", ["--seek-us=-1", "--bw-mbps=0", "--flush-us=x", "--idle-us=",
-                                 "--sequential-window=2g"])
+                                 "--sequential-window=2g", "--disk=hdd5400", "--depth=2",
+                                 "--fixed-ns=5"])
 def test_bad_option_is_one_line_naming_it(built, arg):
     p, _ = _describe(arg)
     assert p.returncode == 2
@@ -57,7 +72,7 @@ def test_bad_option_is_one_line_naming_it(built, arg):
 
 def test_latency_profiles_follow_their_sources():
     hdd, ssd = PROFILES["hdd7200"], PROFILES["ssd-sata"]
-    assert hdd.kind == ssd.kind == "latency"
+    assert hdd.kind == ssd.kind == PROFILES["hdd7200-nocache"].kind == "latency"
     assert abs(hdd.rotation_us - 60e6 / 7200 / 2) < 10  # half a turn at 7200 rpm
     assert 8000 <= hdd.seek_us <= 9500 and 100 <= hdd.bw_mbps <= 160
     assert 2000 <= hdd.flush_us <= 10000
@@ -153,10 +168,11 @@ def _write_at(path, offsets, size=4096):
 
 @pytest.mark.root
 def test_live_counters_count_one_run_and_tell_seeks_from_streams(built, tmp_path):
-    """Snapshots (SIGUSR1) bracket one workload: 16 writes in order pay one positioning,
-    the same writes 1 MiB apart pay one each; the exit line agrees with the last snapshot."""
-    step = 1 << 20
-    with SlowDisk("ssd-sata", tmp_path) as disk:
+    """Snapshots (SIGUSR1) bracket one workload: 16 writes in order pay one positioning
+    (a seek), the same writes 4 MiB apart (tracks apart) pay one each; the exit
+    line agrees with the last snapshot."""
+    step = 4 << 20   # over three tracks (~1.1 MiB each at the outer zone)
+    with SlowDisk("hdd7200-nocache", tmp_path) as disk:
         f = Path(disk.mountpoint) / "img"
         a = disk.snapshot()
         _write_at(f, [k * 4096 for k in range(16)])
@@ -234,7 +250,7 @@ def test_format_dir_needs_an_image_dir(tmp_path):
 @pytest.mark.root
 def test_a_file_still_open_can_be_removed(built, tmp_path):
     """A loop device may still hold its image when cleanup removes it."""
-    with SlowDisk("ssd-sata", tmp_path) as disk:
+    with SlowDisk("hdd7200-nocache", tmp_path) as disk:
         f = Path(disk.mountpoint) / "img"
         fd = os.open(f, os.O_CREAT | os.O_RDWR, 0o644)
         try:
