@@ -101,6 +101,8 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
     ops, commits, batches and attrs; the driver adds the model's scalars."""
     from ..system.device import parse_profile
     from ..system.scratchfs import jbd2_commits
+    from ..model.waits import wait_measures
+    from ..system.sleeps import comm_of
     from ..system.tracefs import JournalTrace
     policy = policies.parse(point["policy"])
     profile = parse_profile(point.get("device", "none"))
@@ -113,23 +115,26 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         data_dir = Path(fs.mountpoint) / "data"
         data_dir.mkdir()
         os.sync()
-        jt = stack.enter_context(JournalTrace(fs.dev_t)) if policy.journal else None
-        stack.enter_context(freq_cm)
         tpath = Path(ctx.workdir) / f"ops-{os.getpid()}.trace"
         bpath = Path(ctx.workdir) / f"batches-{os.getpid()}.trace"
+        argv = [str(a) for a in argv_for(data_dir, dilate, tpath)]
+        # the journal's commits, and why the workload's threads slept (model.waits)
+        jt = stack.enter_context(JournalTrace(fs.dev_t, sleeps_of=comm_of(argv[0]))) \
+            if policy.journal else None
+        stack.enter_context(freq_cm)
         env = dict(os.environ)
         if policy.kind == "delayjc":
             from ..policies.delayjc import preload_env
             env.update(preload_env(policy, bpath))
         before = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
         disk0 = thr.snapshot() if hasattr(thr, "snapshot") else None
-        argv = [str(a) for a in argv_for(data_dir, dilate, tpath)]
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
         after = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
         disk = _disk_delta(disk0, thr.snapshot()) if disk0 is not None else {}
         check_exit(argv, proc.returncode, proc.stderr)
         ops = trace.read(tpath, kind=trace.Kind.OPS)
         commits = _window(jt.commits(), ops) if jt is not None else _no_commits()
+        waits = wait_measures(ops, jt.offcpu(), commits) if jt is not None and jt.stacks else {}
         batches = _batches(bpath) if policy.kind == "delayjc" else None
         attrs = {"freq_mode": "emulated" if ctx.freq_mode == "emulated"
                  else "real", **fs.describe(), **thr.describe()}
@@ -139,7 +144,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
                                    "right after the call; device and blocked time not dilated")
     for p in (tpath, bpath):
         p.unlink(missing_ok=True)
-    scalars = {"jbd2_info_commits": float(after - before), **disk}
+    scalars = {"jbd2_info_commits": float(after - before), **disk, **waits}
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
 
 

@@ -45,6 +45,7 @@ __all__ = ["JournalTrace", "clock_check", "ClockCheck", "parse_line", "commits_t
 
 TRACEFS = Path("/sys/kernel/tracing")
 RESOLUTION_NS = 1000
+SCHED_SWITCH = "sched/sched_switch"
 EVENTS = ("jbd2/jbd2_start_commit", "jbd2/jbd2_commit_locking", "jbd2/jbd2_commit_flushing",
           "jbd2/jbd2_commit_logging", "jbd2/jbd2_end_commit", "jbd2/jbd2_run_stats",
           "ext4/ext4_sync_file_enter", "ext4/ext4_sync_file_exit")
@@ -206,7 +207,7 @@ class JournalTrace(cleanup.Undoable):
     """A tracefs instance recording one device's journal commits; see the module doc."""
 
     def __init__(self, dev_t: int, instance_prefix="abtlab", buffer_size_kb=8192,
-                 events=EVENTS, clock="mono", root=TRACEFS):
+                 events=EVENTS, clock="mono", root=TRACEFS, sleeps_of: str | None = None):
         if not isinstance(dev_t, int) or isinstance(dev_t, bool) or dev_t < 0:
             raise ConfigError("dev_t", dev_t, "a non-negative int: (major << 20) | minor")
         if not re.fullmatch(r"[A-Za-z0-9_.]+", str(instance_prefix)):
@@ -214,6 +215,10 @@ class JournalTrace(cleanup.Undoable):
         self.dev_t, self.prefix, self.clock = dev_t, instance_prefix, clock
         self.buffer_size_kb, self.root = int(buffer_size_kb), Path(root)
         self.wanted = tuple(events)
+        if sleeps_of is not None and not re.fullmatch(r"[\w.+-]{1,15}", str(sleeps_of)):
+            raise ConfigError("sleeps_of", sleeps_of, "a command name: up to 15 letters, digits, _ . + -")
+        self.sleeps_of = sleeps_of
+        self.stacks = False
         self.enabled: list[str] = []
         self.missing: list[str] = []
         self.path: Path | None = None
@@ -226,6 +231,8 @@ class JournalTrace(cleanup.Undoable):
         write(self.path / "buffer_size_kb", self.buffer_size_kb)
         for ev in self.wanted:
             self._enable(ev)
+        if self.sleeps_of:
+            self._enable_sleeps()
 
     def _mount(self):
         if (self.root / "instances").is_dir():
@@ -249,15 +256,40 @@ class JournalTrace(cleanup.Undoable):
         write(d / "enable", "1")
         self.enabled.append(ev)
 
+    def _enable_sleeps(self):
+        """The named threads' switch-outs and -ins, a kernel stack at each switch-out
+        (system.sleeps reads why they slept); skipped where the kernel lacks either."""
+        sw = self.path / "events" / SCHED_SWITCH
+        if not (sw / "trigger").exists():
+            self.missing.append(SCHED_SWITCH + " (with a stacktrace trigger)")
+            return
+        c = self.sleeps_of
+        write(sw / "filter", f'prev_comm == "{c}" || next_comm == "{c}"')
+        write(sw / "trigger", f'stacktrace if prev_comm == "{c}"')
+        self.stacks = True
+        write(sw / "enable", "1")
+        self.enabled.append(SCHED_SWITCH)
+
     def _remove(self):
         if not self.path.is_dir():
             return
         write(self.path / "tracing_on", "0")
+        if self.stacks:
+            write(self.path / "events" / SCHED_SWITCH / "trigger", "!stacktrace")
         for ev in self.enabled:
             write(self.path / "events" / ev / "enable", "0")
         self.path.rmdir()
 
     # -- reading -------------------------------------------------------------------
+    def lines(self) -> list[str]:
+        """The instance's buffer as text lines, in the order tracefs prints them."""
+        return read(self.path / "trace").splitlines()
+
+    def offcpu(self) -> dict:
+        """Off-CPU intervals of the `sleeps_of` threads (system.sleeps.offcpu_table)."""
+        from .sleeps import offcpu_table
+        return offcpu_table(self.lines(), self.sleeps_of or "")
+
     def read(self) -> list[dict]:
         """Every event in the instance's buffer, parsed (non-consuming), in time order."""
         events = [e for e in map(parse_line, read(self.path / "trace").splitlines()) if e]

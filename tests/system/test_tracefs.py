@@ -145,3 +145,24 @@ def test_mounts_tracefs_when_missing_and_unmounts_only_its_own(tmp_path):
     finally:
         if os.path.ismount(where):
             os.system(f"umount {where}")
+
+
+@pytest.mark.root
+def test_a_programs_fsync_sleeps_on_the_commit_and_its_stack_says_so(scratch_ext4):
+    import subprocess
+    mnt = Path(scratch_ext4.mountpoint)
+    with JournalTrace(scratch_ext4.dev_t, sleeps_of="dd") as tr:
+        if not tr.stacks:
+            pytest.skip(f"this kernel lacks {tr.missing}")
+        trigger = tr.path / "events" / "sched" / "sched_switch" / "trigger"
+        assert "stacktrace" in trigger.read_text()
+        for i in range(3):
+            subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/dd{i}", "bs=64k", "count=4",
+                            "conv=fsync"], check=True, capture_output=True)
+        t = tr.offcpu()
+    assert not tr.path.exists()   # trigger and events off, the instance removed
+    # dd's fsync waits for the commit in jbd2_log_wait_commit: D, named from its stack
+    assert "journal_other" in set(t["cause"]), sorted(set(t["cause"]))
+    assert t["stacked"].any() and np.all(t["t_in"] > t["t_out"])
+    with pytest.raises(ConfigError, match="sleeps_of"):
+        JournalTrace(scratch_ext4.dev_t, sleeps_of="no spaces")
