@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from abtlab.data import store
+from abtlab.data import netcdf, store
 from abtlab.errors import ConfigError
 
 
@@ -29,18 +29,25 @@ def test_loading_a_missing_path_names_it(tmp_path):
     assert err.value.field == "path"
 
 
-@pytest.mark.parametrize("name, method", [("a.nc", "to_netcdf"), ("a.zarr", "to_zarr")])
-def test_a_write_a_signal_stops_leaves_no_temporary_file(tmp_path, monkeypatch, name, method):
-    """Ctrl-C or SIGTERM (both a KeyboardInterrupt here) in the middle of the write: the
-    partial file beside the output goes, and the output is not made."""
-    real = getattr(xr.Dataset, method)
+@pytest.mark.parametrize("name, owner, method, compressed", [
+    ("a.nc", netcdf, "write", False), ("a.nc", xr.Dataset, "to_netcdf", True),
+    ("a.zarr", xr.Dataset, "to_zarr", False)])
+def test_a_write_a_signal_stops_leaves_no_temporary_file(tmp_path, monkeypatch, name, owner,
+                                                         method, compressed):
+    """Ctrl-C or SIGTERM (both a KeyboardInterrupt here) in the middle of the write (abtlab's
+    NetCDF writer, xarray's for a compressed variable, Zarr): the partial file beside the
+    output goes, and the output is not made."""
+    real = getattr(owner, method)
 
-    def torn(self, path, *a, **k):
-        real(self, path, *a, **k)            # written, not yet renamed into place
+    def torn(*a, **k):
+        real(*a, **k)                        # written, not yet renamed into place
         raise KeyboardInterrupt
-    monkeypatch.setattr(xr.Dataset, method, torn)
+    monkeypatch.setattr(owner, method, torn)
+    ds = _ds()
+    if compressed:
+        ds["throughput"].encoding.update(zlib=True, complevel=1)
     with pytest.raises(KeyboardInterrupt):
-        store.save(_ds(), tmp_path / name)
+        store.save(ds, tmp_path / name)
     assert list(tmp_path.iterdir()) == []
 
 

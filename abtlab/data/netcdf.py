@@ -1,0 +1,124 @@
+"""Write a dataset as NetCDF-4 in one pass of h5py: the file xarray's h5netcdf engine writes.
+
+xarray encodes the variables (CF conventions, strings, fill values) exactly as for its own
+write; this module then lays them out as h5netcdf does (a dimension scale per dimension,
+`_Netcdf4Dimid` / `_Netcdf4Coordinates`, `_NCProperties`), without h5netcdf's per-variable
+bookkeeping, which looks every dimension up again through h5py for each variable it
+creates: ~10 ms a variable, 0.5-0.9 s of a simulated sweep's 47 variables against ~0.1 s
+for the data. tests/data/test_netcdf.py checks that the two files hold the same objects,
+attributes and data, and load as identical datasets.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["write", "writable"]
+
+_NOT_A_VARIABLE = "This is a netCDF dimension but not a netCDF variable."
+# encodings this writer lays out itself; a filter turned on (compression, ...) or any
+# other key sends the dataset to xarray's own write
+_FILTERS = {"zlib", "complevel", "shuffle", "fletcher32", "compression", "compression_opts",
+            "szip", "bzip2", "blosc", "zstd"}
+_PLAIN = {"dtype", "_FillValue", "missing_value", "units", "calendar", "source",
+          "original_shape", "contiguous", "chunksizes", "preferred_chunks", "coordinates",
+          *_FILTERS}
+
+
+def writable(ds) -> bool:
+    """True when write() lays ds out itself: in-memory numpy data, no compression, no
+    unlimited dimension that holds data (write() makes only empty dimensions unlimited)."""
+    if any(ds.sizes.get(d, 0) for d in ds.encoding.get("unlimited_dims") or ()):
+        return False
+    for v in ds.variables.values():
+        if not isinstance(v.data, np.ndarray) or set(v.encoding) - _PLAIN \
+                or any(v.encoding.get(k) for k in _FILTERS):
+            return False
+    return True
+
+
+def _encoded(ds):
+    """(variables, attrs) as xarray's h5netcdf store receives them to write."""
+    from xarray import conventions
+    from xarray.backends.common import ensure_dtype_not_object
+    from xarray.backends.netCDF4_ import _encode_nc4_variable
+    variables, attrs = conventions.encode_dataset_coordinates(ds)
+    variables, attrs = conventions.cf_encoder(variables, attrs)
+    return {k: _encode_nc4_variable(ensure_dtype_not_object(v, name=k), name=k)
+            for k, v in variables.items()}, attrs
+
+
+def _attr(value):
+    """An attribute as h5netcdf stores it: a non-string scalar as a 1-element array."""
+    if np.isscalar(value) and np.asarray(value).dtype.kind not in "SU":
+        return np.atleast_1d(value)
+    return value
+
+
+def _chunks(var, shape, dtype):
+    """h5netcdf's chunks: the stored encoding's if it still fits, its heuristic where a
+    dimension is empty (unlimited), else contiguous."""
+    from h5netcdf.core import _get_default_chunksizes
+    chunks = var.encoding.get("chunksizes")
+    if chunks is not None and (var.encoding.get("contiguous")
+                               or tuple(var.encoding.get("original_shape", shape)) != shape
+                               or any(c > n for c, n in zip(chunks, shape))):
+        chunks = None       # as xarray: chunks of another shape do not carry over
+    if chunks is None and 0 in shape:
+        chunks = _get_default_chunksizes(shape, dtype)
+    return tuple(chunks) if chunks is not None and shape else None
+
+
+def write(ds, path) -> None:
+    """Write ds to path (a new file) as xarray's `to_netcdf(engine="h5netcdf")` would."""
+    import h5py
+    from ..about import __version__
+    variables, attrs = _encoded(ds)
+    # dimension ids as xarray sets them: the dataset's unlimited ones, then by first use
+    sizes: dict = {d: None for d in ds.encoding.get("unlimited_dims") or () if d in ds.sizes}
+    for v in variables.values():
+        sizes.update(zip(v.dims, v.shape))
+    dimid = {d: i for i, d in enumerate(sizes)}
+    coords = {k for k, v in variables.items() if v.dims == (k,)}
+    with h5py.File(path, "w", track_order=True) as f:
+        for k, v in attrs.items():
+            f.attrs[k] = _attr(v)
+        for d, n in sizes.items():      # a dimension without a variable: an empty scale
+            if d not in coords:
+                f.create_dataset(d, shape=(n,), dtype=">f4", track_order=True,
+                                 maxshape=(None,) if n == 0 else None)
+        made = {}
+        for k, v in variables.items():
+            a = dict(v.attrs)
+            fill = a.pop("_FillValue", None)
+            dtype = h5py.string_dtype() if v.dtype.kind in "UO" else v.dtype
+            unlimited = tuple(None if sizes[d] == 0 else sizes[d] for d in v.dims)
+            made[k] = (f.create_dataset(
+                k, shape=v.shape, dtype=dtype, chunks=_chunks(v, v.shape, dtype),
+                fillvalue=fill, track_order=True,
+                maxshape=unlimited if None in unlimited else None), fill, a)
+        for d, n in sizes.items():
+            scale = f[d]
+            scale.attrs["_Netcdf4Dimid"] = np.int32(dimid[d])
+            scale.make_scale(d if d in coords else f"{_NOT_A_VARIABLE}{n:10d}")
+        for k, v in variables.items():
+            h5ds, fill, a = made[k]
+            if k not in coords:
+                for i, d in enumerate(v.dims):
+                    h5ds.dims[i].attach_scale(f[d])
+            if v.dims:
+                h5ds.attrs["_Netcdf4Coordinates"] = np.array([dimid[d] for d in v.dims], np.int32)
+                # netCDF-C gives a variable its first dimension's id when data is first
+                # written to it; h5netcdf mimics that except where the first is unlimited
+                if k not in coords and sizes[v.dims[0]] != 0:
+                    h5ds.attrs["_Netcdf4Dimid"] = np.int32(dimid[v.dims[0]])
+            if fill is not None:
+                h5ds.attrs["_FillValue"] = np.array([fill], dtype=h5ds.dtype) \
+                    if h5ds.dtype.kind != "O" else fill
+            for name, value in a.items():
+                h5ds.attrs[name] = _attr(value)
+            data = np.asarray(v.values)
+            if data.size:
+                h5ds[...] = data.astype(object) if data.dtype.kind == "U" else data
+        props = (f"version=2,abtlab={__version__},hdf5={h5py.version.hdf5_version},"
+                 f"h5py={h5py.__version__}")
+        f.attrs["_NCProperties"] = np.array(props, dtype=h5py.string_dtype("ascii", len(props)))

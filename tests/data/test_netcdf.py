@@ -1,0 +1,84 @@
+"""abtlab.data.netcdf writes the file xarray's h5netcdf engine writes: the same HDF5 objects
+(dimension scales and their references, netCDF-4's hidden attributes, dtypes, shapes,
+chunks, fill values, data) and a dataset that loads identical, attribute order included."""
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import xarray as xr
+
+import abtlab
+from abtlab.data import netcdf
+
+SAMPLES = sorted((Path(__file__).resolve().parents[2] / "data" / "samples").glob("*.nc"))
+
+
+def _layout(path) -> dict:
+    """Every object of an HDF5 file: hidden attributes by name, the others in order."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        def value(k, v):
+            if k == "REFERENCE_LIST":
+                return sorted((f[r].name, int(d)) for r, d in v)
+            if k == "DIMENSION_LIST":
+                return [[f[r].name for r in refs] for refs in v]
+            return repr(v)                  # repr: NaN fill values compare equal
+
+        def attrs(o):
+            hidden = {k for k in o.attrs if k in ("CLASS", "NAME", "REFERENCE_LIST", "DIMENSION_LIST")
+                      or k.startswith("_Netcdf4") or k == "_FillValue"}
+            return (sorted((k, value(k, o.attrs[k])) for k in hidden),
+                    [(k, value(k, o.attrs[k])) for k in o.attrs if k not in hidden | {"_NCProperties"}])
+
+        def visit(name, o):
+            out[name] = (attrs(o), str(o.dtype), o.shape, o.chunks, o.maxshape, repr(o.fillvalue),
+                         o[()].tobytes() if o.dtype.kind != "O" else repr(o[()]))
+        out["/"] = attrs(f)
+        f.visititems(visit)
+        out["order"] = list(f)
+        assert f.attrs["_NCProperties"].startswith(b"version=2,")
+    return out
+
+
+def _same_as_xarray(ds, tmp_path):
+    assert netcdf.writable(ds)
+    ds.to_netcdf(tmp_path / "xarray.nc", engine="h5netcdf")
+    netcdf.write(ds, tmp_path / "abtlab.nc")
+    theirs, ours = _layout(tmp_path / "xarray.nc"), _layout(tmp_path / "abtlab.nc")
+    assert sorted(ours) == sorted(theirs)
+    for name in theirs:
+        assert ours[name] == theirs[name], name
+    a = xr.load_dataset(tmp_path / "xarray.nc", engine="h5netcdf")
+    b = xr.load_dataset(tmp_path / "abtlab.nc", engine="h5netcdf")
+    xr.testing.assert_identical(a, b)
+    for k in a.variables:
+        assert list(a[k].attrs) == list(b[k].attrs)
+
+
+def test_every_kind_of_variable_as_xarray_writes_it(tmp_path):
+    ds = xr.Dataset({"a": (("x", "y"), np.arange(6.0).reshape(2, 3), {"units": "s", "n": 3, "l": [1, 2]}),
+                     "b": (("z",), np.arange(4)), "empty": (("w",), np.zeros(0, np.int64)),
+                     "text": (("x",), np.array(["u", "vv"])), "flag": (("z",), np.array([True, False, True, True])),
+                     "nan": (("z",), np.array([1.0, np.nan, 2, 3])), "c": ((), 2.5)},
+                    coords={"x": ["p", "qq"], "y": [1.5, 2, 3], "s": 3}, attrs={"k": "v", "n": 1, "f": 2.5})
+    _same_as_xarray(ds, tmp_path)
+
+
+def test_a_simulated_sweep_and_a_selection_of_it(tmp_path):
+    ds = abtlab.run("sim", threads="8,16", policy="ext4;delayjc:window=2ms", freq="1.6,3.3", reps=3, quiet=True)
+    _same_as_xarray(ds, tmp_path)
+    _same_as_xarray(ds.sel(policy="ext4"), tmp_path)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_a_loaded_dataset_written_again(tmp_path, sample):
+    """A loaded file carries its encoding (unlimited dims first, chunks of empty tables)."""
+    _same_as_xarray(abtlab.load(sample), tmp_path)
+
+
+def test_compressed_or_lazy_data_is_left_to_xarray():
+    ds = xr.Dataset({"a": (("x",), np.arange(3.0))})
+    assert netcdf.writable(ds)
+    ds["a"].encoding.update(zlib=True)
+    assert not netcdf.writable(ds)
