@@ -18,11 +18,13 @@
  *   the mean over uniformly random start and end tracks = the datasheet average;
  * - rotation from the clock: the platter's angle at time t is t mod one turn, a
  *   sector waits until it passes under the head;
- * - a volatile write cache: a write that fits completes at interface speed; dirty
- *   extents go to the media in C-LOOK order from the head (the drive's own order,
- *   approximated) when the drive has been idle `idle_ns`, when a write does not
- *   fit, and on FLUSH (which returns when the cache is clean); a FUA write goes to
- *   the media itself. Reads are served from the media (no read cache).
+ * - a volatile write cache: a write that fits completes at interface speed; the
+ *   media works at the same time (two timelines: the interface and the head), writing
+ *   dirty data back whenever it has nothing else to do, `idle_ns` after the data
+ *   came in, in C-LOOK order from the head (the drive's own order, approximated), at
+ *   most ABT_DISK_DESTAGE_MAX at a time; a write that does not fit waits for room; a
+ *   FLUSH returns when the cache is clean; a FUA write goes to the media itself.
+ *   Reads are served from the media (no read cache).
  * - `fixed_ns` > 0: every request and flush takes exactly that long (the guest's
  *   disk before this model, kept for comparison).
  * A request is served whole once the drive starts it; queue order (depth 1 or
@@ -41,6 +43,7 @@ typedef unsigned long long abt_u64;
 #define ABT_DISK_SECTOR 512ull
 #define ABT_DISK_MAX_ZONES 32
 #define ABT_DISK_EXTENTS 256     /* dirty extents the cache tracks */
+#define ABT_DISK_DESTAGE_MAX 2048ull   /* sectors written back at once (1 MiB) */
 
 enum { ABT_DISK_READ = 0, ABT_DISK_WRITE = 1, ABT_DISK_FLUSH = 2 };
 
@@ -56,7 +59,7 @@ struct abt_disk_params {
     abt_u64 seek_t2t_ns, seek_avg_ns, seek_full_ns;
     abt_u64 overhead_ns;    /* command overhead, every request */
     abt_u64 cache_bytes;    /* volatile write cache; 0 = write-through */
-    abt_u64 idle_ns;        /* idle time before background destaging */
+    abt_u64 idle_ns;        /* cached data waits this long before write-back */
     abt_u64 flush_ns;       /* fixed cost of a FLUSH beyond destaging */
     abt_u64 fixed_ns;       /* > 0: every request costs exactly this */
     abt_u64 depth;          /* commands the drive may reorder (1: in order, 31: NCQ) */
@@ -100,7 +103,7 @@ struct abt_disk_zone {
 };
 
 struct abt_disk_extent {
-    abt_u64 lba, n;
+    abt_u64 lba, n, ready;   /* ready: when it may be written back */
 };
 
 struct abt_disk {
@@ -109,7 +112,9 @@ struct abt_disk {
     abt_u64 rev_ns, tracks, nzones, c1, c2;
     struct abt_disk_zone zone[ABT_DISK_MAX_ZONES];
     /* state */
-    abt_u64 head_track, head_lba, busy_until;
+    abt_u64 head_track, head_lba;
+    abt_u64 busy_until;      /* the interface: the last command's completion */
+    abt_u64 media_until;     /* the head: when its current work ends */
     struct abt_disk_extent dirty[ABT_DISK_EXTENTS];
     abt_u64 ndirty, dirty_sectors;
     /* counters */
@@ -251,31 +256,56 @@ static inline abt_u64 abt_disk_media(struct abt_disk *d, abt_u64 lba, abt_u64 n,
     return t;
 }
 
-/* Index of the dirty extent the drive writes next: C-LOOK from the head. */
-static inline abt_u64 abt_disk_next_dirty(const struct abt_disk *d)
+/* Index of the dirty extent the drive writes next at time t: C-LOOK from the head
+ * among those ready by t; ndirty if none is. */
+static inline abt_u64 abt_disk_next_dirty(const struct abt_disk *d, abt_u64 t)
 {
-    abt_u64 best = d->ndirty, low = 0;
+    abt_u64 best = d->ndirty, low = d->ndirty;
     for (abt_u64 i = 0; i < d->ndirty; i++) {
-        if (d->dirty[i].lba >= d->head_lba && (best == d->ndirty || d->dirty[i].lba < d->dirty[best].lba))
-            best = i;
-        if (d->dirty[i].lba < d->dirty[low].lba) low = i;
+        const struct abt_disk_extent *e = &d->dirty[i];
+        if (e->ready > t) continue;
+        if (e->lba >= d->head_lba && (best == d->ndirty || e->lba < d->dirty[best].lba)) best = i;
+        if (low == d->ndirty || e->lba < d->dirty[low].lba) low = i;
     }
     return best < d->ndirty ? best : low;
 }
 
-/* Write one dirty extent to the media from time t; returns the end time. */
-static inline abt_u64 abt_disk_destage(struct abt_disk *d, abt_u64 t)
+/* Write back one piece of dirty data: the media starts when it is free and some
+ * data is ready (force > 0: at once from max(free, force), whatever is dirty: a
+ * FLUSH, or a write waiting for room); returns when that piece is on the platter.
+ * ndirty must be > 0. */
+static inline abt_u64 abt_disk_destage(struct abt_disk *d, abt_u64 force)
 {
-    abt_u64 i = abt_disk_next_dirty(d);
-    struct abt_disk_extent e = d->dirty[i];
-    d->dirty[i] = d->dirty[--d->ndirty];
-    d->dirty_sectors -= e.n;
+    abt_u64 t = d->media_until > force ? d->media_until : force;
+    abt_u64 i = abt_disk_next_dirty(d, force ? ~0ull : t);
+    if (i == d->ndirty) {   /* nothing ready yet: the media idles until the first is */
+        t = ~0ull;
+        for (abt_u64 k = 0; k < d->ndirty; k++)
+            if (d->dirty[k].ready < t) t = d->dirty[k].ready;
+        i = abt_disk_next_dirty(d, t);
+    }
+    struct abt_disk_extent *e = &d->dirty[i];
+    abt_u64 lba = e->lba, n = abt_disk_min(e->n, ABT_DISK_DESTAGE_MAX);
+    e->lba += n;
+    e->n -= n;
+    if (!e->n) d->dirty[i] = d->dirty[--d->ndirty];
+    d->dirty_sectors -= n;
     d->destages++;
-    return abt_disk_media(d, e.lba, e.n, t);
+    d->media_until = abt_disk_media(d, lba, n, t);
+    return d->media_until;
+}
+
+/* When the next write-back would start (~0 if the cache is clean). */
+static inline abt_u64 abt_disk_next_destage_start(const struct abt_disk *d)
+{
+    abt_u64 ready = ~0ull;
+    for (abt_u64 k = 0; k < d->ndirty; k++)
+        if (d->dirty[k].ready < ready) ready = d->dirty[k].ready;
+    return ready == ~0ull ? ready : ready > d->media_until ? ready : d->media_until;
 }
 
 /* Put a write into the cache: extend an extent it continues, drop extents it covers. */
-static inline void abt_disk_cache_add(struct abt_disk *d, abt_u64 lba, abt_u64 n)
+static inline void abt_disk_cache_add(struct abt_disk *d, abt_u64 lba, abt_u64 n, abt_u64 ready)
 {
     for (abt_u64 i = 0; i < d->ndirty;) {
         struct abt_disk_extent *e = &d->dirty[i];
@@ -289,57 +319,59 @@ static inline void abt_disk_cache_add(struct abt_disk *d, abt_u64 lba, abt_u64 n
     }
     for (abt_u64 i = 0; i < d->ndirty; i++)
         if (d->dirty[i].lba + d->dirty[i].n == lba) {
-            d->dirty[i].n += n;
+            d->dirty[i].n += n;   /* ready when its first part was */
             d->dirty_sectors += n;
             return;
         }
     d->dirty[d->ndirty].lba = lba;
     d->dirty[d->ndirty].n = n;
+    d->dirty[d->ndirty].ready = ready;
     d->ndirty++;
     d->dirty_sectors += n;
 }
 
-/* The drive's background work up to time now: destaging once idle for idle_ns. */
+/* The media's background work that starts before time now. */
 static inline void abt_disk_advance(struct abt_disk *d, abt_u64 now)
 {
-    abt_u64 start = d->busy_until + d->p.idle_ns;
-    while (d->ndirty && start < now) {
-        d->busy_until = abt_disk_destage(d, start);
-        start = d->busy_until;
-    }
+    while (d->ndirty && abt_disk_next_destage_start(d) < now)
+        abt_disk_destage(d, 0);
 }
 
-/* Serve one request the drive takes at time t (its arrival, or when the request
- * before it ended); returns when it completes. op: ABT_DISK_READ/WRITE/FLUSH. */
+/* Serve one request the drive takes at time t (its arrival, or when the command
+ * before it completed); returns when it completes. op: ABT_DISK_READ/WRITE/FLUSH. */
 static inline abt_u64 abt_disk_serve(struct abt_disk *d, int op, abt_u64 lba, abt_u64 n,
                                      int fua, abt_u64 t)
 {
     const struct abt_disk_params *p = &d->p;
     d->requests++;
     d->flushes += op == ABT_DISK_FLUSH;
+    if (t < d->busy_until) t = d->busy_until;
     if (p->fixed_ns) {
-        t = (t > d->busy_until ? t : d->busy_until) + p->fixed_ns;
-        d->busy_until = t;
-        return t;
+        d->busy_until = t + p->fixed_ns;
+        return d->busy_until;
     }
     abt_disk_advance(d, t);
-    if (d->busy_until > t) t = d->busy_until;   /* a destage in progress finishes first */
     if (lba >= p->sectors) lba %= p->sectors;
     if (lba + n > p->sectors) n = p->sectors - lba;
     t += p->overhead_ns;
     if (op == ABT_DISK_FLUSH) {
-        while (d->ndirty) t = abt_disk_destage(d, t);
+        while (d->ndirty) abt_disk_destage(d, t);
+        if (d->media_until > t) t = d->media_until;
         t += p->flush_ns;
     } else if (op == ABT_DISK_WRITE && p->cache_bytes && !fua
                && n * ABT_DISK_SECTOR <= p->cache_bytes) {
+        /* wait for room: write-backs already under way or started for it */
         while (d->ndirty && (d->ndirty == ABT_DISK_EXTENTS
-                             || (d->dirty_sectors + n) * ABT_DISK_SECTOR > p->cache_bytes))
-            t = abt_disk_destage(d, t);
+                             || (d->dirty_sectors + n) * ABT_DISK_SECTOR > p->cache_bytes)) {
+            abt_u64 freed = abt_disk_destage(d, t);
+            if (freed > t) t = freed;
+        }
         t += n * ABT_DISK_SECTOR * 1000000000ull / p->iface_Bps;
-        abt_disk_cache_add(d, lba, n);
+        abt_disk_cache_add(d, lba, n, t + p->idle_ns);
     } else {
         abt_u64 wire = t + n * ABT_DISK_SECTOR * 1000000000ull / p->iface_Bps;
-        t = abt_disk_media(d, lba, n, t);   /* the interface transfer overlaps */
+        abt_u64 s = d->media_until > t ? d->media_until : t;
+        t = d->media_until = abt_disk_media(d, lba, n, s);   /* the wire overlaps */
         if (wire > t) t = wire;
     }
     d->busy_until = t;
