@@ -6,8 +6,12 @@ Each repetition runs every configuration once with abtlab's program and once wit
 real tool, back to back (which goes first alternates by repetition), each on a fresh
 scratch ext4 of the same geometry (4 KiB blocks, 32 MiB journal, the default image size
 of the workload) after the same `mkdir data; sync` preparation, with the same parameters:
-  IOzone: abt-iozone vs `iozone -i 0 -t N -s 128k -r 32k -e -+n -x -T`, N = 64 and 256,
-          ext4 and nojc; throughput = eq. (3) vs IOzone's "Children see throughput".
+  IOzone: abt-iozone (--start=poll, IOzone's start) vs `iozone -i 0 -t N -s 128k -r 32k
+          -+n` in each of IOzone's modes (MODES: its default, -x, -x -T, -e -x -T), N = 64
+          and 256, ext4 and nojc; IOzone's "Children see throughput" against abt-iozone's
+          eq. (3) of the same definition (throughput_stonewall with stonewalling,
+          throughput without, throughput_fsync with -e). abt-iozone runs threads; against
+          IOzone's forked children the table says what a process start costs.
   mdtest: abt-metarates --processes --write-bytes 4096 vs `mdtest -F -C -n F -u -w 4096 -y`
           under mpirun, 4 x 16 and 16 x 4; fcr_aggregate (files / first open to last close)
           vs mdtest's File creation rate (files / phase time between barriers).
@@ -38,7 +42,12 @@ from abtlab.system.runlock import MachineLock
 IOZONE = [dict(threads=t, policy=p, file_size=128 * 1024, record_size=32 * 1024)
           for t in (64, 256) for p in ("ext4", "nojc")]
 MDTEST = [dict(threads=n, files=f, policy="ext4") for n, f in ((4, 16), (16, 4))]
-PARTS = {"iozone": ("iozone", "iozone-tool", "throughput", IOZONE, {}, {}),
+# IOzone's modes: (label, iozone-tool options, the variable both sides report)
+MODES = [("default (processes, stonewall)", {}, "throughput_stonewall"),
+         ("-x", {"stonewall": "false"}, "throughput"),
+         ("-x -T", {"stonewall": "false", "threads": "true"}, "throughput"),
+         ("-e -x -T", {"fsync": "true", "stonewall": "false", "threads": "true"}, "throughput_fsync")]
+PARTS = {"iozone": ("iozone", "iozone-tool", "throughput", IOZONE, {"start": "poll"}, {}),
          "mdtest": ("metarates", "mdtest", "fcr_aggregate", MDTEST,
                     {"processes": True, "write_bytes": 4096}, {"write_bytes": 4096})}
 
@@ -64,9 +73,20 @@ def run_once(name, cfg, options, rep):
     return res.scalars, res.attrs
 
 
-def measure(part, reps, log=print):
-    """{config label: {"abtlab": [...], "tool": [...], "commits_*": [...]}} for a part."""
-    own, tool, var, configs, own_opt, tool_opt = PARTS[part]
+def _configs(threads: str):
+    try:
+        ns = [int(t) for t in str(threads).split(",")]
+    except ValueError:
+        raise SystemExit(f"--threads: got {threads!r}; accepted: comma-separated integers") from None
+    return [dict(c, threads=n) for n in ns for c in IOZONE if c["threads"] == IOZONE[0]["threads"]]
+
+
+def measure(part, reps, log=print, tool_opt=None, var=None, configs=None):
+    """{config label: {"abtlab": [...], "tool": [...], "commits_*": [...]}} for a part;
+    tool_opt/var/configs override the part's (IOzone's modes)."""
+    own, tool, var0, configs0, own_opt, tool_opt0 = PARTS[part]
+    var, configs = var or var0, configs or configs0
+    tool_opt = tool_opt0 if tool_opt is None else tool_opt
     for name in (own, tool):
         if not (av := backends.get(name).available()):
             raise SystemExit(f"{name} is not available here: {av.reason}")
@@ -194,6 +214,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=("iozone", "mdtest", "layout", "all"), default="all")
     ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--mode", choices=("all", *(m[0] for m in MODES)), default="all",
+                    help="IOzone's mode (--part iozone): default all")
+    ap.add_argument("--threads", default="64,256", help="IOzone's -t values, comma-separated")
     ap.add_argument("--json", help="write every measured value here")
     ap.add_argument("--from-json", help="print the tables of a --json file, measure nothing")
     a = ap.parse_args(argv)
@@ -215,9 +238,16 @@ def main(argv=None):
     results = {}
     with cleanup.installed(), MachineLock("python -m benchmarks.agreement"):
         for part in parts:
-            results[part] = measure(part, a.reps)
-    for part in parts:
-        print(table(results[part]) + "\n")
+            if part != "iozone":
+                results[part] = measure(part, a.reps)
+                continue
+            for label, tool_opt, var in MODES if a.mode == "all" else \
+                    [m for m in MODES if m[0] == a.mode]:
+                print(f"IOzone mode {label}", flush=True)
+                results[f"iozone {label}"] = measure(part, a.reps, tool_opt=tool_opt, var=var,
+                                                     configs=_configs(a.threads))
+    for key in results:
+        print(f"{key}\n" + table(results[key]) + "\n")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

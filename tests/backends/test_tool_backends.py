@@ -24,7 +24,8 @@ def test_registered_with_a_reason_when_unavailable(name):
 
 
 @pytest.mark.parametrize("name, option, value", [
-    ("iozone-tool", "fsync", "maybe"), ("iozone-tool", "image_mb", "huge"),
+    ("iozone-tool", "fsync", "maybe"), ("iozone-tool", "stonewall", "off"),
+    ("iozone-tool", "threads", 2), ("iozone-tool", "image_mb", "huge"),
     ("iozone-tool", "guest", True), ("iozone-tool", "exe", "/nonexistent/iozone"),
     ("mdtest", "write_bytes", "-1"), ("mdtest", "write_bytes", "1g"),
     ("mdtest", "journal_mb", "2"), ("fio", "job", "/nonexistent.fio"),
@@ -72,10 +73,16 @@ def test_emulated_frequency_is_refused_before_any_set_up(tmp_path):
 
 def test_command_lines():
     # IOzone's default report, as the paper's: no -e (each child fsyncs after its clock stops)
+    # IOzone's own defaults: forked children, stonewalling on, the fsync untimed
     assert iozone_argv("iozone", 2, 128 * 1024, 32 * 1024, ".") == [
-        "iozone", "-i", "0", "-t", 2, "-s", "128k", "-r", "32k", "-+n", "-x", "-T", "-C",
+        "iozone", "-i", "0", "-t", 2, "-s", "128k", "-r", "32k", "-+n", "-C",
         "-F", "./iozone.0", "./iozone.1"]
-    assert "-e" in iozone_argv("iozone", 1, 4096, 4096, ".", fsync=True)
+    assert iozone_argv("iozone", 1, 4096, 4096, ".", fsync=True, stonewall=False,
+                       use_threads=True)[9:13] == ["-e", "-+n", "-x", "-T"]
+    from abtlab.backends.iozone_tool import reported_variable
+    assert reported_variable({}) == "throughput_stonewall"
+    assert reported_variable({"stonewall": "false"}) == "throughput"
+    assert reported_variable({"fsync": "true"}) == "throughput_fsync"
     assert mdtest_argv("mdtest", 1, 16, ".", 4096) == [
         "mdtest", "-F", "-C", "-n", 16, "-w", 4096, "-y", "-u", "-d", "."]
     assert mdtest_argv("mdtest", 1, 16, ".", 0) == ["mdtest", "-F", "-C", "-n", 16, "-u", "-d", "."]
@@ -101,7 +108,7 @@ def _needs(name):
 
 @pytest.mark.root
 @pytest.mark.parametrize("name, factors, var", [
-    pytest.param("iozone-tool", {"threads": "4"}, "throughput", marks=_needs("iozone-tool")),
+    pytest.param("iozone-tool", {"threads": "4"}, "throughput_stonewall", marks=_needs("iozone-tool")),
     pytest.param("mdtest", {"threads": "2", "files": "8"}, "fcr_aggregate", marks=_needs("mdtest")),
     pytest.param("fio", {"threads": "4"}, "throughput", marks=_needs("fio"))])
 def test_real_tool_run_counts_commits_in_its_window(tmp_path, name, factors, var):
