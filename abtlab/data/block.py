@@ -110,9 +110,22 @@ def write_hdf5(block: RunBlock, f) -> None:
     f["scalars"] = np.stack([block.scalars[k] for k in names], axis=1) if names else \
         np.zeros((block.reps.size, 0))
     for c in _COLUMNS:
-        f[c] = block.tables[c]
+        f[c] = _narrow(block.tables[c])
     f.attrs.update({"point_index": block.point_index, "point": _json(block.point),
                     "run_attrs": _json(block.run_attrs), "variables": _json(names)})
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """a in the smallest signed integer type that holds it: a part is written and fsynced
+    before the sweep goes on, and most columns (run, thread, kind, flags, bytes) fit in
+    one to four bytes of their eight; read_hdf5 reads them back as int64."""
+    if not a.size:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return a.astype(t)
+    return a
 
 
 def read_hdf5(f) -> RunBlock:

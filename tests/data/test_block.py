@@ -83,6 +83,21 @@ def test_a_stored_block_reads_back_as_it_was(tmp_path):
         assert back.tables[c].dtype == np.int64
 
 
+def test_a_part_keeps_each_column_in_the_smallest_integer_that_holds_it(tmp_path):
+    """Run, thread and kind columns fit in a byte, times do not: each is exact on reading."""
+    import h5py
+    b = _blocks(_triples(), lambda r: 0)[3]
+    b.tables["op_t_start"] = b.tables["op_t_start"] + 2**40
+    b.tables["op_bytes"][:] = -1
+    path = store.write_block(tmp_path / "r.nc", b)
+    with h5py.File(path) as f:
+        assert f["op_run"].dtype == np.int8 and f["op_tid"].dtype == np.int8
+        assert f["op_bytes"].dtype == np.int8 and f["op_t_start"].dtype == np.int64
+    back = next(iter(store.read_parts(tmp_path / "r.nc").values()))
+    for c in b.tables:
+        np.testing.assert_array_equal(back.tables[c], b.tables[c], err_msg=c)
+
+
 def test_facts_that_differ_between_runs_of_a_block_are_all_kept():
     point = {"policy": "ext4", "threads": 2}
     runs = [_result(2, r, {"kernel": k}) for r, k in enumerate(["6.1", "6.1", "3.4.2"])]
