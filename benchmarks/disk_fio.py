@@ -84,6 +84,14 @@ def predict(profile: str, job: str, seed: int = 1) -> float:
     return sum(flush_ns) / len(flush_ns) / 1e6
 
 
+def _flush(dev: str):
+    fd = os.open(dev, os.O_WRONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def measure(profile: str, jobs, reps: int) -> dict:
     out = {job: [] for job in jobs}
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp, SlowDisk(profile, tmp) as disk:
@@ -96,6 +104,7 @@ def measure(profile: str, jobs, reps: int) -> dict:
             for _ in range(reps):
                 for job in jobs:
                     out[job].append(fio(dev, job))
+                    _flush(dev)   # the next job starts with a clean cache, as predicted
         finally:
             subprocess.run(["losetup", "-d", dev], check=False)
             os.unlink(img)
