@@ -101,5 +101,21 @@ def _main(args):
              quiet=args.quiet, freq=args.freq, warmup=args.warmup,
              command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait,
              **factors, **opts)
-    print(f"wrote {args.out}: {dict(ds.sizes)}")
+    from ..present.summary import summary_text
+    print(summary_text(ds))
+    print(f"wrote {args.out}: {_points(ds)}")
     return 0
+
+
+def _points(ds) -> str:
+    """'8 points x 100 repetitions': what the file holds, in the run's own terms."""
+    from ..data import schema
+    from ..present.summary import headline
+    var = headline(ds)
+    if var is None:
+        return str(dict(ds.sizes))
+    dims = [d for d in ds[var].dims if d != schema.REP]
+    n = 1
+    for d in dims:
+        n *= ds.sizes[d]
+    return f"{n} point{'s' * (n != 1)} x {ds.sizes.get(schema.REP, 1)} repetitions"

@@ -28,5 +28,8 @@ def main(args):
         spec.factors["machine"] = args.machine
     ds = run_spec(spec, out=args.out, resume=args.resume, quiet=args.quiet,
                   command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait)
-    print(f"wrote {args.out or 'spec out'}: {dict(ds.sizes)}")
+    from ..present.summary import summary_text
+    from .run import _points
+    print(summary_text(ds))
+    print(f"wrote {args.out or spec.out}: {_points(ds)}")
     return 0

@@ -26,28 +26,40 @@ class AbtAccessor:
     def __init__(self, ds):
         self._ds = ds
 
-    def summary(self, var="throughput"):
-        """Mean, 95% confidence interval, RSD and count of a variable at every point.
+    def summary(self, var="throughput", tidy=False, level=0.95):
+        """Mean, confidence interval, RSD and count of a variable at every point.
 
         Parameters
         ----------
         var : str, default "throughput"
             A data variable with a `rep` dim, e.g. "throughput", "throughput_fsync",
-            "commits", "nonblocked_threads", "fcr".
+            "commits", "nonblocked_threads", "fcr". With tidy=True, None picks the
+            run's headline (throughput, or the FCR for Metarates).
+        tidy : bool, default False
+            Return a pandas DataFrame, one row per point, instead of a Dataset.
+        level : float, default 0.95
+            Confidence level of the t-interval.
 
         Returns
         -------
-        xarray.Dataset
-            The factor dims without `rep`; variables `mean`, `ci_low`, `ci_high` (a
-            t-interval), `rsd` (relative standard deviation) and `n` (repetitions).
+        xarray.Dataset or pandas.DataFrame
+            Dataset: the factor dims without `rep`; variables `mean`, `ci_low`,
+            `ci_high` (a t-interval), `rsd` (relative standard deviation) and `n`
+            (repetitions). DataFrame (tidy=True): a column per factor, then
+            `<var> [<unit>]`, `ci_low [<unit>]`, `ci_high [<unit>]` (throughputs in
+            MiB/s), `rsd`, `n`; its attrs hold the unit and the provenance.
 
         Examples
         --------
         >>> s = ds.abt.summary("throughput")  # doctest: +SKIP
         >>> s["mean"].sel(policy="ext4")      # doctest: +SKIP
+        >>> ds.abt.summary(tidy=True)         # doctest: +SKIP
         """
-        from ..stats.intervals import point_stats
-        return point_stats(self._ds, var)
+        if tidy:
+            from .summary import summary_frame
+            return summary_frame(self._ds, var, level)
+        from ..stats.intervals import point_summary
+        return point_summary(self._ds, var, level, allow_all_nan=True)
 
     def slowdown(self, var="throughput", level=0.95):
         """Ratio of a variable to its value at the lowest frequency, per configuration.

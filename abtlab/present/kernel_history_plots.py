@@ -9,6 +9,7 @@ import numpy as np
 from ..data import schema
 from ..errors import ConfigError
 from .kernel_history import ROWS, History, ratio_table
+from .figures import finish
 
 __all__ = ["plot_ratios", "plot_timelines"]
 
@@ -56,8 +57,7 @@ def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
     ax.set_title(f"{_point_text(hist)}: ratio, {level:.0%} CI (Fieller); < 1 = slower at "
                  f"{df.attrs['f_high']:g} GHz. Host: measured, emulated frequency; guests: "
                  f"VIRTUAL time; simulator: SIMULATED", fontsize=8, wrap=True)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def _log_ratio_axis(ax, df) -> None:
@@ -112,5 +112,4 @@ def plot_timelines(hist: History, policy="ext4", freqs=None, max_threads=64):
                          fontsize=8)
             ax.legend(fontsize=6, loc="lower right")
     fig.suptitle(f"{_point_text(hist)}: threads' writes and journal commits", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return finish(fig)

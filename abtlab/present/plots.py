@@ -6,6 +6,7 @@ import numpy as np
 from ..data import schema
 from ..stats.intervals import point_stats
 from ..stats.values import provenance_label
+from .figures import finish
 
 __all__ = ["plot_metric", "plot_throughput"]
 
@@ -59,8 +60,7 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
         a.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{ds.attrs.get('backend', '')} {name} vs frequency - {provenance_label(ds)}", fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def _panel_title(ds, facet, level) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..data import runs
 from ..errors import ConfigError, UnavailableError
+from .figures import finish
 
 __all__ = ["real_available", "study_data", "delay_policies", "delay_sweep", "delay_table",
            "trace_measures", "trace_metrics", "frequency_workloads",
@@ -168,8 +169,7 @@ def plot_delay_tradeoff(ds, threads=None):
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.suptitle(f"delayJC window, {threads} threads - {provenance_label(ds)}", fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
@@ -220,8 +220,7 @@ def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
     ax.set_ylabel("thread")
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(f"threads and journal commits, run {run_id} - {provenance_label(ds)}", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def _runs(ds):

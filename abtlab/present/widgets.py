@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ..errors import ConfigError
+from .figures import finish
 
 __all__ = ["delay_point", "frequency_point", "delay_figure", "frequency_figure",
            "delay_explorer", "frequency_explorer", "Explorer", "is_static"]
@@ -67,7 +68,7 @@ def delay_figure(result: dict):
     p = result["params"]
     fig.suptitle(f"SIMULATED: delayJC window {p['window_ms']:g} ms, max resets {p['max_resets']}, "
                  f"{p['threads']} threads, {p['freq_ghz']:g} GHz, {p['device']}", fontsize=10)
-    fig.tight_layout()
+    finish(fig)
     plt.close(fig)
     return fig
 
@@ -95,7 +96,7 @@ def frequency_figure(df):
         ax.tick_params(axis="x", rotation=45, labelsize=8)
     fig.suptitle(f"{df.workload.iloc[0]}: time {df.time_mode.iloc[0].upper()}, energy "
                  f"{df.energy_mode.iloc[0].upper()}", fontsize=10)
-    fig.tight_layout()
+    finish(fig)
     plt.close(fig)
     return fig
 

@@ -1,0 +1,161 @@
+"""What a run measured, as a researcher reads it: the headline quantity per point with its
+unit and CI over repetitions, and its ratio between the fastest and slowest clock.
+
+`summary_frame` gives the tidy table (one row per point), `summary_text` the few lines
+`abtlab run` and `abtlab sweep` end with. Both stay on numpy, pandas and scipy.special,
+which a run has already imported: no matplotlib, statsmodels or scipy.stats, so the
+summary costs a simulated run milliseconds, not a second of imports.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..data import schema
+
+__all__ = ["headline", "summary_frame", "summary_text", "DISPLAY_UNITS"]
+
+# the first of these a dataset has (with a finite value) is its headline: the paper's
+# quantity for IOzone (eq. 3, the write op timed) and for Metarates (the FCR, eq. 9)
+HEADLINES = ("throughput", "fcr", "bps", "bandwidth", "iops", "elapsed")
+# stored unit -> (shown unit, factor)
+DISPLAY_UNITS = {"bytes/s": ("MiB/s", 1 / 2 ** 20)}
+MAX_ROWS = 40
+# how the headline is named in the summary's first line (else its long_name up to ":")
+LABELS = {"throughput": "eq. 3 with the write op timed, IOzone's default report",
+          "fcr": "eq. 9, one worker's file creation rate"}
+
+
+def headline(ds) -> str | None:
+    """The variable a run is read by (see HEADLINES), or None when it has none of them."""
+    for var in HEADLINES:
+        if var in ds and schema.REP in ds[var].dims and np.isfinite(ds[var].values).any():
+            return var
+    return None
+
+
+def _unit(ds, var):
+    stored = ds[var].attrs.get("units", "")
+    return DISPLAY_UNITS.get(stored, (stored, 1.0))
+
+
+def _points(ds, var, level):
+    """(dims, index, mean, half, rsd, n) of var per point, in stored units: numpy on the
+    raw (points, reps) array, as abtlab.stats.point_summary computes it (xarray's
+    alignment per operation cost a simulated run's summary ~50 ms for a few points)."""
+    import pandas as pd
+    from scipy.special import stdtrit
+    from ..stats.values import _check_level, _values
+    _check_level(level)
+    da = _values(ds, var, allow_all_nan=True)
+    dims = [d for d in da.dims if d != schema.REP]
+    x = da.transpose(*dims, schema.REP).values.reshape(-1, da.sizes[schema.REP]).astype(float)
+    n = np.isfinite(x).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, np.nansum(x, axis=1) / np.maximum(n, 1), np.nan)
+        sd = np.sqrt(np.nansum((x - mean[:, None]) ** 2, axis=1) / (n - 1))
+        half = np.where(n >= 2, stdtrit(np.maximum(n - 1, 1), 0.5 + level / 2) * sd / np.sqrt(n), np.nan)
+        rsd = np.where(n >= 2, sd / mean, np.nan)
+    index = pd.MultiIndex.from_product([da[d].values for d in dims], names=dims)
+    return dims, index, mean, half, rsd, n
+
+
+def _var_or_headline(ds, var):
+    var = var or headline(ds)
+    if var is None:
+        from ..errors import ConfigError
+        raise ConfigError("var", None, f"a variable with repetitions ({', '.join(HEADLINES)}, ...)")
+    return var
+
+
+def summary_frame(ds, var=None, level=0.95):
+    """One row per point: its factor levels, then `<var> [<unit>]` (mean over
+    repetitions), `ci_low [<unit>]`, `ci_high [<unit>]` (Student t at `level`, the
+    interval of abtlab.stats.point_summary), `rsd` and `n`. Throughputs are in MiB/s.
+    attrs: var, units, level and the provenance (freq_mode, backend, ...)."""
+    import pandas as pd
+    from ..stats.values import _provenance
+    var = _var_or_headline(ds, var)
+    unit, k = _unit(ds, var)
+    _, index, mean, half, rsd, n = _points(ds, var, level)
+    df = pd.DataFrame({f"{var} [{unit}]": mean * k, f"ci_low [{unit}]": (mean - half) * k,
+                       f"ci_high [{unit}]": (mean + half) * k, "rsd": rsd, "n": n},
+                      index=index).reset_index()
+    df.attrs = {**_provenance(ds, var=var, level=level, interval="Student t"),
+                "var": var, "units": unit}
+    return df
+
+
+def _fmt(x):
+    if not math.isfinite(x):
+        return "-"
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
+
+
+def _cell(mean, half):
+    if not math.isfinite(mean):
+        return "no value"
+    if not math.isfinite(half):
+        return f"{_fmt(mean)} [no CI: too few repetitions]"
+    return f"{_fmt(mean)} [{_fmt(mean - half)}, {_fmt(mean + half)}]"
+
+
+def _table(rows, header) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    return ["  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in [header] + rows]
+
+
+def _fixed(ds, dims) -> str:
+    """The factors with one level, as 'threads=256 file_size=131072'."""
+    return " ".join(f"{d}={ds[d].values[0]}" for d in dims if d in ds.coords and ds.sizes[d] == 1)
+
+
+def summary_text(ds, var=None, level=0.95, max_rows=MAX_ROWS) -> str:
+    """A few lines: what was measured and how (provenance), the headline per point with
+    its CI, and, with two or more clocks, its ratio fastest/slowest per configuration."""
+    from ..stats.values import provenance_label
+    var = var or headline(ds)
+    if var is None:
+        return "no headline quantity in this dataset (" + ", ".join(ds.data_vars) + ")"
+    unit, k = _unit(ds, var)
+    dims, index, mean, half, _, n = _points(ds, var, level)
+    shown = [i for i, d in enumerate(dims) if ds.sizes[d] > 1]
+    reps = f"{n.min()}" if n.min() == n.max() else f"{n.min()}-{n.max()}"
+    long = LABELS.get(var) or (schema.VARIABLES[var].long_name.split(":")[0]
+                               if var in schema.VARIABLES else var)
+    lines = [f"{var} ({long}), {unit}: mean [{level:.0%} CI] over {reps} repetitions, "
+             f"{provenance_label(ds)}"]
+    if fixed := _fixed(ds, dims):
+        lines.append(f"  at {fixed}")
+    rows = [[str(key[i]) for i in shown] + [_cell(m * k, h * k)]
+            for key, m, h in zip(index[:max_rows], mean, half)]
+    lines += _table(rows, [dims[i] for i in shown] + [f"{var} [{unit}]"])
+    if len(index) > max_rows:
+        lines.append(f"  ... {len(index) - max_rows} more points: ds.abt.summary(tidy=True)")
+    lines += _ratio_lines(ds, var, level, max_rows)
+    return "\n".join(lines)
+
+
+def _ratio_lines(ds, var, level, max_rows) -> list[str]:
+    """fastest/slowest clock per configuration with its Fieller CI, as abtlab.stats.slowdown
+    gives it (paired for a blocked sweep); below 1: slower at the faster clock."""
+    import itertools
+    from ..stats.ratios import format_ratio, ratio_ci
+    da = ds[var]
+    if schema.FREQ not in da.dims or ds.sizes[schema.FREQ] < 2:
+        return []
+    freqs = [float(f) for f in da[schema.FREQ].values]
+    lo, hi = min(freqs), max(freqs)
+    cfg = [d for d in da.dims if d not in (schema.FREQ, schema.REP)]
+    x = da.transpose(*cfg, schema.FREQ, schema.REP).values
+    paired = ds.attrs.get("order") == "blocked"
+    shown = [i for i, d in enumerate(cfg) if ds.sizes[d] > 1]
+    rows = []
+    keys = itertools.product(*(da[d].values for d in cfg))
+    for key, idx in itertools.islice(zip(keys, np.ndindex(x.shape[:-2])), max_rows):
+        r = ratio_ci(x[idx][freqs.index(hi)], x[idx][freqs.index(lo)], level, "fieller", paired=paired)
+        rows.append([str(key[i]) for i in shown] + [format_ratio(*r)])
+    head = f"{var} at {hi:g} GHz / at {lo:g} GHz (below 1 = slower at the faster clock)"
+    return [head] + _table(rows, [cfg[i] for i in shown] + [f"ratio [{level:.0%} CI]"])
