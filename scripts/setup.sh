@@ -12,11 +12,12 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PY=$VENV/bin/python
 STAMP=$VENV/.abtlab-installed
-# real-kernel runs, tracing, FUSE disk, screenshots; then the guest: its kernel build
-# (linux-source-6.1 and the toolchain), its initramfs (busybox, cpio) and qemu
+# the guest's kernel build (linux-source-6.1 and the toolchain), installed first so that
+# the build starts while the rest installs; then real-kernel runs, tracing, FUSE disk,
+# screenshots, and the guest's initramfs (busybox, cpio) and qemu
+KERNEL_DEBS=(build-essential bc bison flex libelf-dev libssl-dev lz4 perl linux-source-6.1)
 DEBS=(e2fsprogs util-linux fio strace psmisc fuse3 libfuse3-dev pkg-config chromium
-      build-essential bc bison flex libelf-dev libssl-dev lz4 perl linux-source-6.1
-      busybox-static cpio qemu-system-x86)
+      "${KERNEL_DEBS[@]}" busybox-static cpio qemu-system-x86)
 t_all=$(date +%s)
 log_dir=$(mktemp -d /tmp/abtlab-setup.XXXXXX)
 
@@ -31,9 +32,10 @@ step() {
     say "$name: ${DONE_MSG:-done} in $(( $(date +%s) - t0 )) s"
 }
 
+# debs PACKAGE...: install those of them that are missing
 debs() {
     local missing=()
-    for p in "${DEBS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
     if [ ${#missing[@]} -eq 0 ]; then echo "all present"; return 0; fi
     if [ "$(id -u)" != 0 ]; then
         echo "not root: not installing ${missing[*]} (real-kernel and guest runs need them)" >&2
@@ -41,7 +43,8 @@ debs() {
     fi
     echo "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+    if [ -z "${apt_updated:-}" ]; then apt-get update -qq || return 1; apt_updated=1; fi   # once per set-up
+    apt-get install -y -qq "${missing[@]}"
 }
 
 python_env() {
@@ -55,15 +58,17 @@ python_env() {
 
 guest_wanted() { [ "${ABTLAB_SETUP_GUEST:-1}" != 0 ] && [ "$(uname -m)" = x86_64 ]; }
 
-# the guest kernel compiles for minutes on its own cores while pip downloads: start it first
-step "Debian packages" debs
+# the guest kernel compiles for minutes on its own cores while the other Debian packages
+# and pip download: only its own packages come before it
 kernel_pid=""
 if guest_wanted; then
+    step "Debian packages for the guest kernel" debs "${KERNEL_DEBS[@]}"
     kernel_log="$log_dir/guest-kernel.log"; t_kernel=$(date +%s)
     say "guest kernel (Linux 6.1 + abtlab's patches): building in the background (cached per patch series)"
     (make -s -C backends/kernel kernel && date +%s >"$log_dir/kernel.end") >"$kernel_log" 2>&1 &
     kernel_pid=$!
 fi
+step "Debian packages" debs "${DEBS[@]}"
 step "Python environment ($VENV)" python_env
 step "C programs" make -s -C backends
 if guest_wanted; then
