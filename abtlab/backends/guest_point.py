@@ -20,7 +20,7 @@ from ..system.guest_kernel import guest_kernel
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
            "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups",
-           "check_levels"]
+           "check_levels", "BootWatch"]
 
 _DATA = PurePosixPath("/mnt/data")
 _OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
@@ -276,8 +276,10 @@ def run_batch(items, machine, workdir, timeout=None) -> list:
     machine = parse_machine(machine)
     built = [guest_run(a, p, c, d, machine, i) for i, (a, p, c, d) in enumerate(items, 1)]
     ctx0 = items[0][2]
-    res = guest.boot_batch([r for r, _ in built], machine, workdir, events=_events(),
-                           timeout=float(timeout or ctx0.options.get("guest_timeout", 600)))
+    from ..sweep.progress import phase
+    with phase(BootWatch(workdir, len(built), machine.label), runs=len(built)):
+        res = guest.boot_batch([r for r, _ in built], machine, workdir, events=_events(),
+                               timeout=float(timeout or ctx0.options.get("guest_timeout", 600)))
     out = []
     for (run, pol), pres, (_, _, ctx, _) in zip(built, res.points, items):
         try:
@@ -288,6 +290,41 @@ def run_batch(items, machine, workdir, timeout=None) -> list:
         except AbtError as exc:     # RunError, or ConfigError for a bad argument
             out.append(exc)
     return out
+
+
+class BootWatch:
+    """The phase of one boot, read each second from the files abtlab.system.guest writes
+    in its workdir: no initramfs yet (make checks, or builds, the guest kernel and
+    initramfs), then the results port, where each point's slot ends as soon as the point
+    does. The console says nothing while it boots (`quiet`), so the boot and the first
+    point are one phase."""
+
+    def __init__(self, workdir, npoints: int, label: str):
+        self.dir, self.n, self.label = Path(workdir), npoints, label
+        self._off, self._done, self._started = 0, 0, False
+
+    def __call__(self):
+        self._started = self._started or (self.dir / "guest-initrd.gz").exists()
+        if not self._started:
+            return "kernel build: make of the guest kernel and initramfs", 0
+        self._done = min(self.n, self._done + self._new_points())
+        if self._done == 0:
+            return f"boot of the guest ({self.label}) and point 1/{self.n}", 0
+        if self._done >= self.n:
+            return f"in the guest: {self.n} points done, shutting down", self.n
+        return f"in the guest: point {self._done + 1}/{self.n}", self._done
+
+    def _new_points(self) -> int:
+        """Points whose slot ended since the last look (slot 0, the boot's, comes last)."""
+        try:
+            with open(self.dir / "guest-results.txt", "rb") as f:
+                f.seek(self._off)
+                chunk = f.read()
+        except FileNotFoundError:
+            return 0
+        cut = chunk.rfind(b"\n") + 1          # whole lines only
+        self._off += cut
+        return len(re.findall(rb"^abtlab-end [1-9]\d*\r?$", chunk[:cut], re.M))
 
 
 def _disk_read_back(attrs: dict, files: dict) -> None:

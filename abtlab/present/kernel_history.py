@@ -125,7 +125,7 @@ def kernel_key() -> str:
     return hashlib.sha256(b"".join((_KERNEL_DIR / f).read_bytes() for f in _SERIES)).hexdigest()[:16]
 
 
-def history_data(data="auto", point: Point | None = None, quiet=True) -> History:
+def history_data(data="auto", point: Point | None = None, quiet=False) -> History:
     """The rows of the study at `point` (make_point()); see the module doc for `data`."""
     point = point or make_point()
     data = str(data)

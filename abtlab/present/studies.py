@@ -31,8 +31,11 @@ def real_available(backend: str = "iozone") -> bool:
     return bool(get(backend).available().ok)
 
 
-def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=True, guest=None):
+def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=False, guest=None):
     """The dataset a study runs on (see module doc).
+
+    Progress shows (a widget in Jupyter: a guest run takes a minute) unless quiet, or
+    ABTLAB_PROGRESS=off as in the notebooks `abtlab report` executes.
 
     sim: factors for run_sweep("sim", ...); real: factors for the real backend, with
     a "backend" key (default "iozone"); without `real`, "auto" means the simulator.

@@ -203,15 +203,19 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
                     run_seed(seed, i, r, seeds), options, f_ref, freq_mode, q)
 
     ex = make_executor(scheduler, workers=workers, real_io=not be.simulated)
+    # shown from the first second: a real run's warm-up (a guest's: a whole boot) comes first
+    prog = Progress(_planned(reps, len(points), done), label=be.name, quiet=quiet)
     try:
         if warmup and not resume:
             # discarded: the first runs pay cold caches, page-ins and lazy init
-            for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
-                pass
-        _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, seed)
+            with prog.phase(f"warm-up ({warmup} discarded run{'s' * (warmup > 1)})", counts=False):
+                for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
+                    pass
+        _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed)
     except RunError as exc:
         raise RunError(f"{be.name}: {exc}") from exc
     finally:
+        prog.close()
         ex.close()
         if out is not None:     # stopped before any repetition: nothing to resume
             store.drop_unstarted(out)
@@ -233,13 +237,19 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
     return ds
 
 
-def _run_points(ex, task, be, points, levels, reps, order, out, done, quiet, seed):
+def _planned(reps, npoints, done) -> int:
+    """Runs still to do at the start (an adaptive rule's minimum; it may add more)."""
+    per_point = reps.min if isinstance(reps, Reps) else reps
+    return per_point * npoints - sum(b.reps.size for b in done.values())
+
+
+def _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed):
     """Run until every point has its repetitions (more for an adaptive rule)."""
     rng = np.random.default_rng(seed)
     rule = reps if isinstance(reps, Reps) else None
     wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
     held = {(b.point_index, int(r)) for b in done.values() for r in b.reps}
-    prog = Progress(sum(wanted.values()) - len(held), label=be.name, quiet=quiet)
+    prog.total = sum(wanted.values()) - len(held)
     while True:
         todo = [(i, r) for i, n in wanted.items() for r in range(n) if (i, r) not in held]
         if not todo:
