@@ -11,6 +11,9 @@ PyMC, nutpie, ArviZ and statsmodels are imported only when a model is fitted.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 __all__ = ["fit_hierarchical", "fit_mechanistic", "fit_baseline", "fit_delay", "optimal_delay",
            "compare", "split", "model_table"]
 
@@ -23,3 +26,22 @@ def __getattr__(name):
     if name in where:
         return getattr(importlib.import_module(f"{__name__}.{where[name]}"), name)
     raise AttributeError(name)
+
+
+# PyTensor finds a BLAS by the library names of conda's and Debian's reference packages
+# (cblas, or openblas with gfortran); Debian's OpenBLAS (libopenblas-dev, which `make setup`
+# installs) is linked by `-lblas` alone, so PyTensor warns its C ops will be "severely
+# degraded" and runs gemm without BLAS although the library is there. Say the flag, unless
+# the user configured PyTensor themselves.
+_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+
+
+def _blas_flags() -> None:
+    flags = os.environ.get("PYTENSOR_FLAGS", "")
+    if "blas__ldflags" in flags or os.environ.get("PYTENSORRC") or (Path.home() / ".pytensorrc").exists():
+        return
+    if any((Path(d) / "libblas.so").exists() for d in _LIB_DIRS):
+        os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, "blas__ldflags=-lblas") if f)
+
+
+_blas_flags()

@@ -34,23 +34,38 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise ConfigError(name, v, f"an integer >= {lo}")
     use = "nutpie" if sampler == "nutpie" or (sampler == "auto" and _nutpie_available()) else "pymc"
+    from ..sweep.progress import shown, timed
+    bar = shown() and _live_display()
     t0 = time.perf_counter()
     if use == "nutpie":
         import nutpie
         with _own_tempdir():
-            compiled = nutpie.compile_pymc_model(model, var_names=var_names)
+            with timed("compiling the model (nutpie)", quiet=not shown()):
+                compiled = nutpie.compile_pymc_model(model, var_names=var_names)
             t1 = time.perf_counter()
-            idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
-                                  seed=seed, progress_bar=False, target_accept=target_accept)
+            with timed(f"sampling: {chains} chains x ({tune} tune + {draws} draws)",
+                       quiet=not shown() or bar):
+                idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
+                                      seed=seed, progress_bar=bar, target_accept=target_accept)
     else:
         import pymc as pm
         t1 = t0
-        with model:
+        # PyMC compiles inside pm.sample; its bar starts when sampling does
+        with timed(f"compiling the model and sampling (PyMC): {chains} chains x ({tune} tune + "
+                   f"{draws} draws)", quiet=not shown()), model:
             idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
-                              progressbar=False, target_accept=target_accept,
+                              progressbar=bar, target_accept=target_accept,
                               compute_convergence_checks=False)
     t2 = time.perf_counter()
     return idata, {"sampler": use, "compile_s": t1 - t0, "sample_s": t2 - t1}
+
+
+def _live_display() -> bool:
+    """A sampler's own live bar only where it redraws in place (a terminal or Jupyter);
+    in a log it would be hundreds of lines, so there the phases are lines with times."""
+    import sys
+    from ..sweep.progress import _in_jupyter
+    return _in_jupyter() or sys.stderr.isatty()
 
 
 @contextlib.contextmanager
