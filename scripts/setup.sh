@@ -14,10 +14,11 @@ PY=$VENV/bin/python
 STAMP=$VENV/.abtlab-installed
 # the guest's kernel build (linux-source-6.1 and the toolchain), installed first so that
 # the build starts while the rest installs; then real-kernel runs, tracing, FUSE disk,
-# screenshots, and the guest's initramfs (busybox, cpio) and qemu
+# screenshots, the guest's initramfs (busybox, cpio) and qemu, and a BLAS PyTensor's C ops
+# link (libopenblas-dev: -lblas)
 KERNEL_DEBS=(build-essential bc bison flex libelf-dev libssl-dev lz4 perl linux-source-6.1)
 DEBS=(e2fsprogs util-linux fio strace psmisc fuse3 libfuse3-dev pkg-config chromium
-      "${KERNEL_DEBS[@]}" busybox-static cpio qemu-system-x86)
+      "${KERNEL_DEBS[@]}" busybox-static cpio qemu-system-x86 libopenblas-dev)
 t_all=$(date +%s)
 log_dir=$(mktemp -d /tmp/abtlab-setup.XXXXXX)
 
