@@ -12,7 +12,8 @@ def register(sub):
     c.add_argument("dest")
     c.add_argument("--overwrite", action="store_true", help="replace notebooks already there")
     c.set_defaults(func=_copy)
-    k = lsub.add_parser("check", help="run every lab (no predictions) into an HTML report")
+    k = lsub.add_parser("check", help="run every lab into an HTML report that opens with its "
+                        "answer key: what each lab measured here and which predictions it grades correct")
     k.add_argument("--out", required=True)
     k.add_argument("--real", action="store_true",
                    help="data=auto: the real kernel where root and loop devices are available")
@@ -38,11 +39,25 @@ def _copy(args):
 
 
 def _check(args):
-    from ..present.classroom import lab_notebooks
-    from ..present.report import Item, run_batch
+    import os
+    from ..present.classroom import ANSWER_KEY_ENV, lab_notebooks
+    from ..present.report import Item, answers, run_batch
     data = "auto" if args.real else "sim"
     items = [Item(p, {"data": data}) for p in lab_notebooks()]
-    outcomes, index = run_batch(items, args.out, workers=args.workers, title="abtlab classroom labs")
+    before = os.environ.get(ANSWER_KEY_ENV)
+    os.environ[ANSWER_KEY_ENV] = "1"      # inherited by the kernels: checks give the key
+    try:
+        outcomes, index = run_batch(items, args.out, workers=args.workers,
+                                    title="abtlab classroom labs: answer key")
+    finally:
+        if before is None:
+            os.environ.pop(ANSWER_KEY_ENV, None)
+        else:
+            os.environ[ANSWER_KEY_ENV] = before
+    for o in outcomes:
+        print(f"{o.item.notebook.stem}:")
+        for line in (answers(o.ipynb) if o.ipynb else []) or [f"  {o.status}: {o.error[-200:]}"]:
+            print(f"  {line}")
     failed = sum(o.status != "ok" for o in outcomes)
     print(f"report: {index} ({len(outcomes) - failed} ok, {failed} failed)")
     return 1 if failed else 0

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-__all__ = ["Feedback", "check_change", "check_choice", "check_number", "measured_change",
+__all__ = ["Feedback", "ANSWER_KEY_ENV", "check_change", "check_choice", "check_number", "measured_change",
            "paper_comparison", "lab_notebooks", "copy_labs", "WORDS", "PAPER"]
 
 PAPER = "Chang, Li, Grove and Cameron, MASCOTS 2014"
@@ -32,14 +32,26 @@ WORDS = {"up": ("faster", "higher", "more", "up", "increase", "larger"),
          "same": ("same", "unchanged", "no change", "equal")}
 
 
+# set by `abtlab lab check`: a check without a prediction gives the answer key (what was
+# measured and which predictions it grades correct) instead of asking for one; a student
+# running the lab never sees it before predicting
+ANSWER_KEY_ENV = "ABTLAB_ANSWER_KEY"
+
+
+def _answer_key() -> bool:
+    import os
+    return os.environ.get(ANSWER_KEY_ENV, "") not in ("", "0", "off")
+
+
 @dataclass
 class Feedback:
     ok: bool | None            # None: no prediction written yet
     message: str
+    key: bool = False          # the answer key (lab check), not a prompt to predict
 
     def __str__(self):
         mark = {True: "CORRECT", False: "NOT QUITE", None: "NO PREDICTION YET"}[self.ok]
-        return f"[{mark}] {self.message}"
+        return f"[{'ANSWER KEY' if self.key else mark}] {self.message}"
 
 
 def _meaning(word, field):
@@ -71,13 +83,16 @@ def check_change(prediction, before, after, what, ci=None, tol=0.05, why="") -> 
     why: a hint shown when the prediction misses (a string), or one explanation per
     measured direction (a dict with keys "up", "down", "same"): the one for what was
     measured is shown with either verdict, so a hint never argues against the data."""
-    if prediction is None:
+    if prediction is None and not _answer_key():
         return Feedback(None, f"write your prediction for {what} in the parameters cell, then re-run")
-    pred = _meaning(prediction, "prediction")
     got = measured_change(before, after, ci, tol)
     ratio = after / before if before else math.nan
     ci_txt = f", 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else ""
     seen = f"{what}: {before:.4g} -> {after:.4g} (x{ratio:.2f}{ci_txt}), measured change: {got}"
+    if prediction is None:
+        graded = ", ".join(repr(w) for w in WORDS[got])
+        return Feedback(None, f"{seen}; graded correct: {graded}.", key=True)
+    pred = _meaning(prediction, "prediction")
     if isinstance(why, dict):
         missing = {"up", "down", "same"} - set(why)
         if missing:
@@ -123,6 +138,10 @@ def paper_comparison(ds, f_low, f_high, policy="ext4", level=0.95) -> str:
 
 def check_number(prediction, measured, what, rel_tol=0.25, why="") -> Feedback:
     """A predicted number within rel_tol of the measured one."""
+    if prediction is None and _answer_key():
+        lo, hi = sorted((measured * (1 - rel_tol), measured * (1 + rel_tol)))
+        return Feedback(None, f"{what}: measured {measured:.4g}; graded correct: an estimate "
+                        f"from {lo:.4g} to {hi:.4g} (within {rel_tol:.0%}).", key=True)
     if prediction is None:
         return Feedback(None, f"write your estimate of {what} in the parameters cell, then re-run")
     if not isinstance(prediction, (int, float)) or isinstance(prediction, bool):
@@ -136,6 +155,10 @@ def check_number(prediction, measured, what, rel_tol=0.25, why="") -> Feedback:
 
 def check_choice(prediction, measured, choices, what, why="") -> Feedback:
     """A predicted option (e.g. a delay window) against the measured best one."""
+    if prediction is None and _answer_key():
+        shown = f"{measured:g}" if isinstance(measured, (int, float, np.number)) else repr(measured)
+        return Feedback(None, f"{what}: the measurement says {shown}; graded correct: "
+                        f"{shown} (of {list(choices)}).", key=True)
     if prediction is None:
         return Feedback(None, f"choose {what} among {list(choices)} in the parameters cell, then re-run")
     if prediction not in choices:

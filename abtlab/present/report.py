@@ -23,10 +23,11 @@ from .. import about
 from ..errors import ConfigError
 
 __all__ = ["Item", "Outcome", "execute", "run_batch", "load_grid", "write_index",
-           "notebook_parameters", "parse_value", "NOTEBOOK_DIR", "STATIC_ENV"]
+           "notebook_parameters", "parse_value", "answers", "NOTEBOOK_DIR", "STATIC_ENV"]
 
 NOTEBOOK_DIR = about.NOTEBOOKS
 STATIC_ENV = "ABTLAB_STATIC"      # set in executed kernels: widgets draw static figures
+PROGRESS_ENV = "ABTLAB_PROGRESS"  # "off" in executed kernels (abtlab.sweep.progress)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -131,8 +132,10 @@ def execute(item: Item, out, timeout: int = 900) -> Outcome:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ipynb, page = out / f"{item.name}.ipynb", out / f"{item.name}.html"
-    before = os.environ.get(STATIC_ENV)
-    os.environ[STATIC_ENV] = "1"            # inherited by the kernel
+    # inherited by the kernel: widgets draw static figures, and no progress lands in the
+    # page (the batch prints a line per notebook itself)
+    before = {k: os.environ.get(k) for k in (STATIC_ENV, PROGRESS_ENV)}
+    os.environ.update({STATIC_ENV: "1", PROGRESS_ENV: "off"})
     t0 = time.monotonic()
     error = ""
     try:
@@ -145,10 +148,11 @@ def execute(item: Item, out, timeout: int = 900) -> Outcome:
     except Exception as exc:                 # kernel died, timeout, bad notebook: report it
         error = f"{type(exc).__name__}: {exc}"
     finally:
-        if before is None:
-            os.environ.pop(STATIC_ENV, None)
-        else:
-            os.environ[STATIC_ENV] = before
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     seconds = time.monotonic() - t0
     html_path = _to_html(ipynb, page) if ipynb.exists() else None
     return Outcome(item, "failed" if error else "ok", seconds, ipynb if ipynb.exists() else None,
@@ -186,6 +190,9 @@ def run_batch(items, out, workers: int = 2, title: str = "abtlab report", timeou
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     real = {it.name for it in items if is_real_io(it)}
+    if progress:
+        progress(f"running {len(items)} notebook{'s' * (len(items) > 1)} ({len(real)} with real I/O "
+                 f"alone, the others {workers} at a time); a line as each ends")
     done: dict[str, Outcome] = {}
     for it in (i for i in items if i.name in real):
         done[it.name] = _report(execute(it, out, timeout), progress, real=True)
@@ -205,9 +212,41 @@ def _report(o: Outcome, progress, real=False) -> Outcome:
     return o
 
 
+# lines a notebook prints as its answer: a study's "Answer: ..." (abtlab.present.answers),
+# a lab's graded checks and, under `abtlab lab check`, its answer key
+ANSWER_MARKS = ("Answer:", "[ANSWER KEY]", "[CORRECT]", "[NOT QUITE]")
+
+
+def answers(ipynb) -> list[str]:
+    """The answer lines an executed notebook printed, in cell order."""
+    import nbformat
+    found = []
+    for cell in nbformat.read(ipynb, as_version=4).cells:
+        for o in cell.get("outputs", []):
+            text = o.get("text", "") if o.get("output_type") == "stream" else \
+                o.get("data", {}).get("text/plain", "")
+            found += [ln.strip() for ln in str(text).splitlines() if ln.strip().startswith(ANSWER_MARKS)]
+    return found
+
+
+def _answers_section(outcomes) -> str:
+    """What each notebook found, first: its answer lines, or why it has none."""
+    items = []
+    for o in outcomes:
+        got = answers(o.ipynb) if o.ipynb else []
+        if o.status != "ok":
+            got.append(f"failed: {o.error[-300:]}")
+        lines = "".join(f"<li>{html.escape(a)}</li>" for a in got) or "<li>(no answer printed)</li>"
+        link = f'<a href="{html.escape(o.html.name)}">{html.escape(o.item.name)}</a>' if o.html \
+            else html.escape(o.item.name)
+        items.append(f"<li>{link}<ul>{lines}</ul></li>")
+    return f"<ul class='answers'>{''.join(items)}</ul>"
+
+
 def write_index(outcomes, out, title="abtlab report", lead=()) -> Path:
-    """out/index.html: one row per outcome (links, parameters, status, time, error),
-    after the (heading, trusted html) sections of `lead`."""
+    """out/index.html: the answers each notebook printed first, then one row per outcome
+    (links, parameters, status, time, error), after the (heading, trusted html) sections
+    of `lead`."""
     rows = []
     for o in outcomes:
         link = (f'<a href="{html.escape(o.html.name)}">{html.escape(o.item.name)}</a>'
@@ -223,7 +262,8 @@ def write_index(outcomes, out, title="abtlab report", lead=()) -> Path:
             f"its data was measured, emulated or simulated.</p><table><tr><th>report</th><th>notebook</th>"
             f"<th>parameters</th><th>status</th><th>run time</th><th>error</th></tr>{''.join(rows)}</table>")
     from .html import write_page
-    page = write_page(Path(out) / "index.html", title, [*lead, ("Notebooks", body)])
+    page = write_page(Path(out) / "index.html", title,
+                      [("Answers", _answers_section(outcomes)), *lead, ("Notebooks", body)])
     page.write_text(page.read_text().replace(
         "</style>", "tr.failed{background:#fdd} tr.ok{background:#efe} td{text-align:left}"
                     " pre{white-space:pre-wrap;margin:0}</style>", 1))

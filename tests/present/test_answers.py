@@ -1,0 +1,93 @@
+"""Answer-first pages: each study notebook opens with its answer (a package function that
+prints it in a sentence), `abtlab report`'s index opens with what each notebook answered,
+and `abtlab lab check` gives each lab's answer key instead of "[NO PREDICTION YET]"."""
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from abtlab.present import answers, classroom
+from abtlab.present.report import NOTEBOOK_DIR, Item, Outcome, write_index
+from abtlab.stats import slowdown
+from tests.run_data import make_run
+
+STUDIES = sorted(NOTEBOOK_DIR.glob("0*.ipynb"))
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.stem)
+def test_study_notebook_opens_with_its_answer(path):
+    """A markdown '## The answer' and, right after it, the first code cell past the
+    parameters and imports, which calls abtlab.present.answers once."""
+    cells = nbformat.read(path, as_version=4).cells
+    code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
+    params = next(i for i in code if "parameters" in cells[i].metadata.get("tags", []))
+    imports = next(i for i in code if "from abtlab.present import answers" in cells[i].source)
+    assert imports == next(i for i in code if i > params)          # imports come right after
+    first = next(i for i in code if i > imports)
+    assert cells[first - 1].cell_type == "markdown"
+    assert cells[first - 1].source.startswith("## The answer")
+    calls = [ln for ln in cells[first].source.splitlines() if ln.startswith("answers.")]
+    assert len(calls) == 1 and "(" in calls[0]
+
+
+def test_slowdown_answer_is_a_sentence_from_the_data(capsys):
+    ds = make_run({"ext4": 0.5, "nojc": 1.0}, reps=8, rsd=0.02, threads=(256,))
+    answers.slowdown(ds)
+    out = capsys.readouterr().out.strip()
+    sd = slowdown(ds).sel(freq_ghz=3.3, threads=256)
+    r = float(sd.ratio.sel(policy="ext4"))
+    assert out.startswith("Answer: throughput at 3.3 GHz over 1.6 GHz (SIMULATED)")
+    assert f"ext4: x{r:.2f} [" in out and "slower at the faster clock" in out
+    assert "1 of 2 configurations are slower" in out
+
+
+def test_lab_check_without_prediction_gives_the_answer_key(monkeypatch):
+    kw = dict(before=2.0, after=1.0, what="throughput", ci=(0.4, 0.6))
+    monkeypatch.delenv(classroom.ANSWER_KEY_ENV, raising=False)
+    assert str(classroom.check_change(None, **kw)).startswith("[NO PREDICTION YET]")
+    monkeypatch.setenv(classroom.ANSWER_KEY_ENV, "1")
+    key = str(classroom.check_change(None, **kw))
+    assert key.startswith("[ANSWER KEY] throughput: 2 -> 1 (x0.50")
+    assert "measured change: down; graded correct: 'slower'" in key
+    assert "graded correct: an estimate from 0.425 to 0.575" in str(
+        classroom.check_number(None, 0.5, "ratio", rel_tol=0.15))
+    assert "graded correct: 16 (of [0, 1, 16])" in str(classroom.check_choice(None, 16.0, [0, 1, 16], "window"))
+    # a written prediction is graded as before
+    assert str(classroom.check_change("slower", **kw)).startswith("[CORRECT]")
+
+
+def _executed(tmp_path, name, lines):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(...)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n")]
+    nb.cells = [cell]
+    p = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, p)
+    return p
+
+
+def test_index_opens_with_the_answers(tmp_path):
+    nb = NOTEBOOK_DIR / "01_slowdown.ipynb"
+    ok = Outcome(Item(nb, name="one"), "ok", 3.0,
+                 _executed(tmp_path, "one", ["backend=sim", "Answer: ext4: x0.53 [0.45, 0.61]"]))
+    bad = Outcome(Item(nb, name="two"), "failed", 1.0, None, error="RunError: no disk")
+    page = write_index([ok, bad], tmp_path).read_text()
+    assert page.index("<h2>Answers</h2>") < page.index("<h2>Notebooks</h2>")
+    answers_part = page[page.index("<h2>Answers</h2>"):page.index("<h2>Notebooks</h2>")]
+    assert "Answer: ext4: x0.53 [0.45, 0.61]" in answers_part and "backend=sim" not in answers_part
+    assert "failed: RunError: no disk" in answers_part
+
+
+@pytest.mark.slow
+def test_lab_check_prints_and_indexes_each_labs_answer_key(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "abtlab", "lab", "check", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "NO PREDICTION YET" not in out.stdout
+    assert out.stdout.count("[ANSWER KEY]") >= 3 and "graded correct:" in out.stdout
+    page = (tmp_path / "index.html").read_text()
+    first = page[page.index("<h2>Answers</h2>"):page.index("<h2>Notebooks</h2>")]
+    assert first.count("[ANSWER KEY]") >= 3
+    assert "NO PREDICTION YET" not in Path(tmp_path / "lab_1_faster_cpu__data-sim.html").read_text()
