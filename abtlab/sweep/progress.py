@@ -78,7 +78,8 @@ class Progress:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._bar = None
-        self._last_line, self._last_text = -math.inf, ""
+        self._last_line, self._last_text, self._lined_phase = -math.inf, "", None
+        self._ended = False           # the last line is out: nothing after it
         self._thread = None
         if not self.quiet:
             self._thread = threading.Thread(target=self._tick, daemon=True, name="abtlab-progress")
@@ -109,7 +110,7 @@ class Progress:
             self._phase_fn = what if callable(what) else None
             self._group = {"t0": time.monotonic(), "runs": runs, "first": None} if runs else None
             self._phase = what if isinstance(what, str) else self._poll_text()
-            self._draw(force_line=True)
+            self._draw()
         try:
             yield self
         finally:
@@ -193,9 +194,10 @@ class Progress:
         n = self.done + self._inner
         return f"{self.label} {n}/{self.total} runs, {self._phase[:60]} | {_fmt_s(el)}, {eta_s}", n, eta_s
 
-    def _draw(self, final=False, force_line=False):
-        if self.quiet:
+    def _draw(self, final=False):
+        if self.quiet or (self._ended and self.done >= self.total):   # (an adaptive rule may add runs)
             return
+        self._ended = final
         text, n, eta_s = self._text()
         if _in_jupyter():
             self._draw_widget(n, eta_s, final)
@@ -206,12 +208,13 @@ class Progress:
                               + ("\n" if final else ""))
             self.stream.flush()
         else:
+            # a line per phase (a run's own note is not one) and one every LINE_EVERY between
             now = time.monotonic()
-            new_phase = text.split(" | ")[0] != self._last_text.split(" | ")[0]
-            if final or (force_line and new_phase) or now - self._last_line >= LINE_EVERY:
+            changed = self._phase != self._lined_phase and not self._phase.startswith("running")
+            if final or changed or now - self._last_line >= LINE_EVERY:
                 self.stream.write(text + "\n")
                 self.stream.flush()
-                self._last_line = now
+                self._last_line, self._lined_phase = now, self._phase
         self._last_text = text
 
     def _draw_widget(self, n, eta_s, final):

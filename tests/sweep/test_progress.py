@@ -155,3 +155,20 @@ def test_jupyter_draws_a_tqdm_bar_with_the_phase_and_honest_eta(monkeypatch):
         assert p._bar is None                            # closed when the runs are done
     finally:
         p.close()
+
+
+def test_a_log_gets_a_line_per_phase_not_per_run(clock):
+    out = io.StringIO()
+    p = Progress(100, "sim", stream=out)
+    try:
+        with p.phase("warm-up (1 discarded run)", counts=False):
+            pass
+        for k in range(99):
+            p.step(f"point {k}")
+        assert out.getvalue().count("\n") == 1                    # the warm-up's line only
+        p.step("last")
+        p._draw()                                                  # a tick after the end
+        lines = out.getvalue().splitlines()
+        assert len(lines) == 2 and lines[-1].startswith("sim 100/100 runs")
+    finally:
+        p.close()
