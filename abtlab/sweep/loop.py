@@ -211,7 +211,8 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
             with prog.phase(f"warm-up ({warmup} discarded run{'s' * (warmup > 1)})", counts=False):
                 for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
                     pass
-        _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed)
+        with prog.phase("running"):
+            _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed)
     except RunError as exc:
         raise RunError(f"{be.name}: {exc}") from exc
     finally:
