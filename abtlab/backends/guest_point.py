@@ -276,7 +276,7 @@ def run_batch(items, machine, workdir, timeout=None) -> list:
     machine = parse_machine(machine)
     built = [guest_run(a, p, c, d, machine, i) for i, (a, p, c, d) in enumerate(items, 1)]
     ctx0 = items[0][2]
-    from ..sweep.progress import phase
+    from ..progress import phase
     with phase(BootWatch(workdir, len(built), machine.label), runs=len(built)):
         res = guest.boot_batch([r for r, _ in built], machine, workdir, events=_events(),
                                timeout=float(timeout or ctx0.options.get("guest_timeout", 600)))

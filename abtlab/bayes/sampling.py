@@ -34,7 +34,7 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise ConfigError(name, v, f"an integer >= {lo}")
     use = "nutpie" if sampler == "nutpie" or (sampler == "auto" and _nutpie_available()) else "pymc"
-    from ..sweep.progress import shown, timed
+    from ..progress import shown, timed
     bar = shown() and _live_display()
     t0 = time.perf_counter()
     if use == "nutpie":
@@ -64,7 +64,7 @@ def _live_display() -> bool:
     """A sampler's own live bar only where it redraws in place (a terminal or Jupyter);
     in a log it would be hundreds of lines, so there the phases are lines with times."""
     import sys
-    from ..sweep.progress import _in_jupyter
+    from ..progress import _in_jupyter
     return _in_jupyter() or sys.stderr.isatty()
 
 

@@ -27,7 +27,7 @@ __all__ = ["Item", "Outcome", "execute", "run_batch", "load_grid", "write_index"
 
 NOTEBOOK_DIR = about.NOTEBOOKS
 STATIC_ENV = "ABTLAB_STATIC"      # set in executed kernels: widgets draw static figures
-PROGRESS_ENV = "ABTLAB_PROGRESS"  # "off" in executed kernels (abtlab.sweep.progress)
+PROGRESS_ENV = "ABTLAB_PROGRESS"  # "off" in executed kernels (abtlab.progress)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

@@ -29,7 +29,7 @@ from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
 from ..factors.typed import typed_levels
 from .executor import Task, make_executor
-from .progress import Progress
+from ..progress import Progress
 
 __all__ = ["expand", "run", "run_seed", "Reps", "ORDERS"]
 

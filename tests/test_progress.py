@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from abtlab.sweep import progress as progress_mod
-from abtlab.sweep.progress import Progress
+from abtlab import progress as progress_mod
+from abtlab.progress import Progress
 
 
 class Clock:
