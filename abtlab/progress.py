@@ -113,10 +113,14 @@ class Progress:
             self._draw()
         try:
             yield self
+        except BaseException:
+            with self._lock:
+                self._inner = 0        # what it saw finish will not arrive
+            raise
         finally:
             with self._lock:
+                # the runs seen finishing inside stay counted until their steps arrive
                 self._phase, self._phase_fn, self._group, self._counting = prev
-                self._inner = 0
 
     def close(self):
         self._stop.set()
@@ -192,7 +196,9 @@ class Progress:
         eta = self.eta()
         eta_s = "ETA ?" if eta is None else f"ETA {_fmt_s(eta)}"
         n = self.done + self._inner
-        return f"{self.label} {n}/{self.total} runs, {self._phase[:60]} | {_fmt_s(el)}, {eta_s}", n, eta_s
+        what = self._phase if self._counting or self._phase.startswith("warm-up") \
+            else f"warm-up: {self._phase}"
+        return f"{self.label} {n}/{self.total} runs, {what[:70]} | {_fmt_s(el)}, {eta_s}", n, eta_s
 
     def _draw(self, final=False):
         if self.quiet or (self._ended and self.done >= self.total):   # (an adaptive rule may add runs)

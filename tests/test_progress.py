@@ -172,3 +172,29 @@ def test_a_log_gets_a_line_per_phase_not_per_run(clock):
         assert len(lines) == 2 and lines[-1].startswith("sim 100/100 runs")
     finally:
         p.close()
+
+
+def test_runs_seen_inside_a_boot_stay_counted_until_they_arrive(clock):
+    """After the boot's phase ends its points are still done, not back to 0/n."""
+    seen = {"k": 0}
+    p = Progress(4, "iozone", stream=io.StringIO())
+    try:
+        with p.phase(lambda: ("in the guest", seen["k"]), runs=4):
+            clock.t, seen["k"] = 30.0, 4
+            p._poll_text()
+        assert p._text()[0].startswith("iozone 4/4 runs")
+        for _ in range(4):
+            p.step(n=1)
+        assert p.done == 4 and p._inner == 0
+    finally:
+        p.close()
+
+
+def test_a_boot_inside_the_warm_up_says_so(clock):
+    p = Progress(4, "iozone", stream=io.StringIO())
+    try:
+        with p.phase("warm-up (1 discarded run)", counts=False):
+            with p.phase(lambda: ("boot of the guest (guest) and point 1/1", 0), runs=1):
+                assert "runs, warm-up: boot of the guest" in p._text()[0]
+    finally:
+        p.close()
