@@ -172,10 +172,11 @@ def _qemu():
 
 
 def _kernel_key(kernel_dir: Path) -> str:
-    """The cache folder build-kernel.sh builds the 6.1 guest in: the series, config and
-    build.env hashed in its order."""
+    """The cache folder build-kernel.sh builds the 6.1 guest in: the series, the disk
+    model null_blk includes, config and build.env hashed in its order."""
     h = hashlib.sha256()
-    for name in ("delayjc.patch", "legacy.patch", "guest.config", "build.env"):
+    for name in ("delayjc.patch", "legacy.patch", "nullblk-disk.patch", "../include/abt_disk.h",
+                 "guest.config", "build.env"):
         h.update((kernel_dir / name).read_bytes())
     return h.hexdigest()[:16]
 

@@ -62,6 +62,8 @@ class NullBlk:
     blocksize: int = 4096
     model: str = "memory disk, no latency"
     max_sectors: int = 2560
+    disk_model: str = ""      # a profile of abt_disk.h: it times each request (nullblk-disk.patch)
+    disk_fixed_ns: int = 0
 
     def settings(self, index: int) -> list[tuple[str, str]]:
         """What the guest's /init writes to make the disk (DISK_ATTRS)."""
@@ -69,18 +71,25 @@ class NullBlk:
 
     def configfs(self, index: int) -> list[tuple[str, str]]:
         """(attribute, value) to write under /sys/kernel/config/nullb/<dev>/, in order."""
-        timed = self.completion_nsec > 0
+        timed = self.completion_nsec > 0 or bool(self.disk_model)
         items = [("index", index), ("size", self.size_mb), ("blocksize", self.blocksize),
                  ("memory_backed", 1), ("queue_mode", 2), ("submit_queues", 1),
                  ("hw_queue_depth", self.hw_queue_depth), ("irqmode", 2 if timed else 0),
                  ("completion_nsec", self.completion_nsec), ("mbps", self.mbps),
                  ("cache_size", self.cache_mb), ("max_sectors", self.max_sectors)]
+        if self.disk_model:   # disk_fixed_ns first: disk_model reads it when set
+            items += [("disk_fixed_ns", self.disk_fixed_ns), ("disk_model", self.disk_model)]
         return [(k, str(v)) for k, v in items]
 
     def describe(self) -> dict:
+        # with a drive model, null_blk's own latency and cap are off and not listed: a
+        # reader of completion_nsec (sim.calibration.guest_device) must not see 0 as the disk
+        timing = (f"disk_model={self.disk_model} disk_fixed_ns={self.disk_fixed_ns}"
+                  if self.disk_model else
+                  f"irqmode={2 if self.completion_nsec else 0} "
+                  f"completion_nsec={self.completion_nsec} mbps={self.mbps}")
         return {"device": f"null_blk in the guest: {self.model}",
-                "guest_disk": (f"null_blk memory_backed=1 irqmode={2 if self.completion_nsec else 0} "
-                               f"completion_nsec={self.completion_nsec} mbps={self.mbps} "
+                "guest_disk": (f"null_blk memory_backed=1 {timing} "
                                f"hw_queue_depth={self.hw_queue_depth} cache_size={self.cache_mb}MiB "
                                f"max_sectors={self.max_sectors}")}
 
@@ -125,7 +134,20 @@ def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None
         return disk
     if depth != 1:
         raise ConfigError("--machine guest:depth", depth, "depth=1 with kernel=3.4.2")
+    if disk.disk_model and disk.disk_model != "fixed":   # brd has no drive model yet
+        disk = _legacy_latency(parse_profile(profile) if isinstance(profile, str) else profile,
+                               size_mb, depth)
     return Brd(size_mb, disk.completion_nsec, disk.mbps, disk.model)
+
+
+def _legacy_latency(prof: Profile, size_mb: int, depth: int) -> NullBlk:
+    """Every request and flush the profile's average positioning; transfer capped."""
+    pos_us = prof.seek_us + prof.rotation_us
+    return NullBlk(size_mb, pos_us * 1000, int(prof.bw_mbps), depth, CACHE_MB,
+                   model=f"{prof.name}: every request and flush {pos_us} us "
+                         f"(seek {prof.seek_us} + rotation {prof.rotation_us}), "
+                         f"transfer at {prof.bw_mbps} MB/s"
+                         + (" (not the host's drive model)" if prof.disk else ""))
 
 
 def _null_blk(profile, size_mb: int, depth: int, mem_mb: int | None) -> NullBlk:
@@ -138,14 +160,13 @@ def _null_blk(profile, size_mb: int, depth: int, mem_mb: int | None) -> NullBlk:
         return NullBlk(size_mb, prof.fixed_ns, 0, depth, CACHE_MB,
                        model=f"{prof.name}: every request and flush {prof.fixed_ns} ns, "
                              f"whatever its size")
+    if prof.kind == "latency" and prof.disk:
+        # the host's drive model, in the guest's null_blk on the guest's clock
+        return NullBlk(size_mb, 0, 0, depth, CACHE_MB, disk_model=prof.disk,
+                       model=f"{prof.name}: the abt_disk.h drive model times each request "
+                             f"(as abt-slowdisk on the host)")
     if prof.kind == "latency":
-        pos_us = prof.seek_us + prof.rotation_us
-        # the host runs abt_disk.h for prof.disk; this guest disk still charges averages
-        return NullBlk(size_mb, pos_us * 1000, int(prof.bw_mbps), depth, CACHE_MB,
-                       model=f"{prof.name}: every request and flush {pos_us} us "
-                             f"(seek {prof.seek_us} + rotation {prof.rotation_us}), "
-                             f"transfer at {prof.bw_mbps} MB/s"
-                             + (" (not the host's drive model)" if prof.disk else ""))
+        return _legacy_latency(prof, size_mb, depth)
     iops = max(prof.write_iops, prof.read_iops)
     bps = max(prof.write_bps, prof.read_bps)
     if not iops and not bps:

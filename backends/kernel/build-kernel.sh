@@ -1,6 +1,9 @@
 #!/bin/bash
+# (Edit by writing a new file and renaming it over this one: a running build reads this
+# file as it goes, and an edit in place changes what it reads next.)
 # Build the guest bzImage: Debian's linux-source-6.1 + the patch series (delayjc.patch,
-# then legacy.patch) + guest.config, built as build.env says. Cached under $ABTLAB_KERNEL_CACHE (default
+# legacy.patch, then nullblk-disk.patch, which includes ../include/abt_disk.h, copied
+# into the tree) + guest.config, built as build.env says. Cached under $ABTLAB_KERNEL_CACHE (default
 # /var/cache/abtlab/kernel) in a folder named by a hash of the series, config and build.env, so
 # a machine builds each variant once. Links out/bzImage.
 # Exit 3: a needed Debian package is missing and cannot be installed (reason on stderr).
@@ -9,8 +12,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${ABTLAB_KERNEL_CACHE:-/var/cache/abtlab/kernel}
 # nproc alone obeys OMP_NUM_THREADS, which numerical libraries set to 1 under test runners
 jobs=${ABTLAB_KERNEL_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}
-series=(delayjc.patch legacy.patch)  # applied in this order
-key=$(cd "$here" && cat "${series[@]}" guest.config build.env | sha256sum | cut -c1-16)
+series=(delayjc.patch legacy.patch nullblk-disk.patch)  # applied in this order
+disk_h="$here/../include/abt_disk.h"   # the disk model null_blk times requests with
+key=$(cd "$here" && cat "${series[@]}" "$disk_h" guest.config build.env | sha256sum | cut -c1-16)
 . "$here/build.env"
 mkdir -p "$cache" "$here/out"
 
@@ -53,6 +57,8 @@ if [ $same -eq 0 ]; then
         cp "$here/${series[$i]}" ".abtlab-applied/$(printf %02d $((i + 1))).patch"
     done
 fi
+
+cp "$disk_h" drivers/block/null_blk/abt_disk.h
 
 log="$cache/build-$key.log"
 {

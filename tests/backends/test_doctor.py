@@ -109,7 +109,8 @@ def test_qemu_is_the_one_qemu_sh_would_pick(tmp_path, monkeypatch):
 
 
 def test_kernel_cache_key_is_build_kernel_sh_s(tmp_path, monkeypatch):
-    key = subprocess.run("cat delayjc.patch legacy.patch guest.config build.env | sha256sum | cut -c1-16",
+    key = subprocess.run("cat delayjc.patch legacy.patch nullblk-disk.patch ../include/abt_disk.h "
+                         "guest.config build.env | sha256sum | cut -c1-16",
                          shell=True, cwd=KERNEL, capture_output=True, text=True, check=True).stdout.strip()
     assert doctor._kernel_key(KERNEL) == key
     monkeypatch.setenv("ABTLAB_KERNEL_CACHE", str(tmp_path))

@@ -1,0 +1,38 @@
+"""Which disk the guests get for each device profile: the drive model in 6.1's null_blk
+(nullblk-disk.patch), the fixed latency on 3.4.2's brd, fixed:<time> as it says."""
+from __future__ import annotations
+
+import pytest
+
+from abtlab.system import guest_disk
+
+
+@pytest.mark.parametrize("profile", ["hdd7200", "hdd7200-nocache", "ssd-sata"])
+def test_named_profiles_run_the_drive_model_in_null_blk(profile):
+    d = guest_disk.for_profile(profile, 256)
+    attrs = d.configfs(3)
+    names = [k for k, _ in attrs]
+    assert dict(attrs)["disk_model"] == profile and dict(attrs)["irqmode"] == "2"
+    # null_blk's own latency and bandwidth cap are off: the model times every request
+    assert dict(attrs)["completion_nsec"] == "0" and dict(attrs)["mbps"] == "0"
+    assert dict(attrs)["cache_size"] != "0"   # the device says it has a volatile cache
+    assert names.index("disk_fixed_ns") < names.index("disk_model")
+    assert f"disk_model={profile}" in d.describe()["guest_disk"]
+
+
+def test_fixed_profile_is_null_blk_s_own_timer():
+    d = guest_disk.for_profile("fixed:12.67ms", 256)
+    attrs = dict(d.configfs(0))
+    assert (attrs["completion_nsec"], attrs["mbps"], attrs["irqmode"]) == ("12670000", "0", "2")
+    assert "disk_model" not in attrs
+
+
+def test_3_4_2_keeps_the_fixed_latency():
+    d = guest_disk.for_profile("hdd7200", 256, kernel="3.4.2")
+    assert (d.completion_nsec, d.mbps) == (12_667_000, 125)
+    assert "not the host's drive model" in d.describe()["device"]
+
+
+def test_profiles_without_a_model_write_no_model_attributes():
+    for p in ("none", "latency:seek=1,rot=1,bw=5,flush=1", "iops=100"):
+        assert "disk_model" not in dict(guest_disk.for_profile(p, 256).configfs(0))
