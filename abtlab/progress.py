@@ -96,7 +96,7 @@ class Progress:
                 self._finished(self.done)
             if self._phase_fn is None:
                 self._phase = "running" + (f": {note}" if note else "")
-            self._draw(final=self.done >= self.total)
+            self._draw()
 
     @contextlib.contextmanager
     def phase(self, what, runs: int | None = None, counts: bool = True):
@@ -123,16 +123,18 @@ class Progress:
                 self._phase, self._phase_fn, self._group, self._counting = prev
 
     def close(self):
+        """The last line (its newline on a terminal), once: the work is over."""
         self._stop.set()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
         with self._lock:
+            if self._last_text:          # nothing shown yet: a run too short to need one
+                self._phase_fn = None
+                self._phase = "done" if self.done >= self.total else "stopped"
+                self._draw(final=True)
             if self._bar is not None:
                 self._bar.close()
                 self._bar = None
-            elif not self.quiet and self._last_text and self.done < self.total:
-                self.stream.write("\n")   # leave the line of an interrupted sweep
-                self.stream.flush()
 
     # -- ETA ----------------------------------------------------------------------------
     def _finished(self, count):
@@ -201,7 +203,7 @@ class Progress:
         return f"{self.label} {n}/{self.total} runs, {what[:70]} | {_fmt_s(el)}, {eta_s}", n, eta_s
 
     def _draw(self, final=False):
-        if self.quiet or (self._ended and self.done >= self.total):   # (an adaptive rule may add runs)
+        if self.quiet or self._ended:
             return
         self._ended = final
         text, n, eta_s = self._text()

@@ -152,9 +152,9 @@ def test_jupyter_draws_a_tqdm_bar_with_the_phase_and_honest_eta(monkeypatch):
             assert bar is not None and bar.total == 6
             assert "boot of the guest" in bar.desc and "ETA ?" in str(bar.postfix)
         p.step(n=6)
-        assert p._bar is None                            # closed when the runs are done
     finally:
         p.close()
+    assert p._bar is None                                # closed with the work
 
 
 def test_a_log_gets_a_line_per_phase_not_per_run(clock):
@@ -167,11 +167,11 @@ def test_a_log_gets_a_line_per_phase_not_per_run(clock):
             p.step(f"point {k}")
         assert out.getvalue().count("\n") == 1                    # the warm-up's line only
         p.step("last")
-        p._draw()                                                  # a tick after the end
-        lines = out.getvalue().splitlines()
-        assert len(lines) == 2 and lines[-1].startswith("sim 100/100 runs")
     finally:
         p.close()
+    p._draw()                                                      # a tick after the end
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and lines[-1].startswith("sim 100/100 runs, done")
 
 
 def test_runs_seen_inside_a_boot_stay_counted_until_they_arrive(clock):

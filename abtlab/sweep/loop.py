@@ -206,26 +206,35 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
     # shown from the first second: a real run's warm-up (a guest's: a whole boot) comes first
     prog = Progress(_planned(reps, len(points), done), label=be.name, quiet=quiet)
     try:
-        if warmup and not resume:
-            # discarded: the first runs pay cold caches, page-ins and lazy init
-            with prog.phase(f"warm-up ({warmup} discarded run{'s' * (warmup > 1)})", counts=False):
-                for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
-                    pass
-        with prog.phase("running"):
-            _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed)
-    except RunError as exc:
-        raise RunError(f"{be.name}: {exc}") from exc
+        try:
+            if warmup and not resume:
+                # discarded: the first runs pay cold caches, page-ins and lazy init
+                with prog.phase(f"warm-up ({warmup} discarded run{'s' * (warmup > 1)})", counts=False):
+                    for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
+                        pass
+            with prog.phase("running"):
+                _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed)
+        except RunError as exc:
+            raise RunError(f"{be.name}: {exc}") from exc
+        finally:
+            ex.close()
+            if out is not None:     # stopped before any repetition: nothing to resume
+                store.drop_unstarted(out)
+        from ..data.schema import SWEEP_SPEC
+        meta = {"backend": be.name, "abtlab_version": __version__, "start_time": started,
+                "command": command or " ".join(sys.argv), "seed": seed, "reps": str(reps),
+                "order": order, SWEEP_SPEC: json.dumps(spec, default=str), **(attrs or {})}
+        # a guest sweep's many records take seconds to assemble and write
+        with prog.phase("writing the dataset" if out is not None else "assembling the dataset"):
+            return _finish(be, done, levels, meta, out)
     finally:
         prog.close()
-        ex.close()
-        if out is not None:     # stopped before any repetition: nothing to resume
-            store.drop_unstarted(out)
-    from ..data.schema import SWEEP_SPEC
+
+
+def _finish(be, done, levels, meta, out):
+    """The finished runs as one dataset, written to out (when given) and its parts removed."""
     from ..system.facts import collect
-    meta = {**collect(), "backend": be.name, "abtlab_version": __version__, "start_time": started,
-            "end_time": timestamp(), "command": command or " ".join(sys.argv), "seed": seed,
-            "reps": str(reps), "order": order, SWEEP_SPEC: json.dumps(spec, default=str),
-            **(attrs or {})}
+    meta = {**collect(), **meta, "end_time": timestamp()}
     ds = assemble(list(done.values()), levels, meta)
     ds.attrs.update(be.dataset_labels(ds.attrs))
     if "machine" in levels:  # each machine level's clock and kernel (abtlab.factors.machine)
