@@ -76,3 +76,15 @@ def test_run_command_ends_with_the_table_without_heavy_imports(tmp_path):
 def test_long_tables_are_cut_with_a_pointer_to_the_frame(rows):
     text = summary_text(make_run(reps=3), max_rows=rows)
     assert "... 5 more points: ds.abt.summary(tidy=True)" in text
+
+
+def test_sweep_command_ends_with_the_table_too(tmp_path, capsys):
+    """`abtlab sweep` of a metadata workload is read by its FCR in files/s."""
+    from abtlab.cli import main
+    spec = tmp_path / "m.toml"
+    spec.write_text('backend = "sim"\n[factors]\nthreads = [16]\nfreq = "1.6,3.3"\n'
+                    '[options]\nworkload = "metarates"\n[repetitions]\nmin = 2\nmax = 2\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "m.nc"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "fcr (eq. 9, one worker's file creation rate), files/s" in out
+    assert "fcr at 3.3 GHz / at 1.6 GHz" in out and "2 points x 2 repetitions" in out
