@@ -244,9 +244,9 @@ def _answers_section(outcomes) -> str:
 
 
 def write_index(outcomes, out, title="abtlab report", lead=()) -> Path:
-    """out/index.html: the answers each notebook printed first, then one row per outcome
-    (links, parameters, status, time, error), after the (heading, trusted html) sections
-    of `lead`."""
+    """out/index.html: after the (heading, trusted html) sections of `lead` (the demo's
+    headline answer), the answers each notebook printed, then one row per outcome
+    (links, parameters, status, time, error)."""
     rows = []
     for o in outcomes:
         link = (f'<a href="{html.escape(o.html.name)}">{html.escape(o.item.name)}</a>'
@@ -263,7 +263,7 @@ def write_index(outcomes, out, title="abtlab report", lead=()) -> Path:
             f"<th>parameters</th><th>status</th><th>run time</th><th>error</th></tr>{''.join(rows)}</table>")
     from .html import write_page
     page = write_page(Path(out) / "index.html", title,
-                      [("Answers", _answers_section(outcomes)), *lead, ("Notebooks", body)])
+                      [*lead, ("Answers", _answers_section(outcomes)), ("Notebooks", body)])
     page.write_text(page.read_text().replace(
         "</style>", "tr.failed{background:#fdd} tr.ok{background:#efe} td{text-align:left}"
                     " pre{white-space:pre-wrap;margin:0}</style>", 1))
