@@ -15,6 +15,12 @@ on a dask LocalCluster of N workers, --points to a boot: virtual-time guest boot
 turn on the host's devices, so N of them run side by side, and it prints host seconds
 per point of the whole sweep (cluster start included) next to one worker's.
 
+--dilation instead prices the emulated frequency's spin: for a small IOzone cell (16 threads)
+and the paper's (256 threads), both 128k files in 32k records, one boot of --points points at
+3.3 GHz (factor f_ref/f = 1: no spin) and one at 1.6 GHz (factor 2.06: each op's guest CPU
+time spun once more), `--freq emulated:1.6,3.3`, and prints host and virtual seconds per
+point of each and the difference the spin makes.
+
 --repeat N instead boots the same two-point batch N times (every other boot beside two CPU
 hogs) and counts the distinct results: 1 for one vCPU; with several vCPUs the host can
 force qemu's round-robin to switch vCPUs at an instruction it picks (attr `repeatable`),
@@ -42,12 +48,17 @@ POINTS = {"iozone 256x128k/32k": ("iozone", {"policy": "ext4", "threads": 256, "
           "metarates 16x4": ("metarates", {"policy": "ext4", "threads": 16, "files": 4})}
 
 
-def _items(backend, point, n, device, machine, workdir):
+DILATION_CELLS = {"iozone 16x128k/32k": 16, "iozone 256x128k/32k": 256}
+F_REF = 3.3
+
+
+def _items(backend, point, n, device, machine, workdir, freq_mode="native"):
     be = get(backend)
     point = {**point, "device": device, "machine": machine.label}
     items = []
     for i in range(n):
-        ctx = RunContext(Path(workdir), rep=i, seed=i, quiet=True, options={"guest_timeout": 1200})
+        ctx = RunContext(Path(workdir), rep=i, seed=i, quiet=True, options={"guest_timeout": 1800},
+                         f_ref_ghz=F_REF, freq_mode=freq_mode)
         prep = be.prepare(point, ctx)
         items.append((prep.argv_for, point, ctx, prep.data_bytes))
     return items
@@ -123,6 +134,30 @@ def _workers(machine, device, points, workers) -> int:
     return 0
 
 
+def _dilation(machine, device, points, cells) -> int:
+    """Host and virtual seconds per point at 3.3 GHz (no spin) and 1.6 GHz (spun), a boot each."""
+    from abtlab.system import guest
+    guest.ensure_built(kernel=machine.kernel)     # a build is not a boot's cost
+    print(f"machine {machine.label}, device {device}, {points} points per boot, "
+          f"--freq emulated:1.6,3.3 (f_ref {F_REF} GHz)")
+    with tempfile.TemporaryDirectory(prefix="abtlab-bench-guest-") as work:
+        for name, threads in DILATION_CELLS.items():
+            if threads not in cells:
+                continue
+            row = {}
+            for f in (F_REF, 1.6):
+                point = {**POINTS["iozone 256x128k/32k"][1], "threads": threads, "freq_ghz": f}
+                wall, res = _batch(_items("iozone", point, points, device, machine, work, "emulated"),
+                                   machine, work)
+                row[f] = (wall / points, sum(_digest(r)[0] for r in res) / len(res) / 1e9)
+                print(f"  {name} at {f} GHz (factor {F_REF / f:.2f}): {row[f][0]:7.2f} host s/point "
+                      f"(boot amortized), {row[f][1]:.3f} virtual s/point", flush=True)
+            (h0, v0), (h1, v1) = row[F_REF], row[1.6]
+            print(f"  {name}: the spin costs {h1 - h0:+.2f} host s/point ({h1 / h0:.2f}x) and "
+                  f"{v1 - v0:+.3f} virtual s/point", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.guest")
     ap.add_argument("--points", type=int, default=8)
@@ -131,8 +166,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-hog", dest="hog", action="store_false")
     ap.add_argument("--repeat", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--dilation", action="store_true")
+    ap.add_argument("--cells", default="16,256", help="--dilation: IOzone thread counts")
     args = ap.parse_args(argv)
     machine = parse_machine(args.machine)
+    if args.dilation:
+        return _dilation(machine, args.device, args.points,
+                         {int(c) for c in args.cells.split(",")})
     if args.workers:
         return _workers(machine, args.device, args.points, args.workers)
     if args.repeat:
