@@ -5,7 +5,7 @@ Eq. (4) calls a write op unblocked when it "involves only the memory accesses"; 
 (`model.classify`) cannot tell the two apart: a write that overlaps a commit may never
 have waited, and 3.4's waits (a handle start while the transaction is T_LOCKED, a
 shadow buffer) end before the commit's end event. Here a thread's write op (first write
-start to last write end) is *blocked by commit p* when, inside its write op, it slept on
+start to last write end; its kernel task from the records' pid) is *blocked by commit p* when, inside its write op, it slept on
 the journal (`system.sleeps.JOURNAL_CAUSES`: t_locked, shadow, journal_other) at a time commit
 p was running; then it is Y (fully blocked) if its write op began before p started and
 Z (partially blocked) if it began while p ran. It is *unblocked* (X for every commit)
@@ -20,7 +20,7 @@ import numpy as np
 from ..system.sleeps import CAUSES, JOURNAL_CAUSES
 from .spans import commit_table, thread_spans
 
-__all__ = ["write_waits", "wait_measures", "WAIT_VARS"]
+__all__ = ["write_waits", "wait_measures", "worker_tasks", "WAIT_VARS"]
 
 _NS = 1e-9
 WAIT_VARS = ("unblocked_threads", "journal_blocked_full", "journal_blocked_partial",
@@ -31,37 +31,57 @@ def _overlap(a0, a1, b0, b1):
     return np.clip(np.minimum(a1, b1) - np.maximum(a0, b0), 0, None)
 
 
-def write_waits(ops, offcpu: dict) -> dict:
+def worker_tasks(ops, tids) -> np.ndarray | None:
+    """The kernel task of each worker in `tids` (the records' pid: abt_workload.h writes the
+    worker's gettid there), or None when the records cannot tell them apart (records of an
+    older build carry the process id, one for every thread)."""
+    pid = np.asarray(ops["pid"], np.int64)
+    tid = np.asarray(ops["tid"], np.int64)
+    pairs = np.unique(np.stack([tid, pid], axis=1), axis=0) if pid.size else np.zeros((0, 2), np.int64)
+    if pairs.shape[0] != np.unique(tid).size or np.unique(pairs[:, 1]).size != pairs.shape[0]:
+        return None
+    return pairs[np.searchsorted(pairs[:, 0], tids), 1]
+
+
+def _rows(tasks, pid):
+    """Row of each off-CPU interval's pid among the workers' tasks, and which matched."""
+    order = np.argsort(tasks)
+    at = np.searchsorted(tasks[order], pid)
+    ok = (at < tasks.size) & (tasks[order][np.minimum(at, tasks.size - 1)] == pid)
+    return order[at[ok]], ok
+
+
+def write_waits(ops, offcpu: dict) -> dict | None:
     """Per writer thread: its write span and the ns it spent off the CPU inside it, by cause.
 
-    Returns tid, write_start, write_end (ns) and wait (threads, len(CAUSES)) ns."""
+    Returns tid, write_start, write_end (ns) and wait (threads, len(CAUSES)) ns; None when
+    the records do not say which kernel task ran each worker (`worker_tasks`)."""
     spans = thread_spans(ops)
     w = spans.wrote
     tids, q, r = spans.tids[w], spans.write_start[w], spans.write_end[w]
+    tasks = worker_tasks(ops, tids)
+    if tasks is None:
+        return None
     wait = np.zeros((tids.size, len(CAUSES)), np.int64)
     pid = np.asarray(offcpu["pid"], np.int64)
     if pid.size and tids.size:
-        row = np.searchsorted(tids, pid)
-        ok = (row < tids.size) & (tids[np.minimum(row, tids.size - 1)] == pid)
-        row = row[ok]
+        row, ok = _rows(tasks, pid)
         ns = _overlap(np.asarray(offcpu["t_out"])[ok], np.asarray(offcpu["t_in"])[ok], q[row], r[row])
         col = np.array([CAUSES.index(c) for c in np.asarray(offcpu["cause"])[ok]], np.int64)
         np.add.at(wait, (row, col), ns)
-    return {"tid": tids, "write_start": q, "write_end": r, "wait": wait}
+    return {"tid": tids, "task": tasks, "write_start": q, "write_end": r, "wait": wait}
 
 
 def _journal_blocked_by(ops, offcpu, commits, ww):
     """(threads, commits) bool: a journal sleep inside the thread's write op while commit p ran."""
     s, e = commit_table(commits)
-    tids = ww["tid"]
-    out = np.zeros((tids.size, s.size), bool)
+    tasks = ww["task"]
+    out = np.zeros((tasks.size, s.size), bool)
     journal = np.isin(np.asarray(offcpu["cause"], dtype=object), JOURNAL_CAUSES)
     pid = np.asarray(offcpu["pid"], np.int64)[journal]
-    if not (pid.size and tids.size and s.size):
+    if not (pid.size and tasks.size and s.size):
         return out, s
-    row = np.searchsorted(tids, pid)
-    ok = (row < tids.size) & (tids[np.minimum(row, tids.size - 1)] == pid)
-    row = row[ok]
+    row, ok = _rows(tasks, pid)
     t0 = np.maximum(np.asarray(offcpu["t_out"])[journal][ok], ww["write_start"][row])
     t1 = np.minimum(np.asarray(offcpu["t_in"])[journal][ok], ww["write_end"][row])
     live = t1 > t0
@@ -75,9 +95,9 @@ def _journal_blocked_by(ops, offcpu, commits, ww):
 def wait_measures(ops, offcpu: dict, commits) -> dict:
     """The evidence-based counts (eqs. 4-6) and each cause's mean wait per writer, in s."""
     ww = write_waits(ops, offcpu)
-    n = ww["tid"].size
-    if n == 0:
+    if ww is None or ww["tid"].size == 0:
         return {k: float("nan") for k in WAIT_VARS}
+    n = ww["tid"].size
     by, s = _journal_blocked_by(ops, offcpu, commits, ww)
     began_before = ww["write_start"][:, None] < s[None, :]
     any_y = np.any(by & began_before, axis=1)

@@ -41,8 +41,8 @@ enum abt_flag {
 
 /* 32 bytes. bytes is 32-bit: Linux moves at most 0x7ffff000 bytes per call. */
 typedef struct {
-    uint32_t pid;
-    uint32_t tid;      /* kernel tid, or the workload's thread index when flags say so */
+    uint32_t pid;      /* the process; in a workload's op records, the kernel task (tid) of the worker */
+    uint32_t tid;      /* kernel tid (libabtrace), or the workload's worker index (op records) */
     uint16_t op;
     uint16_t flags;
     uint32_t bytes;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "abt_dilate.h"
@@ -183,7 +184,7 @@ static inline uint64_t abt_run_threads(const char *prog, abt_gate *g, long n,
 /* One cache line per worker: each bumps only its own n. */
 typedef struct {
     _Alignas(64) uint64_t n; /* ops done; records stored when recording */
-    uint32_t pid;            /* the process that ran the worker */
+    uint32_t pid;            /* the kernel task (gettid) that ran the worker */
     int failed;
 } abt_wstate;
 
@@ -215,8 +216,12 @@ static inline void abt_oplog_place(abt_oplog *l, void *mem, long workers, uint64
     l->recs = no_record ? NULL : (abt_record *)(l->ws + workers);
 }
 
-/* A worker's first step, in the process that runs it. */
-static inline void abt_worker_start(abt_oplog *l, uint32_t w) { l->ws[w].pid = (uint32_t)getpid(); }
+/* A worker's first step, in the task that runs it: its kernel tid goes in every record's
+ * pid, so the records join the kernel's traces (sched_switch's pids) by worker. */
+static inline void abt_worker_start(abt_oplog *l, uint32_t w)
+{
+    l->ws[w].pid = (uint32_t)syscall(SYS_gettid);
+}
 
 /* Close the span of one call and record it; ret < 0 is a failure with errno err: it is
  * recorded with ABT_F_ERROR, said on stderr and marks the worker failed. A WRITE's

@@ -11,20 +11,25 @@ from abtlab.trace import RECORD_DTYPE, Op
 MS = 1_000_000
 
 
-def _ops(spans):
-    """spans: tid -> (first write start, last write end) in ms; two writes each, an fsync after."""
+TASK = 100   # worker w ran as kernel task TASK + w (the records' pid)
+
+
+def _ops(spans, task=TASK):
+    """spans: worker -> (first write start, last write end) in ms; two writes each, an fsync
+    after; each worker's records carry its kernel task in pid (task=None: one process id)."""
     rows = []
     for tid, (a, b) in spans.items():
         mid = (a + b) / 2
-        rows += [(1, tid, Op.WRITE, 0, 4096, a * MS, mid * MS), (1, tid, Op.WRITE, 0, 4096, mid * MS, b * MS),
-                 (1, tid, Op.FSYNC, 0, 0, b * MS, (b + 1) * MS)]
+        pid = 1 if task is None else task + tid
+        rows += [(pid, tid, Op.WRITE, 0, 4096, a * MS, mid * MS), (pid, tid, Op.WRITE, 0, 4096, mid * MS, b * MS),
+                 (pid, tid, Op.FSYNC, 0, 0, b * MS, (b + 1) * MS)]
     return np.array(rows, RECORD_DTYPE)
 
 
 def _offcpu(rows):
-    """rows: (pid, out ms, in ms, cause)."""
+    """rows: (worker, out ms, in ms, cause), the worker's kernel task as the pid."""
     pid, a, b, c = zip(*rows) if rows else ((), (), (), ())
-    return {"pid": np.array(pid, np.int64), "t_out": np.array(a, np.int64) * MS,
+    return {"pid": np.array(pid, np.int64) + TASK, "t_out": np.array(a, np.int64) * MS,
             "t_in": np.array(b, np.int64) * MS, "cause": np.array(c, dtype=object)}
 
 
@@ -72,3 +77,12 @@ def test_no_writers_or_no_evidence():
     assert np.isnan(wait_measures(np.zeros(0, RECORD_DTYPE), _offcpu([]), COMMITS)["unblocked_threads"])
     got = wait_measures(_ops(SPANS), _offcpu([]), COMMITS)
     assert got["unblocked_threads"] == 5 and got["write_wait_journal"] == 0
+
+
+def test_records_that_do_not_name_each_workers_task_give_no_evidence():
+    # an older build wrote the process id in every record: which thread slept is unknown
+    got = wait_measures(_ops(SPANS, task=None), _offcpu(SLEEPS), COMMITS)
+    assert np.isnan(got["unblocked_threads"]) and np.isnan(got["write_wait_cpu"])
+    # a sleep of a task that is no worker (another program's thread) is not counted
+    other = _offcpu([(50, 12, 18, "t_locked")])
+    assert wait_measures(_ops(SPANS), other, COMMITS)["unblocked_threads"] == 5
