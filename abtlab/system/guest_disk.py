@@ -162,7 +162,9 @@ def _null_blk(profile, size_mb: int, depth: int, mem_mb: int | None) -> NullBlk:
                              f"whatever its size")
     if prof.kind == "latency" and prof.disk:
         # the host's drive model, in the guest's null_blk on the guest's clock
-        return NullBlk(size_mb, 0, 0, depth, CACHE_MB, disk_model=prof.disk,
+        # cache_mb 0: the model is the write cache (null_blk advertises one for it)
+        # and null_blk's own cache would only copy the data once more
+        return NullBlk(size_mb, 0, 0, depth, 0, disk_model=prof.disk,
                        model=f"{prof.name}: the abt_disk.h drive model times each request "
                              f"(as abt-slowdisk on the host)")
     if prof.kind == "latency":
