@@ -10,8 +10,8 @@ ratio to that (simulated data; wall seconds, best of --repeat, measured in turns
       and 3.3 GHz, 100 repetitions): its main() in this process, which has run the
       command once on a tiny point (the imports, the compiled kernel's load, xarray's
       first dataset and file), with the share of the dataset's write; and as a new
-      process each time, less the same command on one tiny point (its fixed start: all
-      the work does not change, the dataset's per-variable write cost included)
+      process each time, less the same command on one tiny point (its fixed start: the
+      imports, the compiled kernel's load, a dataset and a file of one point, the exit)
   each lab notebook on the simulator with its default parameters (papermill, a new
       Jupyter kernel each), beside the kernel of its points and its dataset's sweep
       (studies.study_data) in this process (target: under 10 s)
