@@ -28,11 +28,17 @@ LABELS = {"throughput": "eq. 3 with the write op timed, IOzone's default report"
 
 
 def headline(ds) -> str | None:
-    """The variable a run is read by (see HEADLINES), or None when it has none of them."""
+    """The variable a run is read by (see HEADLINES; else its first variable with
+    repetitions and units, as a lock or O_DIRECT grid has), or None when it has none."""
+    def usable(var):
+        da = ds[var]
+        return (schema.REP in da.dims and np.issubdtype(da.dtype, np.number)
+                and np.isfinite(da.values).any())
     for var in HEADLINES:
-        if var in ds and schema.REP in ds[var].dims and np.isfinite(ds[var].values).any():
+        if var in ds and usable(var):
             return var
-    return None
+    return next((v for v in ds.data_vars if v != schema.RUN_ID and "units" in ds[v].attrs
+                 and usable(v)), None)
 
 
 def _unit(ds, var):

@@ -88,3 +88,11 @@ def test_sweep_command_ends_with_the_table_too(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "fcr (eq. 9, one worker's file creation rate), files/s" in out
     assert "fcr at 3.3 GHz / at 1.6 GHz" in out and "2 points x 2 repetitions" in out
+
+
+def test_a_grid_without_the_papers_quantities_is_read_by_its_first_variable_with_units():
+    ds = make_run(reps=3).rename({"throughput": "op_ns"})
+    ds["op_ns"].attrs["units"] = "ns"
+    ds["run_id"] = ds["op_ns"].copy()                              # no units of its own here
+    assert headline(ds) == "op_ns"
+    assert summary_text(ds).startswith("op_ns (op_ns), ns: mean [95% CI]")
