@@ -91,8 +91,9 @@ def test_sweep_command_ends_with_the_table_too(tmp_path, capsys):
 
 
 def test_a_grid_without_the_papers_quantities_is_read_by_its_first_variable_with_units():
-    ds = make_run(reps=3).rename({"throughput": "op_ns"})
-    ds["op_ns"].attrs["units"] = "ns"
-    ds["run_id"] = ds["op_ns"].copy()                              # no units of its own here
+    run = make_run(reps=3)
+    ds = run[["throughput"]].rename({"throughput": "run_id"})      # first, but never a headline
+    ds["run_id"].attrs["units"] = "1"
+    ds["op_ns"] = run["throughput"].assign_attrs(units="ns")
     assert headline(ds) == "op_ns"
     assert summary_text(ds).startswith("op_ns (op_ns), ns: mean [95% CI]")
