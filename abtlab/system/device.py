@@ -22,13 +22,14 @@ Profile values and where they come from:
   backends/include/abt_disk.h (`disk="hdd7200"`): a Seagate Barracuda 7200.12 250 GB with
   its 8 MiB write cache on, seek by distance, rotation from the clock, zoned transfer,
   FLUSH paying for what the cache holds; parameters and sources in docs/device.md.
-  Its average figures stay in the legacy fields, which the guests' disks still use:
-  8.5 ms average seek (Barracuda 7200.12 product manual) + 4.17 ms half a turn at
-  7200 rpm = 12.67 ms per request and per flush, transfer at 125 MB/s.
+  The 6.1 guest's null_blk runs the same model (abtlab.system.guest_disk). Its average
+  figures stay in the legacy fields, which the 3.4.2 guest's brd still uses: 8.5 ms
+  average seek (Barracuda 7200.12 product manual) + 4.17 ms half a turn at 7200 rpm =
+  12.67 ms per request and per flush, transfer at 125 MB/s.
 * `hdd7200-nocache`: the same drive with its write cache off (each write reaches the
   platter before it completes; a flush costs only the command).
 * `fixed:<time>` (e.g. `fixed:12.67ms`): every request and flush costs exactly that,
-  whatever its size: what `hdd7200` means in the guests, kept for comparison.
+  whatever its size: what `hdd7200` meant in the guests before the model, for comparison.
 * `ssd-sata` (latency): Samsung 860 EVO datasheet: 520 MB/s sequential write; 4 KiB QD1
   random 42k write / 10k read IOPS, i.e. 24-100 us per request -> 60 us; cache flush
   1 ms, an estimate for consumer SATA drives without power-loss protection (their

@@ -17,25 +17,29 @@ null_blk inside the guest, configured through configfs per point:
   take (BLK_DEF_MAX_SECTORS); null_blk's own default (255 sectors) split every 128 KiB
   write-back into two requests, each paying a positioning.
 
-What each profile models (sources: abtlab.system.device, the same figures as the FUSE
-disk): `hdd7200`, `hdd7200-nocache`, `ssd-sata` and `latency:...` charge every request the model's
-average positioning, seek + rotation (hdd7200: 8.5 + 4.17 = 12.67 ms), and transfer at
-its bandwidth; a flush costs one positioning too (the FUSE model charges flush_us). Not
-modelled: the FUSE model's sequential window (a short forward skip costs transfer only),
-its idle rotation wait and its elevator order; so sequential journal writes here pay a
-full positioning each, and a run on the in-guest hdd7200 is slower than on the FUSE one.
-On the host the named profiles run the drive model of backends/include/abt_disk.h
-(write cache, seek by distance, rotation from the clock); these guest disks do not yet,
-so `hdd7200` and `hdd7200-nocache` are the same disk here. `fixed:<time>`: every request
-and flush that long, no bandwidth cap. Throttle profiles (`iops=`, `bps=`, `*-throttle`): completion time 1/IOPS per request and
-the bandwidth cap. `none`: completion at submission (irqmode=0), no cache.
+What each profile is (docs/device.md):
+* `hdd7200`, `hdd7200-nocache`, `ssd-sata`: the drive model of backends/include/abt_disk.h,
+  the one abt-slowdisk runs on the host, inside null_blk (backends/kernel/
+  nullblk-disk.patch, configfs `disk_model`): each request goes to the model when it
+  reaches the driver and completes when the model says, by an absolute hrtimer on the
+  guest's clock (seek by distance, rotation from the clock, zoned transfer, the 8 MiB
+  write cache, FLUSH and FUA). null_blk's own latency, cap and cache are off
+  (`cache_size` 0; the patch advertises a volatile cache and FUA for the model);
+* `fixed:<time>`: every request and flush that long, whatever its size, no bandwidth cap
+  (the guest's `hdd7200` before the model was `fixed:12.67ms` with a 125 MB/s cap);
+* `latency:...`: every request and flush the average positioning, seek + rotation, and
+  transfer at its bandwidth (not the FUSE model's sequential window, idle rotation wait
+  and elevator order);
+* throttle profiles (`iops=`, `bps=`, `*-throttle`): completion time 1/IOPS per request and
+  the bandwidth cap. `none`: completion at submission (irqmode=0), no cache.
 
 Linux 3.4.2 (`kernel=3.4.2`) has no null_blk (3.13; configfs in 4.14): its disk is brd in
 request mode (`Brd`, backends/kernel/k342/07-brd-rq-mode.patch, booted with `brd.rq_mode=1`):
 one RAM disk made at boot as large as the batch's largest image, emptied per point
 (`blockdev --flushbufs` frees its pages, which then read as zeros), mkfs told the point's
 size. The same `completion_nsec` and `mbps` (null_blk's bandwidth cap, ported: a budget of
-mbps MiB/s x 20 ms per 20 ms tick) per profile; one request at a time (depth 1 only); a
+mbps MiB/s x 20 ms per 20 ms tick) per profile, the named ones as their average
+positioning (hdd7200: 8.5 + 4.17 = 12.67 ms, 125 MB/s: brd does not run the model yet); one request at a time (depth 1 only); a
 volatile write cache always (flushes are requests even for `none`); requests of at most
 3.4's 1024 sectors (512 KiB, BLK_DEF_MAX_SECTORS), not 6.1's 2560.
 """
