@@ -102,7 +102,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
     from ..system.device import parse_profile
     from ..system.scratchfs import jbd2_commits
     from ..model.waits import wait_measures
-    from ..system.sleeps import comm_of
+    from ..system.sleeps import comm_of, offcpu_table
     from ..system.tracefs import JournalTrace
     policy = policies.parse(point["policy"])
     profile = parse_profile(point.get("device", "none"))
@@ -134,7 +134,8 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         check_exit(argv, proc.returncode, proc.stderr)
         ops = trace.read(tpath, kind=trace.Kind.OPS)
         commits = _window(jt.commits(), ops) if jt is not None else _no_commits()
-        waits = wait_measures(ops, jt.offcpu(), commits) if jt is not None and jt.stacks else {}
+        waits = (wait_measures(ops, offcpu_table(jt.lines(), jt.sleeps_of), commits)
+                 if jt is not None and jt.stacks else {})
         batches = _batches(bpath) if policy.kind == "delayjc" else None
         attrs = {"freq_mode": "emulated" if ctx.freq_mode == "emulated"
                  else "real", **fs.describe(), **thr.describe()}

@@ -285,11 +285,6 @@ class JournalTrace(cleanup.Undoable):
         """The instance's buffer as text lines, in the order tracefs prints them."""
         return read(self.path / "trace").splitlines()
 
-    def offcpu(self) -> dict:
-        """Off-CPU intervals of the `sleeps_of` threads (system.sleeps.offcpu_table)."""
-        from .sleeps import offcpu_table
-        return offcpu_table(self.lines(), self.sleeps_of or "")
-
     def read(self) -> list[dict]:
         """Every event in the instance's buffer, parsed (non-consuming), in time order."""
         events = [e for e in map(parse_line, read(self.path / "trace").splitlines()) if e]

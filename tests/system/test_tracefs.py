@@ -150,6 +150,7 @@ def test_mounts_tracefs_when_missing_and_unmounts_only_its_own(tmp_path):
 @pytest.mark.root
 def test_a_programs_fsync_sleeps_on_the_commit_and_its_stack_says_so(scratch_ext4):
     import subprocess
+    from abtlab.system.sleeps import offcpu_table
     mnt = Path(scratch_ext4.mountpoint)
     with JournalTrace(scratch_ext4.dev_t, sleeps_of="dd") as tr:
         if not tr.stacks:
@@ -159,7 +160,7 @@ def test_a_programs_fsync_sleeps_on_the_commit_and_its_stack_says_so(scratch_ext
         for i in range(3):
             subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/dd{i}", "bs=64k", "count=4",
                             "conv=fsync"], check=True, capture_output=True)
-        t = tr.offcpu()
+        t = offcpu_table(tr.lines(), "dd")
     assert not tr.path.exists()   # trigger and events off, the instance removed
     # dd's fsync waits for the commit in jbd2_log_wait_commit: D, named from its stack
     assert "journal_other" in set(t["cause"]), sorted(set(t["cause"]))
