@@ -29,6 +29,12 @@ def writable(ds) -> bool:
     unlimited dimension that holds data (write() makes only empty dimensions unlimited)."""
     if any(ds.sizes.get(d, 0) for d in ds.encoding.get("unlimited_dims") or ()):
         return False
+    try:    # xarray's and h5netcdf's own helpers, not public: gone in a release, xarray writes
+        from h5netcdf.core import _get_default_chunksizes  # noqa: F401
+        from xarray.backends.common import ensure_dtype_not_object  # noqa: F401
+        from xarray.backends.netCDF4_ import _encode_nc4_variable  # noqa: F401
+    except ImportError:
+        return False
     for v in ds.variables.values():
         if not isinstance(v.data, np.ndarray) or set(v.encoding) - _PLAIN \
                 or any(v.encoding.get(k) for k in _FILTERS):
