@@ -17,7 +17,9 @@ def register(sub):
     p.add_argument("--files", help="files per worker (metarates)")
     p.add_argument("--policy", help="ext4,nojc or ';'-separated specs: 'delayjc:window=16ms;ext4'")
     p.add_argument("--freq", help="emulated:1.6,3.3 | real:1.6,3.3 | native (sim: 1.6,3.3)")
-    p.add_argument("--device", help="none,hdd7200,ssd-sata or 'iops=120,bps=120M'")
+    p.add_argument("--device", help="none, hdd7200 (the paper's 7200 rpm drive with its write cache), "
+                   "hdd7200-nocache, ssd-sata, fixed:<time> (every request that long) or "
+                   "'iops=120,bps=120M'")
     p.add_argument("--machine", help="host (default) or guest[:clock=virtual|host,cpus=N,shift=N,"
                    "depth=N,...]; ';' separates specs: 'host;guest:cpus=4'")
     p.add_argument("-f", "--factor", action="append", default=[], metavar="NAME=LIST",

@@ -36,7 +36,9 @@ HOST, STOCK, LEGACY, SIM = "host", "guest 6.1", "guest 6.1-legacy", "simulator"
 ROWS = (HOST, STOCK, LEGACY, SIM)
 DATA_CHOICES = ("auto", "guest", "sim")
 _KERNEL_DIR = about.BACKENDS / "kernel"
-_SERIES = ("delayjc.patch", "legacy.patch", "guest.config", "build.env")   # as build-kernel.sh hashes them
+# as build-kernel.sh hashes them
+_SERIES = ("delayjc.patch", "legacy.patch", "nullblk-disk.patch", "../include/abt_disk.h",
+           "guest.config", "build.env")
 
 
 @dataclass(frozen=True)

@@ -73,11 +73,13 @@ def test_kernel_delayjc_on_342_writes_the_ported_patchs_knobs(tmp_path):
 
 
 # -- the disk, the boot, mkfs ---------------------------------------------------------------
-def test_342_disk_is_brd_with_null_blks_latency_and_bandwidth_at_depth_1():
-    nb = guest_disk.for_profile("hdd7200", 256)
+def test_342_disk_is_brd_with_the_fixed_positioning_and_bandwidth_at_depth_1():
+    # brd runs no drive model yet: 3.4.2's hdd7200 is each request's average positioning
+    # (the 6.1 guest's null_blk runs abt_disk.h's model instead)
+    assert guest_disk.for_profile("hdd7200", 256).disk_model == "hdd7200"
     brd = guest_disk.for_profile("hdd7200", 256, kernel="3.4.2")
     assert isinstance(brd, guest_disk.Brd)
-    assert dict(brd.settings(1)) == {"completion_nsec": str(nb.completion_nsec), "mbps": str(nb.mbps)}
+    assert dict(brd.settings(1)) == {"completion_nsec": "12667000", "mbps": "125"}
     assert brd.fs_size == "256M"
     desc = brd.describe()
     assert "max_sectors=1024" in desc["guest_disk"] and "queue_depth=1" in desc["guest_disk"]
