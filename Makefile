@@ -20,7 +20,7 @@ demo: setup
 	$(VENV)/bin/abtlab demo --out $(DEMO_OUT)
 
 test: setup
-	$(PY) -m pytest -q -ra --durations=25
+	$(PY) -m pytest -q -ra --durations=25 -n 2 --dist loadscope --no-loadscope-reorder
 
 bench: setup
 	$(PY) -m benchmarks

@@ -2,6 +2,8 @@
 marked `root` and skipped with a reason where the machine cannot run them."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import subprocess
 from pathlib import Path
 
@@ -11,7 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ROOT / "backends"
 
 
+HOST_MODULES = pytest.StashKey[set]()
+
+
 def pytest_collection_modifyitems(config, items):
+    if hasattr(config, "workerinput"):      # a pytest-xdist worker
+        _xdist_order(config, items)
     from abtlab.system.scratchfs import loop_devices
     if loop_devices()[0]:
         return
@@ -21,8 +28,51 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _host_io(item) -> bool:
+    """A test on this machine's real devices (loop devices, mounts, tracefs, FUSE) and its
+    clock; guest runs are in the guest's virtual time and touch no host device."""
+    return "root" in item.keywords and "built_guest" not in item.fixturenames
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _xdist_order(config, items):
+    """For `pytest -n 2 --dist loadscope --no-loadscope-reorder` (make test), which hands
+    each worker whole modules (so a module-scoped guest boot, notebook batch or wheel build
+    runs once): modules with a host-device test or a slow test go first, so that no long
+    module starts near the end."""
+    host = config.stash[HOST_MODULES] = {_module(item) for item in items if _host_io(item)}
+    first = host | {_module(item) for item in items if "slow" in item.keywords}
+    items.sort(key=lambda item: _module(item) not in first)    # stable: the order within is kept
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _host_devices_one_module_at_a_time(request, tmp_path_factory):
+    """Under pytest-xdist, a module with host-device tests holds a lock shared by the
+    workers from its first fixture to its last test: two such modules never run at once
+    (loop devices, blkio throttles, tracefs and timings of their own), while the other
+    worker runs CPU work or guest boots, as another user's jobs would."""
+    if _module(request.node) not in request.config.stash.get(HOST_MODULES, ()):
+        yield
+        return
+    with _one_worker_at_a_time(tmp_path_factory, "host-devices"):
+        yield
+
+
+@contextlib.contextmanager
+def _one_worker_at_a_time(tmp_path_factory, name):
+    """Under pytest-xdist, one worker at a time (the others wait): two makes in one tree
+    at once would write the same files. The lock is in the run's temporary folder, which
+    the workers share."""
+    with open(tmp_path_factory.getbasetemp().parent / f"{name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
-def built_guest():
+def built_guest(tmp_path_factory):
     """The guest kernel and initramfs, built once per session; skip where this machine
     cannot build or boot the guest (the reason is the skip message)."""
     from abtlab.errors import UnavailableError
@@ -31,15 +81,17 @@ def built_guest():
     if not ok:
         pytest.skip(why)
     try:
-        return guest.ensure_built()
+        with _one_worker_at_a_time(tmp_path_factory, "built_guest"):
+            return guest.ensure_built()
     except UnavailableError as exc:
         pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="session")
-def built_backends():
+def built_backends(tmp_path_factory):
     """Build the C backends once per session; return the backends directory."""
-    subprocess.run(["make", "-s", "-C", str(BACKENDS)], check=True)
+    with _one_worker_at_a_time(tmp_path_factory, "built_backends"):
+        subprocess.run(["make", "-s", "-C", str(BACKENDS)], check=True)
     return BACKENDS
 
 
