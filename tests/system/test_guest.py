@@ -85,9 +85,15 @@ def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
 
 def test_disk_profiles_map_to_null_blk():
     from abtlab.system import guest_disk
+    # the paper's drive: abt_disk.h's model times each request (null_blk's latency off,
+    # the model is the write cache); fixed:<time> is the guests' older disk
     hdd = guest_disk.for_profile("hdd7200", 256, depth=1)
-    assert (hdd.completion_nsec, hdd.mbps, hdd.hw_queue_depth, hdd.cache_mb) == (12_667_000, 125, 1, 16)
-    assert "seek 8500 + rotation 4167" in hdd.describe()["device"]
+    assert (hdd.disk_model, hdd.completion_nsec, hdd.mbps, hdd.hw_queue_depth, hdd.cache_mb) == \
+        ("hdd7200", 0, 0, 1, 0)
+    assert dict(hdd.configfs(1))["disk_model"] == "hdd7200" and dict(hdd.configfs(1))["irqmode"] == "2"
+    assert "disk_model=hdd7200" in hdd.describe()["guest_disk"]
+    fixed = guest_disk.for_profile("fixed:12.67ms", 256)
+    assert (fixed.disk_model, fixed.completion_nsec, fixed.cache_mb) == ("", 12_670_000, 16)
     assert guest_disk.for_profile("ssd-sata", 256, depth=32).hw_queue_depth == 32
     none = guest_disk.for_profile("none", 256)
     assert dict(none.configfs(1))["irqmode"] == "0" and none.cache_mb == 0
