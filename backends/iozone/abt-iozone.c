@@ -1,12 +1,13 @@
 /*
- * abt-iozone - IOzone's throughput-mode initial write, the critical path of
- * seed 000 (Fig. 4/5): N threads each create their own file DIR/abt-iozone.<i>,
+ * abt-iozone - IOzone's throughput-mode initial write, the critical path of the
+ * IOzone runs in Chang, Li, Grove and Cameron, "How Processor Speedups Can Slow Down
+ * I/O Performance" (MASCOTS 2014, Figs. 4/5): N threads each create their own file DIR/abt-iozone.<i>,
  * wait at a barrier until every open is done, write S bytes in records of R
  * bytes, fsync and close. The start is a pthread barrier (--start=barrier), or
  * IOzone's (--start=poll): each child, once its file is open, polls a shared flag with
  * select() and a 1 us timeout, and a parent thread sets the flag once every child is
  * ready, so the release is paced by timers, not by the CPU. One abt_record per open,
- * start wait, write, fsync and close; tid is the thread index 0..N-1. The
+ * start wait, write, fsync and close; tid is the thread index 0..N-1, pid its kernel task. The
  * records live in preallocated per-thread slots and are written after all
  * threads have joined, in thread order, so recording costs no I/O in the run.
  * Statistics (eq. 3 throughput, X/Y/Z classes) are computed in Python.
