@@ -72,7 +72,7 @@ def write_waits(ops, offcpu: dict) -> dict | None:
     return {"tid": tids, "task": tasks, "write_start": q, "write_end": r, "wait": wait}
 
 
-def _journal_blocked_by(ops, offcpu, commits, ww):
+def _journal_blocked_by(offcpu, commits, ww):
     """(threads, commits) bool: a journal sleep inside the thread's write op while commit p ran."""
     s, e = commit_table(commits)
     tasks = ww["task"]
@@ -98,7 +98,7 @@ def wait_measures(ops, offcpu: dict, commits) -> dict:
     if ww is None or ww["tid"].size == 0:
         return {k: float("nan") for k in WAIT_VARS}
     n = ww["tid"].size
-    by, s = _journal_blocked_by(ops, offcpu, commits, ww)
+    by, s = _journal_blocked_by(offcpu, commits, ww)
     began_before = ww["write_start"][:, None] < s[None, :]
     any_y = np.any(by & began_before, axis=1)
     any_z = np.any(by & ~began_before, axis=1) & ~any_y
