@@ -6,9 +6,10 @@ import json
 import numpy as np
 
 from . import schema
+from .arrays import RunArrays
 from .block import TABLES, RunBlock, from_part, from_results
 
-__all__ = ["result_to_part", "assemble", "assemble_results"]
+__all__ = ["result_to_part", "assemble", "assemble_arrays", "assemble_results"]
 
 
 def result_to_part(result, point: dict, point_index: int, rep: int) -> RunBlock:
@@ -21,6 +22,11 @@ def assemble(parts: list, levels: dict, attrs: dict):
 
     levels: factor -> list of levels (coordinate order); every part's point maps into it.
     """
+    return assemble_arrays(parts, levels, attrs).to_dataset()
+
+
+def assemble_arrays(parts: list, levels: dict, attrs: dict) -> RunArrays:
+    """assemble's dataset as RunArrays: its arrays, without xarray."""
     blocks = [p if isinstance(p, RunBlock) else from_part(p) for p in parts]
     return _build(blocks, levels, attrs, merge_attrs=True)
 
@@ -31,7 +37,7 @@ def assemble_results(runs: list, levels: dict, attrs: dict):
     index: dict = {}
     blocks = [from_results([r], point, index.setdefault(_key(point), len(index)), [rep])
               for point, rep, r in runs]
-    return _build(blocks, levels, attrs, merge_attrs=False)
+    return _build(blocks, levels, attrs, merge_attrs=False).to_dataset()
 
 
 def _key(point) -> str:
@@ -78,8 +84,7 @@ def _merged_attrs(blocks, ids) -> dict:
     return {k: v[0] if len(v) == 1 else " | ".join(map(str, v)) for k, v in values.items()}
 
 
-def _build(blocks, levels, attrs, merge_attrs):
-    import xarray as xr
+def _build(blocks, levels, attrs, merge_attrs) -> RunArrays:
     dims = list(levels) + [schema.REP]
     ids = _run_ids(blocks) if blocks else []
     nrep = 1 + max((int(b.reps.max()) for b in blocks if b.reps.size), default=0)
@@ -106,7 +111,7 @@ def _build(blocks, levels, attrs, merge_attrs):
     coords[schema.REP] = np.arange(nrep)
     # the sweep's facts describe the host; a run's own (e.g. a guest kernel) wins
     merged = {**attrs, **_merged_attrs(blocks, ids)} if merge_attrs else dict(attrs)
-    return xr.Dataset(data, coords=coords, attrs=merged)
+    return RunArrays(data, coords, merged)
 
 
 def _level_index(level_list, value):

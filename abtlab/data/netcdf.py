@@ -7,12 +7,14 @@ bookkeeping, which looks every dimension up again through h5py for each variable
 creates: ~10 ms a variable, 0.5-0.9 s of a simulated sweep's 47 variables against ~0.1 s
 for the data. tests/data/test_netcdf.py checks that the two files hold the same objects,
 attributes and data, and load as identical datasets.
+`write_arrays` writes the same file from RunArrays (abtlab.data.arrays) with xarray's
+encoding of its few kinds of arrays done here, so the command line never imports xarray.
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["write", "writable"]
+__all__ = ["write", "writable", "write_arrays", "arrays_writable"]
 
 _NOT_A_VARIABLE = "This is a netCDF dimension but not a netCDF variable."
 # encodings this writer lays out itself; a filter turned on (compression, ...) or any
@@ -76,11 +78,56 @@ def _chunks(var, shape, dtype):
 
 def write(ds, path) -> None:
     """Write ds to path (a new file) as xarray's `to_netcdf(engine="h5netcdf")` would."""
+    variables, attrs = _encoded(ds)
+    _write(variables, attrs, [d for d in ds.encoding.get("unlimited_dims") or () if d in ds.sizes],
+           path)
+
+
+# the kinds of array xarray writes unchanged but for a float's NaN fill value: numbers
+# and unicode text (booleans, objects, dates and times it encodes further)
+_PLAIN_KINDS = "iuf" + "U"
+
+
+class _Var:
+    """An encoded variable as _write reads it (the part of xarray's Variable it uses)."""
+    encoding: dict = {}
+
+    def __init__(self, dims, data, attrs):
+        self.dims, self.values, self.attrs = tuple(dims), data, attrs
+        self.shape, self.dtype = data.shape, data.dtype
+
+
+def _arrays_of(run):
+    """(name, dims, array, attrs) of every variable, then every coordinate, of RunArrays."""
+    return [*((k, dims, np.asarray(data), attrs) for k, (dims, data, attrs) in run.variables.items()),
+            *((d, (d,), np.asarray(levels), {}) for d, levels in run.coords.items())]
+
+
+def arrays_writable(run) -> bool:
+    """True when write_arrays encodes every array of run (RunArrays) as xarray would:
+    numbers and unicode text, with dims that match their shapes."""
+    return all(data.dtype.kind in _PLAIN_KINDS and data.ndim == len(dims)
+               for _, dims, data, _ in _arrays_of(run))
+
+
+def write_arrays(run, path) -> None:
+    """Write RunArrays to path as write() writes run.to_dataset(): xarray's encoding of
+    plain numbers and text is a NaN `_FillValue` on every float variable."""
+    variables = {}
+    for k, dims, data, attrs in _arrays_of(run):
+        attrs = dict(attrs)
+        if data.dtype.kind == "f" and "_FillValue" not in attrs:
+            attrs["_FillValue"] = data.dtype.type(np.nan)
+        variables[k] = _Var(dims, data, attrs)
+    _write(variables, dict(run.attrs), [], path)
+
+
+def _write(variables, attrs, unlimited, path) -> None:
+    """Lay encoded variables and attrs out as h5netcdf does (unlimited: dimension names)."""
     import h5py
     from ..about import __version__
-    variables, attrs = _encoded(ds)
     # dimension ids as xarray sets them: the dataset's unlimited ones, then by first use
-    sizes: dict = {d: None for d in ds.encoding.get("unlimited_dims") or () if d in ds.sizes}
+    sizes: dict = {d: None for d in unlimited}
     for v in variables.values():
         sizes.update(zip(v.dims, v.shape))
     dimid = {d: i for i, d in enumerate(sizes)}

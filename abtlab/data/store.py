@@ -66,10 +66,22 @@ def _write_file_durably(path: Path, write) -> Path:
 
 
 def save(ds, path) -> Path:
-    """Write ds to path atomically: NetCDF (h5netcdf), or Zarr when path ends in .zarr."""
+    """Write ds to path atomically: NetCDF (h5netcdf), or Zarr when path ends in .zarr.
+    ds: an xarray.Dataset, or RunArrays (abtlab.data.arrays), written to NetCDF without
+    xarray where netcdf.write_arrays encodes all of it."""
+    from .arrays import RunArrays
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise ConfigError("out", str(path), "a path in an existing, writable directory")
+    if isinstance(ds, RunArrays):
+        from . import netcdf
+        if path.suffix != ".zarr" and netcdf.arrays_writable(ds):
+            clean = RunArrays({k: (dims, data, _clean_attrs(a)) for k, (dims, data, a) in ds.variables.items()},
+                              ds.coords, _clean_attrs(ds.attrs))
+            for stale in stale_temps(path):
+                _remove(stale)
+            return _write_file_durably(path, lambda tmp: netcdf.write_arrays(clean, tmp))
+        ds = ds.to_dataset()
     ds = ds.copy()
     ds.attrs = _clean_attrs(ds.attrs)
     for v in ds.variables.values():

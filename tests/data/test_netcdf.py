@@ -10,6 +10,7 @@ import xarray as xr
 
 import abtlab
 from abtlab.data import netcdf
+from abtlab.data.arrays import RunArrays
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "data" / "samples").glob("*.nc"))
 
@@ -82,3 +83,54 @@ def test_compressed_or_lazy_data_is_left_to_xarray():
     assert netcdf.writable(ds)
     ds["a"].encoding.update(zlib=True)
     assert not netcdf.writable(ds)
+
+
+def _same_arrays_as_xarray(run, tmp_path):
+    """write_arrays(run) writes the file xarray writes of run.to_dataset()."""
+    assert netcdf.arrays_writable(run)
+    run.to_dataset().to_netcdf(tmp_path / "xarray.nc", engine="h5netcdf")
+    netcdf.write_arrays(run, tmp_path / "arrays.nc")
+    theirs, ours = _layout(tmp_path / "xarray.nc"), _layout(tmp_path / "arrays.nc")
+    assert sorted(ours) == sorted(theirs)
+    for name in theirs:
+        assert ours[name] == theirs[name], name
+    xr.testing.assert_identical(xr.load_dataset(tmp_path / "xarray.nc", engine="h5netcdf"),
+                                xr.load_dataset(tmp_path / "arrays.nc", engine="h5netcdf"))
+
+
+def test_run_arrays_as_xarray_writes_them(tmp_path):
+    run = RunArrays({"a": (["x", "rep"], np.array([[1.0, np.nan], [2, 3]]), {"units": "s", "n": 3}),
+                     "i": (["x", "rep"], np.array([[1, -1], [2, 3]]), {"units": "1"}),
+                     "t": (["op"], np.arange(5), {"units": "ns"}),
+                     "e": (["batch"], np.zeros(0, np.int64), {"units": "1"})},
+                    {"x": ["ext4", "delayjc:window=16ms"], "rep": np.arange(2)},
+                    {"k": "v", "n": 1, "f": 2.5})
+    _same_arrays_as_xarray(run, tmp_path)
+    run.coords["x"] = [1.6, 3.3]         # a float coordinate takes a NaN fill value too
+    _same_arrays_as_xarray(run, tmp_path)
+
+
+def test_a_simulated_sweep_saved_from_its_arrays(tmp_path):
+    """store.save of a sweep's RunArrays: the file store.save writes of its Dataset."""
+    from abtlab.data import assemble, block, store
+    from abtlab.sim.backend import SimBackend
+    from abtlab.sweep.loop import expand
+    levels = {"policy": ["ext4", "delayjc:window=2ms"], "freq_ghz": [1.6, 3.3], "threads": [8]}
+    be = SimBackend()
+    blocks = [block.from_results(be.run_group([(p, type("C", (), {"seed": s, "options": {}})())
+                                               for s in range(3)], None), p, i, range(3))
+              for i, p in enumerate(expand(levels))]
+    run = assemble.assemble_arrays(blocks, levels, {"backend": "sim"})
+    assert run.attrs["freq_mode"] == "simulated"
+    _same_arrays_as_xarray(run, tmp_path)
+    run.attrs.update(flag=True, none=None, spec={"seed": 0})    # store.save cleans these
+    store.save(run, tmp_path / "from_arrays.nc")
+    store.save(run.to_dataset(), tmp_path / "from_dataset.nc")
+    assert _layout(tmp_path / "from_arrays.nc") == _layout(tmp_path / "from_dataset.nc")
+    xr.testing.assert_identical(abtlab.load(tmp_path / "from_arrays.nc"),
+                                abtlab.load(tmp_path / "from_dataset.nc"))
+
+
+def test_arrays_of_another_kind_are_left_to_xarray():
+    run = RunArrays({"b": (["x"], np.array([True, False]), {})}, {"x": [1, 2]}, {})
+    assert not netcdf.arrays_writable(run)
