@@ -21,7 +21,7 @@ FREQS = [1.6, 2.0, 2.6, 3.3]
 
 def sweep(reps, threads, sizes, policies, traces):
     return sim.simulate(reps=reps, seed=0, threads=threads, freq_ghz=FREQS, policy=policies,
-                        file_size=sizes, record_size=32768, device="hdd7200", cores=4,
+                        file_size=sizes, record_size=32768, device="hdd7200-nocache", cores=4,
                         traces=traces)
 
 

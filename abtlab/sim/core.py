@@ -1,6 +1,13 @@
 """Repetitions of one simulated point: the op program, one compiled call for all
 repetitions, and RunResults with op and commit traces and the model's measures
-(simulated data, labelled so)."""
+(simulated data, labelled so).
+
+The simulator knows why each thread waited, so a run's evidence-based counts
+(`unblocked_threads`, `journal_blocked_full/partial`: abtlab.model.waits, eqs. 4-6) come
+from its own record of every wait for a commit's lock, given to model.waits as off-CPU
+intervals of cause `t_locked` (a handle waiting while the commit holds the transaction,
+or with shadow_wait while it logs); the model has no other sleep inside a write op but
+the wait for a core, which it does not record (write_wait_cpu is left out)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import model
+from ..model.waits import wait_measures
 from ..errors import ConfigError
 from ..data.result import RunResult
 from ..trace import RECORD_DTYPE
@@ -55,7 +63,19 @@ def draws(p: SimParams, prog, seeds, cap):
         nz[r, :, :, 0] = _factors(rng, p.cpu_dist, p.cpu_cv, (n, m))
         nz[r, :, fs, 1:] = _factors(rng, p.dev_dist, p.dev_cv, (int(fs.sum()), n, 2))
         cn[r] = _factors(rng, p.dev_dist, p.dev_cv, cap)
+    _poll_phases(p, prog, seeds, nz)
     return spawn, nz, cn
+
+
+def _poll_phases(p: SimParams, prog, seeds, nz) -> None:
+    """start=poll: each thread's poll timer phase at the release, a fraction of poll_us,
+    in the barrier op's unused device factor (its own stream per seed, so the other
+    draws stay as they are)."""
+    if p.start != "poll":
+        return
+    for b in np.flatnonzero(prog == K.BARRIER):
+        for r, seed in enumerate(seeds):
+            nz[r, :, b, 1] = np.random.default_rng([int(seed), 1]).random(p.threads)
 
 
 def _draws_lognormal(p: SimParams, prog, seeds, cap):
@@ -78,6 +98,7 @@ def _draws_lognormal(p: SimParams, prog, seeds, cap):
     nz[:, :, :, 0] = cpu[:, n:].reshape(reps, n, m)
     d = cuts[2] - cuts[1]
     nz[:, :, fs, 1:] = dev[:, :d].reshape(reps, nfs, n, 2).transpose(0, 2, 1, 3)
+    _poll_phases(p, prog, seeds, nz)
     return spawn, nz, dev[:, d:]
 
 
@@ -108,12 +129,13 @@ def run_raw(p: SimParams, seeds, prog=None, pr=None, jobs=None):
     """Run the kernel for every seed, in one compiled call per thread (`jobs` threads;
     default: up to the usable cores, at least 8 repetitions each). Every repetition has
     its own seeded draws and fresh state, so the output does not depend on `jobs`.
-    Returns (times (reps, threads*len(prog), 2) us, commits (reps, cap, 6) us, counts)."""
+    Returns (times (reps, threads*len(prog), 4) us: op start, end, lock wait start, end
+    (-1: none), commits (reps, cap, 6) us, counts)."""
     prog = program(p) if prog is None else prog
     pr = vector(p) if pr is None else pr
     seeds = np.atleast_1d(np.asarray(seeds, np.int64))
     cap = p.threads * max(1, int(np.count_nonzero(prog == K.FSYNC))) + 1
-    out_t = np.zeros((seeds.size, p.threads * prog.size, 2))
+    out_t = np.zeros((seeds.size, p.threads * prog.size, 4))
     out_c = np.zeros((seeds.size, cap, len(K.COMMIT_COLS)))
     counts = np.zeros(seeds.size, np.int64)
 
@@ -134,6 +156,7 @@ def run_raw(p: SimParams, seeds, prog=None, pr=None, jobs=None):
 def _op_template(p: SimParams, prog) -> np.ndarray:
     ops = np.zeros(p.threads * prog.size, RECORD_DTYPE)
     ops["tid"] = np.repeat(np.arange(p.threads), prog.size)
+    ops["pid"] = ops["tid"] + 1          # each thread its own task, as real records say
     ops["op"] = np.tile(prog, p.threads)
     ops["bytes"] = np.where(ops["op"] == K.WRITE, p.record_size, 0)
     return ops
@@ -159,6 +182,16 @@ def _attrs(p: SimParams) -> dict:
             **p.as_attrs()}
 
 
+def _lock_waits(ops, times_ns, com) -> dict:
+    """The evidence counts of one repetition from its lock waits (module doc)."""
+    w = times_ns[:, 2] >= 0
+    offcpu = {"pid": ops["pid"][w].astype(np.int64), "t_out": times_ns[w, 2],
+              "t_in": times_ns[w, 3], "cause": np.full(int(w.sum()), "t_locked", object)}
+    out = wait_measures(ops, offcpu, com)
+    out.pop("write_wait_cpu")       # not tracked (the model's other causes do not exist: 0)
+    return out
+
+
 def run_reps(p: SimParams, seeds, jobs=None) -> list[RunResult]:
     """RunResults of one point, one per seed (repetitions share the kernel calls)."""
     prog = program(p)
@@ -173,6 +206,8 @@ def run_reps(p: SimParams, seeds, jobs=None) -> list[RunResult]:
     for r in range(counts.size):
         com = _commit_dict(cns[r, :counts[r]])
         scalars = model.measures(ops[r], com, p.workload, file_size=size, fsync=p.fsync)
+        if p.workload == "iozone":
+            scalars.update(_lock_waits(ops[r], ns[r], com))
         out.append(RunResult(scalars=scalars, ops=ops[r], commits=com, attrs=attrs))
     return out
 

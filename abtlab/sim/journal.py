@@ -28,6 +28,14 @@ one FIFO queue shared by data flushes and commits; a depth as large as the threa
 makes every request an independent delay. With `shared_transfer` the requests' transfers
 (their per-byte part) go one after another at the device's rate, each before its own
 latency, as a bandwidth-limited device does with several requests in flight.
+A device with a volatile write cache (I_CACHE bytes, the drive model of
+backends/include/abt_disk.h, calibrated: abtlab.sim.params) takes a write at interface
+speed while it fits; its platter writes the cache back behind (one positioning when it
+starts from idle, then per file and per byte at the media rate), and a FLUSH (a commit's
+record, NOJC's fsync) returns once the cache is clean. A commit's record is written FUA
+after that flush. With I_C_COMMIT > 0 the journal thread needs that much CPU to start a
+commit: the kernel queues it for a core (ji[JBD2]) and it locks the transaction only
+when it has run, so on few cores it waits behind runnable writers.
 """
 from __future__ import annotations
 
@@ -36,7 +44,9 @@ from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVQ, DIRTY, E
                     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_COMMIT_PER_FILE, I_DATA, I_FLUSH_PER_BYTE,
                     I_KPARAM, I_LOCK, I_MAX_AGE, I_MAX_RESETS, I_POLICY, I_SHADOW, I_WINDOW, LAST,
                     LOCKED, NCOMMIT, PENDING, PIPE, POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH,
-                    RESETS, RUN, SHARED, TXN, jit, push)
+                    RESETS, RUN, SHARED, TXN, I_CACHE, I_MEDIA_PER_BYTE, I_DESTAGE_FILE,
+                    I_DESTAGE_FIXED, I_FLUSH_FIXED, I_C_COMMIT, JBD2, JBD2_IDLE, JBD2_WAKE, MEDIA,
+                    jit, push)
 
 
 @jit
@@ -56,6 +66,52 @@ def device(t, dur, xfer, jf):
         end = admit + dur
     jf[best] = end
     return start, end
+
+
+@jit
+def _hold(end, jf):
+    """Every server of the queue is busy until end (a flush, a write waiting for room)."""
+    for s in range(DEVQ, DEVQ + int(jf[QDEPTH])):
+        jf[s] = max(jf[s], end)
+
+
+@jit
+def _cached(a, nbytes, files, pr, jf):
+    """The write cache takes nbytes (files extents) the interface finished at a; the
+    platter writes them back behind what it holds. Returns when the write completes:
+    at a, or once the cache has room for it."""
+    work = pr[I_DESTAGE_FILE] * files + pr[I_MEDIA_PER_BYTE] * nbytes
+    if jf[MEDIA] < a:                       # the platter was idle: position first
+        jf[MEDIA] = a + pr[I_DESTAGE_FIXED] + work
+    else:
+        jf[MEDIA] += work
+    room = pr[I_CACHE] * pr[I_MEDIA_PER_BYTE]   # write-back time a full cache holds
+    done = max(a, jf[MEDIA] - room)
+    if done > a:
+        _hold(done, jf)
+    return done
+
+
+@jit
+def write_req(t, dur, xfer, nbytes, files, pr, jf):
+    """A data write of nbytes issued at t (dur, xfer: its interface time, or without a
+    cache its whole device time); its completion time."""
+    _, end = device(t, dur, xfer, jf)
+    if pr[I_CACHE] <= 0:
+        return end
+    return _cached(end, nbytes, files, pr, jf)
+
+
+@jit
+def flush_req(a, after, pr, jf):
+    """A FLUSH issued at a (then `after` us, e.g. a FUA record): returns when done;
+    the cache is clean then. Without a cache: a."""
+    if pr[I_CACHE] <= 0:
+        return a
+    end = max(a, jf[MEDIA]) + after
+    jf[MEDIA] = end
+    _hold(end, jf)
+    return end
 
 
 @jit
@@ -92,13 +148,25 @@ def start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
     k = ji[RUN]
     handles = ji[HANDLES]
     blocks = 2.0 + pr[I_BLOCKS_PER_HANDLE] * handles    # descriptor + commit block
-    xfer = pr[I_COMMIT_PER_BLOCK] * blocks
-    dur = pr[I_COMMIT_FIXED] + xfer
+    f = cn[k % cn.size]
+    cache = pr[I_CACHE] > 0
+    if cache:            # the log through the interface into the cache; the record after
+        xfer = pr[I_FLUSH_PER_BYTE] * 4096.0 * blocks   # a flush, FUA (commit_fixed)
+        dur = pr[I_FLUSH_FIXED] + xfer
+    else:
+        xfer = pr[I_COMMIT_PER_BLOCK] * blocks
+        dur = pr[I_COMMIT_FIXED] + xfer
+    nbytes = 4096.0 * blocks
     if int(pr[I_DATA]) == DATA_COMMIT:
         data, data_xfer = _member_data(k, pr, ti, tf)
         dur, xfer = dur + data, xfer + data_xfer
-    f = cn[k % cn.size]
+        if pr[I_FLUSH_PER_BYTE] > 0:
+            nbytes += data_xfer / pr[I_FLUSH_PER_BYTE]
     dstart, end = device(t, dur * f, xfer * f, jf)
+    logged = end
+    if cache:
+        logged = _cached(end, nbytes, 1.0, pr, jf)
+        end = flush_req(logged, pr[I_COMMIT_FIXED] * f, pr, jf)
     ji[COMMITTING] = k
     ji[RUN] = k + 1
     ji[PENDING] = 0
@@ -115,7 +183,7 @@ def start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
     push(hf, hn, ji, end, EV_COMMIT, k)
     lock = pr[I_LOCK]
     if lock >= 0 and pr[I_SHADOW] >= 0:       # and until its log blocks are written
-        lock = max(lock, end - pr[I_SHADOW] - t)
+        lock = max(lock, (logged if cache else end - pr[I_SHADOW]) - t)
     if lock >= 0 and t + lock < end:
         push(hf, hn, ji, t + lock, EV_UNLOCK, k)
 
@@ -123,6 +191,10 @@ def start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
 @jit
 def try_start(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c):
     if ji[PENDING] == 1 and ji[COMMITTING] < 0 and t >= jf[DEADLINE]:
+        if pr[I_C_COMMIT] > 0:                # the journal thread must run first
+            if ji[JBD2] == JBD2_IDLE:
+                ji[JBD2] = JBD2_WAKE
+            return
         start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c)
 
 

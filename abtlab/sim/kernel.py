@@ -7,6 +7,14 @@ Mechanism (Chang et al., MASCOTS 2014, Figs. 4-6), with the journal and device i
 - Every op: start, metadata-lock check (open and write() block while a commit holds
   the lock), CPU phase, then for fsync the block allocation (a handle, which waits for
   the lock too), the data write-back and the journal wait.
+- Start: a barrier releases every thread when the last arrives; with I_POLL (IOzone's
+  start: each child polls a shared flag with select(1 us)) every thread, the last too,
+  wakes at its own poll timer's next expiry, up to I_POLL_US after the release, and
+  needs a little CPU (I_C_POLL) before it writes: a release spread of fixed time.
+- The journal thread (row n of the thread arrays) runs when a commit costs CPU
+  (I_C_COMMIT > 0, see `journal`).
+- Each op record also keeps when its thread began and ended waiting for a commit's
+  lock (out_t columns 2-3, -1 if it did not): the simulator knows why a write slept.
 `run_batch` runs many repetitions in one compiled call, reusing every array.
 """
 from __future__ import annotations
@@ -14,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import journal as J
-from .state import (BARRIER, COMMITTED, CORE, DATA_FSYNC, DIOREAD_NOLOCK, DIRTY, EV_COMMIT, EV_DEV, EV_START,
+from .state import (I_JBD2_FRONT, I_C_COMMIT, I_C_POLL, I_POLL, I_POLL_US, JBD2, JBD2_IDLE, JBD2_QUEUED,
+                    JBD2_WAKE, BARRIER, COMMITTED, CORE, DATA_FSYNC, DIOREAD_NOLOCK, DIRTY, EV_COMMIT, EV_DEV, EV_START,
                     EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT,
                     I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_DIOREAD, I_FLUSH_FIXED,
                     I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_FSYNC_SPIN, I_INODE_WRITE, I_POLICY,
@@ -71,9 +80,12 @@ def _cost(op, pr):
 
 
 @jit
-def _device_wait(i, t, dur, xfer, hf, hn, ji, jf, ti, core):
-    # the thread sleeps until its request is served (on a server of the queue, J.device)
-    _, end = J.device(t, dur, xfer, jf)
+def _device_wait(i, t, dur, xfer, nbytes, files, flush, pr, hf, hn, ji, jf, ti, core):
+    # the thread sleeps until its request is served (on a server of the queue,
+    # J.device), and with a write cache until the cache took it (then flushed it)
+    end = J.write_req(t, dur, xfer, nbytes, files, pr, jf)
+    if flush:
+        end = J.flush_req(end, pr[I_FLUSH_FIXED], pr, jf)
     _block(i, W_DEV, ti, core)
     push(hf, hn, ji, end, EV_DEV, i)
 
@@ -103,8 +115,9 @@ def _flush(i, t, pr, nz, hf, hn, ji, jf, ti, tf, core):
     f = nz[i, ti[i, PC], 1]
     xfer = pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY] * f
     dur = pr[I_FLUSH_FIXED] * f + xfer
+    nbytes = tf[i, DIRTY]
     tf[i, DIRTY] = 0.0
-    _device_wait(i, t, dur, xfer, hf, hn, ji, jf, ti, core)
+    _device_wait(i, t, dur, xfer, nbytes, 1.0, False, pr, hf, hn, ji, jf, ti, core)
     return True
 
 
@@ -117,11 +130,13 @@ def _journal(i, t, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, out_c):
     if int(pr[I_POLICY]) == POL_NOJC:             # no journal: write data and inode in place
         ti[i, TXN] = -1
         dur, xfer = pr[I_INODE_WRITE] * nz[i, ti[i, PC], 2], 0.0
+        nbytes = 4096.0 + tf[i, DIRTY]            # the inode's block and the data
         if tf[i, DIRTY] > 0:
             xfer = pr[I_FLUSH_PER_BYTE] * tf[i, DIRTY] * nz[i, ti[i, PC], 1]
             dur += pr[I_FLUSH_FIXED] * nz[i, ti[i, PC], 1] + xfer
             tf[i, DIRTY] = 0.0
-        _device_wait(i, t, dur, xfer, hf, hn, ji, jf, ti, core)
+        # ext4 without a journal ends an fsync with a cache flush
+        _device_wait(i, t, dur, xfer, nbytes, 2.0, True, pr, hf, hn, ji, jf, ti, core)
         return True
     if txn <= ji[COMMITTED]:
         return False
@@ -133,16 +148,25 @@ def _journal(i, t, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, out_c):
 
 
 @jit
-def _barrier(i, t, hf, hn, ji, ti, core):
-    """True if thread i must wait for the others at the barrier."""
+def _barrier(i, t, pc, pr, nz, hf, hn, ji, ti, core):
+    """True if thread i must wait for the others at the barrier (row n of ti is the
+    journal thread). Polling, each wakes at its own timer after the release (its phase
+    drawn in nz[j, pc, 1]), the last to arrive too."""
+    n = ti.shape[0] - 1
     ji[NBAR] += 1
-    if ji[NBAR] < ti.shape[0]:
+    if ji[NBAR] < n:
         _block(i, W_BARRIER, ti, core)
         return True
-    for j in range(ti.shape[0]):
+    poll = pr[I_POLL] > 0
+    if poll:
+        _block(i, W_BARRIER, ti, core)
+    for j in range(n):
         if ti[j, WAIT] == W_BARRIER:
-            fpush(hf, hn, ji, t, j, ti.shape[0])
-    return False
+            if poll:
+                push(hf, hn, ji, t + pr[I_POLL_US] * nz[j, pc, 1], EV_START, j)
+            else:
+                fpush(hf, hn, ji, t, j, ti.shape[0])
+    return poll
 
 
 @jit
@@ -174,8 +198,12 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
         if ph == 1:
             if (op == OPEN or op == WRITE) and ji[LOCKED] == 1:
                 ti[i, PHASE] = 1
+                if out_t[row, 2] < 0:
+                    out_t[row, 2] = t
                 _block(i, W_LOCK, ti, core)      # new handles wait for the commit's lock
                 return
+            if out_t[row, 2] >= 0:
+                out_t[row, 3] = t
             ph = 2
         if ph == 2:
             ti[i, PHASE] = 3
@@ -195,7 +223,7 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
                     return
                 _join(i, ji, ti)
             ti[i, PHASE] = 4
-            if op == BARRIER and _barrier(i, t, hf, hn, ji, ti, core):
+            if op == BARRIER and _barrier(i, t, pc, pr, nz, hf, hn, ji, ti, core):
                 ti[i, PHASE] = 5
                 return
             if op == FSYNC and _flush(i, t, pr, nz, hf, hn, ji, jf, ti, tf, core):
@@ -214,6 +242,13 @@ def _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
             if op == FSYNC and _journal(i, t, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, out_c):
                 return
             ph = 5
+        if ph == 5 and op == BARRIER and pr[I_POLL] > 0:
+            # the poll's timer fired: back from select(), the thread reads the flag
+            ti[i, PHASE] = 7
+            tf[i, REM] = pr[I_C_POLL] * nz[i, pc, 0]
+            if ti[i, CORE] < 0:
+                _enqueue(i, pr[I_WAKE_FRONT] > 0, q, ji, ti)
+            return
         if ph == 5 and op == FSYNC and pr[I_FSYNC_SPIN] > 0:
             # frequency by dilation: the fsync's CPU ran at f_ref before its write-back;
             # the thread spins the dilation once the call has returned
@@ -234,6 +269,11 @@ def _on_cpu(k, t, crun, ct, cs, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, 
     tf[i, SLICE] -= crun[k]
     if tf[i, REM] <= 1e-9:
         tf[i, REM] = 0.0
+        if i == ti.shape[0] - 1:               # the journal thread: it starts the commit
+            ji[JBD2] = JBD2_IDLE
+            J.start_commit(t, pr, cn, hf, hn, ji, jf, ti, tf, out_c)
+            _block(i, W_NONE, ti, core)
+            return
         _step(i, t, prog, pr, nz, cn, hf, hn, ji, jf, ti, tf, core, q, out_t, out_c)
     if core[k] != i:
         return                                 # blocked or finished: the core is free
@@ -258,6 +298,11 @@ def _wake(t, k, whole, hf, hn, ji, ti):
 
 @jit_inline
 def _dispatch(t, crun, ct, cs, pr, ji, ti, tf, core, q):
+    if ji[JBD2] == JBD2_WAKE:                  # a commit is due: its thread wants a core
+        ji[JBD2] = JBD2_QUEUED
+        j = ti.shape[0] - 1
+        tf[j, REM] = pr[I_C_COMMIT]
+        _enqueue(j, pr[I_JBD2_FRONT] > 0, q, ji, ti)
     if ji[QN] == 0:
         return
     for k in range(core.size):
@@ -304,6 +349,7 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs
              out_c):
     """One repetition on fresh state; returns the number of commits."""
     reset(pr, ti, tf, ji, jf, core)
+    out_t[:, 2:] = -1.0
     ct[:] = np.inf
     ji[SEQ] = spawn.size                       # sequences 1..n belong to the spawns
     fb = hf.size - fifo_cap(ti.shape[0])
@@ -348,18 +394,19 @@ def _run_one(prog, pr, spawn, nz, cn, hf, hn, ji, jf, ti, tf, core, crun, ct, cs
 def run_batch(prog, pr, spawn, nz, cn, out_t, out_c, ncommit):
     """Simulate every repetition r of one point in one call, from its draws: spawn
     (reps, threads) times, nz (reps, threads, len(prog), 3) CPU/flush/inode factors,
-    cn (reps, cap) commit factors. out_t (reps, threads * len(prog), 2) gets op
-    start/end (us), out_c (reps, cap, 6) the commits (state.COMMIT_COLS), ncommit
+    cn (reps, cap) commit factors. out_t (reps, threads * len(prog), 4) gets op
+    start/end and lock wait start/end (us, -1: none), out_c (reps, cap, 6) the commits (state.COMMIT_COLS), ncommit
     (reps,) their counts."""
     n = spawn.shape[1]
     cap = out_c.shape[1]
-    ti, tf = np.empty((n, 6), np.int64), np.empty((n, 3))
+    # one row per thread and one for the journal thread
+    ti, tf = np.empty((n + 1, 6), np.int64), np.empty((n + 1, 3))
     ji, jf = np.empty(NJI, np.int64), np.empty(NJF)
     ncores = int(pr[I_CORES])
-    core, crun, q = np.empty(ncores, np.int64), np.zeros(ncores), np.zeros(n + 1, np.int64)
+    core, crun, q = np.empty(ncores, np.int64), np.zeros(ncores), np.zeros(n + 2, np.int64)
     ct, cs = np.empty(ncores), np.zeros(ncores, np.int64)
     hcap = 3 * cap + 2 * n + ncores + 8        # bound on pending events
-    hcap += fifo_cap(n)                        # the FIFO of starts lives in the tail
+    hcap += fifo_cap(n + 1)                    # the FIFO of starts lives in the tail
     hf, hn = np.empty(hcap), np.empty((hcap, 3), np.int64)
     for r in range(spawn.shape[0]):
         ncommit[r] = _run_one(prog, pr, spawn[r], nz[r], cn[r], hf, hn, ji, jf, ti, tf, core, crun, ct,

@@ -22,30 +22,19 @@ import numpy as np
 from .. import policies
 from ..errors import ConfigError
 from . import state as K
+from .devices import DEVICES
 
-__all__ = ["SimParams", "DEVICES", "DISTRIBUTIONS", "DATA_MODES", "make", "vector", "load_params"]
+__all__ = ["SimParams", "DEVICES", "DISTRIBUTIONS", "DATA_MODES", "STARTS", "POLL_US", "make",
+           "vector", "load_params"]
 
-# Device presets (us), chosen from the hardware, not from the effect they produce.
-# hdd7200 (a 2012 250 GB 7200 rpm disk, write cache on): ~100 MB/s media rate (10 us/KiB);
-# a lone data write-back pays a short seek plus part of a rotation (~2 ms); a commit
-# writes the journal blocks (seek to the journal, 4.17 ms mean rotational latency) then
-# the commit block with a cache flush/FUA (about one more rotation): ~10 ms, as the
-# paper's Fig. 8a mean waits of 18-25 ms for two commits suggest. Data written back by
-# a commit is sorted and merged by the elevator: ~0.2 ms per file on top of transfer.
-# loop: this kind of VM's loop device, ~1 ms fsync. ssd-sata: ~500 MB/s, ~100 us flushes.
-# commit_record_us: the part of a commit after its log blocks (cache flush, commit block);
-# used by shadow_wait only, 0 (unknown for the presets): the shadow wait ends with the commit.
-DEVICES = {
-    "loop": dict(flush_fixed_us=150.0, flush_us_per_kib=0.5, commit_fixed_us=800.0,
-                 commit_us_per_block=4.0, commit_us_per_file=20.0, inode_write_us=150.0,
-                 commit_record_us=0.0),
-    "hdd7200": dict(flush_fixed_us=2000.0, flush_us_per_kib=10.0, commit_fixed_us=10000.0,
-                    commit_us_per_block=40.0, commit_us_per_file=200.0,
-                    inode_write_us=6000.0, commit_record_us=0.0),
-    "ssd-sata": dict(flush_fixed_us=60.0, flush_us_per_kib=2.0, commit_fixed_us=150.0,
-                     commit_us_per_block=8.0, commit_us_per_file=10.0, inode_write_us=60.0,
-                     commit_record_us=0.0),
-}
+STARTS = ("barrier", "poll")
+# IOzone's children poll the start flag with select() and a 1 us timeout (iozone.c,
+# Poll(1)); Linux rounds a user thread's timer up by its timer slack, 50 us by default
+# (prctl(2), PR_SET_TIMERSLACK; hrtimer slack of a SCHED_OTHER task): a poll every ~51 us
+POLL_US = 51.0
+
+# Device presets (us), chosen from the hardware, not from the effect they produce; the
+# table, with each number's source, is abtlab.sim.devices.
 DATA_MODES = ("fsync", "commit")
 DIOREAD_MODES = ("lock", "nolock")
 DISTRIBUTIONS = ("lognormal", "gamma", "fixed")
@@ -101,6 +90,15 @@ class SimParams:
                                            # mode): an op runs at f_ref inside the call and the
                                            # thread spins the rest after it returns, so an
                                            # fsync starts its write-back at f_ref's speed
+    start: str = "barrier"                 # barrier: released together (a pthread barrier);
+                                           # poll: IOzone's start, each thread at its poll timer
+    poll_us: float = POLL_US               # poll=IOzone: select(1 us) under the timer slack
+    poll_cpu_us: float = 2.0               # CPU to return from select() and read the flag
+                                           # (an estimate), at f_ref
+    commit_cpu_us: float = 0.0             # CPU the journal thread needs to start a commit,
+                                           # at f_ref (0: it starts at once, on no core)
+    jbd2_front: bool = True                # the woken journal thread goes to the run queue's
+                                           # front (false: behind the runnable writers)
 
     def device_params(self) -> dict:
         return {**DEVICES[self.device], **self.device_overrides}
@@ -150,12 +148,14 @@ def _validate(p: SimParams) -> None:
     _need(p.dioread in DIOREAD_MODES, "dioread", p.dioread, " | ".join(DIOREAD_MODES))
     _need(not p.dilation or p.freq_ghz <= p.f_ref_ghz, "freq_ghz", p.freq_ghz,
           f"<= f_ref_ghz ({p.f_ref_ghz}) with dilation=true (dilation only slows the CPU)")
+    _need(p.start in STARTS, "start", p.start, " | ".join(STARTS))
     for name in ("fsync", "wake_front", "fsync_allocates", "dilation", "shared_transfer",
-                 "shadow_wait"):
+                 "shadow_wait", "jbd2_front"):
         v = getattr(p, name)
         _need(isinstance(v, (bool, np.bool_)), name, v, "true or false")
     for name in ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
-                 "spawn_us", "blocks_per_handle", "cpu_cv", "dev_cv", "adaptive_k"):
+                 "spawn_us", "blocks_per_handle", "cpu_cv", "dev_cv", "adaptive_k", "poll_us",
+                 "poll_cpu_us", "commit_cpu_us"):
         v = getattr(p, name)
         _need(isinstance(v, (int, float)) and v >= 0 and math.isfinite(v), name, v, "a number >= 0")
     _need(0 < p.ewma_alpha <= 1, "ewma_alpha", p.ewma_alpha, "a weight in (0, 1]")
@@ -219,6 +219,7 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_MAX_RESETS] = pol.params.get("max_resets", 0)
     v[K.I_MAX_AGE] = pol.params.get("max_age_us", 0.0)
     v[K.I_WAKE_FRONT] = 1.0 if p.wake_front else 0.0
+    v[K.I_JBD2_FRONT] = 1.0 if p.jbd2_front else 0.0
     v[K.I_ALPHA] = p.ewma_alpha
     v[K.I_D0] = dev["commit_fixed_us"]       # first estimate of a commit's duration
     v[K.I_RECORD_BYTES] = p.record_size
@@ -232,6 +233,13 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_DIOREAD] = DIOREAD_MODES.index(p.dioread)
     if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
         v[K.I_KPARAM] = p.adaptive_k
+    v[K.I_CACHE] = dev["cache_kib"] * 1024
+    v[K.I_MEDIA_PER_BYTE] = dev["media_us_per_kib"] / 1024
+    v[K.I_DESTAGE_FILE], v[K.I_DESTAGE_FIXED] = dev["destage_us_per_file"], dev["destage_fixed_us"]
+    # the journal thread is a kernel thread: dilation (spinning in the workload) leaves it be
+    v[K.I_C_COMMIT] = p.commit_cpu_us * (1.0 if p.dilation else s)
+    v[K.I_POLL] = 1.0 if p.start == "poll" else 0.0
+    v[K.I_POLL_US], v[K.I_C_POLL] = p.poll_us, p.poll_cpu_us * s
     return v
 
 

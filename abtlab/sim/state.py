@@ -35,8 +35,9 @@ I_QUANTUM, I_C_OPEN, I_C_WRITE, I_C_FSYNC, I_C_CLOSE, I_FLUSH_FIXED, I_FLUSH_PER
     I_COMMIT_FIXED, I_COMMIT_PER_BLOCK, I_BLOCKS_PER_HANDLE, I_INODE_WRITE, I_POLICY, \
     I_WINDOW, I_KPARAM, I_MAX_RESETS, I_MAX_AGE, I_WAKE_FRONT, I_ALPHA, I_D0, \
     I_RECORD_BYTES, I_CORES, I_LOCK, I_DATA, I_COMMIT_PER_FILE, I_FSYNC_ALLOC, I_QDEPTH, \
-    I_DIOREAD, I_FSYNC_SPIN, I_SHARED_XFER, I_SHADOW = range(30)
-NPARAM = 30
+    I_DIOREAD, I_FSYNC_SPIN, I_SHARED_XFER, I_SHADOW, I_CACHE, I_MEDIA_PER_BYTE, \
+    I_DESTAGE_FILE, I_DESTAGE_FIXED, I_C_COMMIT, I_POLL, I_POLL_US, I_C_POLL, I_JBD2_FRONT = range(39)
+NPARAM = 39
 # where a delalloc write-back's allocation joins a transaction (ext4's dioread_[no]lock)
 DIOREAD_LOCK, DIOREAD_NOLOCK = 0, 1
 # thread int state / float state columns
@@ -45,11 +46,14 @@ REM, SLICE, DIRTY = range(3)
 W_NONE, W_LOCK, W_COMMIT, W_BARRIER, W_DEV, W_CPU = range(6)
 # journal ints / floats
 RUN, COMMITTING, COMMITTED, NCOMMIT, PENDING, GEN, RESETS, LOCKED, NBAR, HANDLES, SEQ, \
-    QH, QT, QN, HSIZE, FH, FT, SP = range(18)
-NJI = 18
+    QH, QT, QN, HSIZE, FH, FT, SP, JBD2 = range(19)
+NJI = 19
+# JBD2: the journal thread's state when a commit costs it CPU (I_C_COMMIT > 0)
+JBD2_IDLE, JBD2_WAKE, JBD2_QUEUED = 0, 1, 2
 # PIPE: when the device's shared transfer is free (shared_transfer); SHARED: whether it
-# is; then one free-at time per device server (queue depth, at most MAX_QDEPTH)
-QDEPTH, FIRST, DEADLINE, GAP, LAST, EWMA_D, PIPE, SHARED, DEVQ = range(9)
+# is; MEDIA: when a write cache's platter has written back all it holds; then one
+# free-at time per device server (queue depth, at most MAX_QDEPTH)
+QDEPTH, FIRST, DEADLINE, GAP, LAST, EWMA_D, PIPE, SHARED, MEDIA, DEVQ = range(10)
 MAX_QDEPTH = 256
 NJF = DEVQ + MAX_QDEPTH
 # events

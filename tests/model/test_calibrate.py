@@ -24,7 +24,7 @@ def test_cpu_costs_and_flush_from_one_thread():
 
 
 def test_commit_cost_line_from_many_commits():
-    p = sim.make(workload="metarates", threads=12, files=6, cores=2, device="hdd7200", **FIXED)
+    p = sim.make(workload="metarates", threads=12, files=6, cores=2, device="hdd7200-nocache", **FIXED)
     r = sim.run_once(p, 1)
     fit = fit_sim_params(r.ops, r.commits)
     dev = p.device_params()
@@ -42,7 +42,7 @@ def test_commit_spread_is_seen():
 
 @pytest.mark.parametrize("kw", [dict(workload="iozone", threads=64, cores=2, device="loop"),
                                 dict(workload="metarates", threads=12, files=6, cores=2,
-                                     device="hdd7200")])
+                                     device="hdd7200-nocache")])
 def test_journal_blocks_per_handle(kw):
     """Files share metadata blocks, so real commits log well under a block per handle;
     the estimate comes back from simulated traces with a known value."""
@@ -87,7 +87,7 @@ def test_write_cpu_from_busy_cores_when_writes_wait_for_them():
 
 
 def test_write_cpu_stays_the_median_when_writes_do_not_wait():
-    p = sim.make(threads=8, cores=1, device="hdd7200", **FIXED)
+    p = sim.make(threads=8, cores=1, device="hdd7200-nocache", **FIXED)
     r = sim.run_once(p, 0)
     fit = fit_sim_params(r.ops, r.commits, cores=1)
     write = p.write_fixed_us + p.write_us_per_kib * 32

@@ -172,7 +172,7 @@ def test_fsync_cpu_from_the_spacing_of_fsyncs_on_a_busy_core():
     emulation: its dilation is spun after the call); and a cfs34 run's slices are
     3.4's (2.25 ms)."""
     ds = sim.simulate(reps=2, freq_ghz=[1.65, 3.3], **{**TRUE, "threads": 16, "cores": 1},
-                      fsync_cpu_us=300.0, quantum_us=5000.0, device="hdd7200", dilation=True)
+                      fsync_cpu_us=300.0, quantum_us=5000.0, device="hdd7200-nocache", dilation=True)
     ds.attrs.update(freq_mode="emulated", f_ref_ghz=3.3, cpu_logical=1, kernel_sched="cfs34")
     p = calibrate(ds)
     assert p["fsync_cpu_us"] == pytest.approx(300.0, rel=0.1) and p["quantum_us"] == 2250.0

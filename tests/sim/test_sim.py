@@ -29,12 +29,12 @@ def _covering_ok(r):
             assert f["t_end_ns"] >= e[k]
 
 
-@pytest.mark.parametrize("kw", [dict(workload="iozone", device="hdd7200"),
+@pytest.mark.parametrize("kw", [dict(workload="iozone", device="hdd7200-nocache"),
                                 dict(workload="metarates", files=3),
                                 dict(workload="iozone", policy="delayjc:window=2ms"),
                                 dict(workload="metarates", files=2, policy="delayjc:adaptive"),
                                 dict(workload="iozone", policy="batch:min_us=100,max_us=3000"),
-                                dict(workload="iozone", data_flush="commit", device="hdd7200"),
+                                dict(workload="iozone", data_flush="commit", device="hdd7200-nocache"),
                                 dict(workload="iozone", commit_lock_us=20.0),
                                 dict(workload="metarates", files=2, data_flush="commit",
                                      commit_lock_us=0.0)])
@@ -45,7 +45,7 @@ def test_fsync_never_returns_before_its_commit(kw):
 
 
 def test_commits_do_not_overlap_and_lock_writes():
-    r = sim.simulate_point(reps=1, seed=2, threads=64, cores=4, device="hdd7200", freq_ghz=3.3)[0]
+    r = sim.simulate_point(reps=1, seed=2, threads=64, cores=4, device="hdd7200-nocache", freq_ghz=3.3)[0]
     s, e = r.commits["start"], r.commits["end"]
     assert np.all(s[1:] >= e[:-1])
     w = r.ops[r.ops["op"] == Op.WRITE]
@@ -72,7 +72,7 @@ def test_fsync_commits_the_block_allocation_of_its_write_back():
 
 
 def test_short_lock_lets_writes_through_a_running_commit():
-    kw = dict(threads=64, cores=4, device="hdd7200", data_flush="commit", seed=2)
+    kw = dict(threads=64, cores=4, device="hdd7200-nocache", data_flush="commit", seed=2)
     whole = sim.simulate_point(reps=1, **kw)[0]
     brief = sim.simulate_point(reps=1, commit_lock_us=10.0, **kw)[0]
 
@@ -87,7 +87,7 @@ def test_shadow_wait_holds_writes_until_the_commits_log_is_written():
     """With a short T_LOCKED a write arriving during a commit goes through; with the
     shadow wait it waits until the commit's log blocks are written: the commit's end
     less its record (here 5 ms), never to the end itself."""
-    kw = dict(threads=64, cores=4, device="hdd7200", data_flush="commit", seed=2,
+    kw = dict(threads=64, cores=4, device="hdd7200-nocache", data_flush="commit", seed=2,
               commit_lock_us=10.0, device_overrides={"commit_record_us": 5000.0})
     brief = sim.simulate_point(reps=1, **kw)[0]
     shadow = sim.simulate_point(reps=1, shadow_wait=True, **kw)[0]
@@ -105,9 +105,9 @@ def test_shadow_wait_holds_writes_until_the_commits_log_is_written():
 
 
 def test_commit_writes_back_member_data_in_ordered_mode():
-    kw = dict(threads=1, cores=1, device="hdd7200", cpu_dist="fixed", dev_dist="fixed")
+    kw = dict(threads=1, cores=1, device="hdd7200-nocache", cpu_dist="fixed", dev_dist="fixed")
     own, shared = (sim.simulate_point(reps=1, data_flush=m, **kw)[0] for m in ("fsync", "commit"))
-    dev = sim.DEVICES["hdd7200"]
+    dev = sim.DEVICES["hdd7200-nocache"]
     journal = dev["commit_fixed_us"] + dev["commit_us_per_block"] * 3    # 2 + one handle
     data = dev["commit_us_per_file"] + dev["flush_us_per_kib"] * 128
     for r, want in ((own, journal), (shared, journal + data)):
@@ -125,7 +125,7 @@ def test_batched_repetitions_equal_single_runs():
 
 def test_threaded_repetitions_equal_one_thread():
     """Repetitions split over threads give exactly what one thread gives."""
-    p = sim.make(threads=16, cores=2, device="hdd7200")
+    p = sim.make(threads=16, cores=2, device="hdd7200-nocache")
     seeds = np.arange(20, 41)
     one, three = sim.run_raw(p, seeds, jobs=1), sim.run_raw(p, seeds, jobs=3)
     for a, b in zip(one, three):
@@ -163,7 +163,7 @@ def test_nojc_never_blocks():
             assert r.scalars["nonblocked_threads"] == SMALL["threads"]
 
 
-@pytest.mark.parametrize("kw", [dict(workload="iozone", threads=64, device="hdd7200"),
+@pytest.mark.parametrize("kw", [dict(workload="iozone", threads=64, device="hdd7200-nocache"),
                                 dict(workload="iozone", threads=32, device="loop", freq_ghz=1.6),
                                 dict(workload="metarates", threads=16, files=4)])
 @pytest.mark.parametrize("delay", ["delayjc:window=16ms", "delayjc:window=1ms", "delayjc:adaptive"])
@@ -205,7 +205,7 @@ def test_dilation_spins_an_fsyncs_cpu_after_it_returns():
     the thread spins the other 300 us after the commit: the same fsync duration. At
     f_ref dilation changes nothing."""
     kw = dict(threads=1, cores=1, cpu_dist="fixed", dev_dist="fixed", nonscaling=0.0,
-              fsync_cpu_us=300.0, device="hdd7200", queue_depth=1)
+              fsync_cpu_us=300.0, device="hdd7200-nocache", queue_depth=1)
     def run(**more):
         r = sim.simulate_point(reps=1, seed=0, **kw, **more)[0]
         f = r.ops[r.ops["op"] == Op.FSYNC][0]
@@ -276,7 +276,7 @@ def test_bad_parameters_name_the_field(kw, field):
 def test_queue_depth_serves_requests_at_once():
     """Depth 1: one FIFO queue, so the device is never busy with two requests; a deep queue
     serves data flushes side by side, so no-journal fsyncs wait less."""
-    kw = dict(threads=32, cores=2, device="hdd7200", policy="nojc", cpu_dist="fixed",
+    kw = dict(threads=32, cores=2, device="hdd7200-nocache", policy="nojc", cpu_dist="fixed",
               dev_dist="fixed")
     fifo = sim.simulate_point(reps=1, seed=1, queue_depth=1, **kw)[0]
     deep = sim.simulate_point(reps=1, seed=1, queue_depth=32, **kw)[0]
@@ -337,7 +337,7 @@ def test_dioread_nolock_converts_in_a_later_transaction():
     first data flush ends share one commit. nolock (the default since 5.6): the
     conversion joins the transaction running when the data I/O completes, and writers
     whose data completes after a commit started need another one."""
-    kw = dict(threads=16, cores=1, device="hdd7200", queue_depth=1, cpu_dist="fixed",
+    kw = dict(threads=16, cores=1, device="hdd7200-nocache", queue_depth=1, cpu_dist="fixed",
               dev_dist="fixed", file_size=131072, record_size=32768)
     lock = sim.simulate_point(reps=1, seed=1, dioread="lock", **kw)[0]
     nolock = sim.simulate_point(reps=1, seed=1, dioread="nolock", **kw)[0]
