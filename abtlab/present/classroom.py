@@ -18,13 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from . import paper_terms
+from .paper_terms import PAPER, PAPER_IOZONE
 
 __all__ = ["Feedback", "ANSWER_KEY_ENV", "check_change", "check_choice", "check_number", "measured_change",
            "paper_comparison", "lab_notebooks", "copy_labs", "WORDS", "PAPER"]
-
-PAPER = "Chang, Li, Grove and Cameron, MASCOTS 2014"
-# what the paper states for IOzone, 256 threads x 128 KiB in 32 KiB records (Figs. 1, 2, 7a)
-PAPER_IOZONE = {"ratio": 0.53, "f_low": 1.6, "f_high": 3.3, "unblocked_low": 240, "unblocked_high": 40}
 
 # accepted words for a change, and what they mean
 WORDS = {"up": ("faster", "higher", "more", "up", "increase", "larger"),
@@ -103,33 +101,24 @@ def check_change(prediction, before, after, what, ci=None, tol=0.05, why="") -> 
     return Feedback(False, f"you predicted {prediction!r}. {seen}." + (f" Hint: {why}" if why else ""))
 
 
-def _ratio(ds, var, f_low, f_high, level):
-    """(ratio, lo, hi) of var at f_high over f_low, NaNs when var has no finite data."""
-    from ..stats.iozone_view import ratios_between
-    if var not in ds or not np.isfinite(ds[var].values).any():
-        return (math.nan,) * 3
-    return tuple(float(x[0]) for x in ratios_between(ds, var, f_low, f_high, level)[1:])
-
-
 def paper_comparison(ds, f_low, f_high, policy="ext4", level=0.95) -> str:
     """A few lines putting a run's `policy` beside the paper's IOzone result, in the
-    paper's terms (throughput with the write op timed, unblocked threads) and with the
-    fsync timed too: what this machine measured, said plainly where it differs."""
-    from ..stats.ratios import format_ratio
+    paper's terms (throughput with the write op timed, unblocked threads: the trace
+    evidence where the run has it, else span overlap said plainly) and with the fsync
+    timed too: what this machine measured, said plainly where it differs."""
     from ..stats.values import provenance_label
     p = PAPER_IOZONE
-    one = ds.sel(policy=policy) if "policy" in ds.dims else ds
-    w, f = _ratio(one, "throughput", f_low, f_high, level), _ratio(one, "throughput_fsync", f_low, f_high, level)
-    nb = one["nonblocked_threads"].mean("rep")
-    lo_nb, hi_nb = (float(nb.sel(freq_ghz=x).values.ravel()[0]) for x in (f_low, f_high))
+    w = paper_terms.ratio(ds, "throughput", f_low, f_high, policy, level)
+    f = paper_terms.ratio(ds, "throughput_fsync", f_low, f_high, policy, level)
+    u = paper_terms.unblocked(ds, f_low, f_high, policy)
     lines = [f"The paper ({PAPER}; 256 threads x 128 KiB in 32 KiB records, Linux 3.4.2): "
              f"throughput at {p['f_high']} GHz over {p['f_low']} GHz x{p['ratio']} with the write op "
              f"timed, unblocked threads {p['unblocked_low']} -> {p['unblocked_high']}.",
-             f"This run ({policy}, {provenance_label(ds)}): throughput at {f_high:g} GHz over "
-             f"{f_low:g} GHz x{format_ratio(*w)} with the write op timed"
-             + (f", x{format_ratio(*f)} with the fsync timed (IOzone -e)" if math.isfinite(f[0]) else "")
-             + f"; unblocked threads {lo_nb:.4g} -> {hi_nb:.4g}."]
-    if w[1] > 1 or (w[0] >= 1 and w[1] <= 1 <= w[2]):
+             f"This run ({provenance_label(ds)}): "
+             + paper_terms.throughput_sentence(ds, f_low, f_high, policy)
+             + (f"; {u.sentence()}" if u else "") + "."]
+    if paper_terms.direction(w) in ("up", "same") or (math.isfinite(w[0]) and w[0] >= 1
+                                                     and paper_terms.direction(w) == "unknown"):
         lines.append("Here the write op does not slow down at the faster clock: the paper's effect "
                      "is not measured on this machine and setting"
                      + ("; the throughput with the fsync timed is the one that falls." if f[2] < 1 else "."))

@@ -11,7 +11,8 @@ from .figures import finish
 __all__ = ["plot_metric", "plot_throughput"]
 
 _LABELS = {"throughput": ("throughput", 2 ** 20, "MiB/s"), "fcr": ("file creation rate", 1, "files/s"),
-           "nonblocked_threads": ("nonblocked threads", 1, "threads"), "commits": ("journal commits", 1, "commits"),
+           "unblocked_threads": ("unblocked threads (trace evidence)", 1, "threads"),
+           "nonblocked_threads": ("threads clear of commits (span overlap)", 1, "threads"), "commits": ("journal commits", 1, "commits"),
            "mean_commit_wait": ("mean commit wait", 1e-3, "ms")}
 
 
@@ -78,7 +79,7 @@ def _band(s, var, nonneg):
     lo, hi = s["ci_low"].values.astype(float), s["ci_high"].values.astype(float)
     if nonneg:
         lo = np.maximum(lo, 0.0)
-    if var == "nonblocked_threads" and "threads" in s.coords and s["threads"].size == 1:
+    if var in ("nonblocked_threads", "unblocked_threads") and "threads" in s.coords and s["threads"].size == 1:
         hi = np.minimum(hi, float(s["threads"]))
     return lo, hi
 

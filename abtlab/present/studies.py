@@ -17,7 +17,7 @@ from ..data import runs
 from ..errors import ConfigError, UnavailableError
 from .figures import finish
 
-__all__ = ["real_available", "study_data", "delay_policies", "delay_sweep", "delay_table",
+__all__ = ["real_available", "study_data", "lab_data", "lab_delay_policies", "delay_policies", "delay_sweep", "delay_table",
            "trace_measures", "trace_metrics", "frequency_workloads",
            "optimal_delay", "plot_delay_tradeoff", "plot_commit_timeline", "DATA_CHOICES"]
 
@@ -82,13 +82,65 @@ def _guest_data(guest, reps, seed, quiet):
     return run_sweep(backend, reps=reps, seed=seed, quiet=quiet, **factors)
 
 
-def delay_policies(windows_ms, max_resets=64) -> list[str]:
-    """ext4 plus one delayJC spec per window (ms)."""
-    if not windows_ms or any(not isinstance(w, (int, float)) or w <= 0 for w in windows_ms):
+def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext4,nojc",
+             freqs=(1.6, 3.3), reps=3, seed=0, guest_kernel="6.1-legacy", guest_depth=1, quiet=False):
+    """A lab's IOzone point (the paper's cell by default: 256 writers x 128 KiB in 32 KiB
+    records) at each clock in `freqs` (GHz), on the data the lab was given: the simulator,
+    the host kernel (frequency by CPU-time dilation, no disk model), or a guest kernel in
+    virtual time (`guest_kernel`, its disk serving `guest_depth` requests at once)."""
+    from ..factors.levels import parse_size
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError("threads", threads, "one thread count, an integer >= 1, e.g. 256")
+    fs, rs = parse_size(file_size, "file_size"), parse_size(record_size, "record_size")
+    if rs > fs or fs % rs:
+        raise ConfigError("record_size", record_size, f"a size that divides file_size ({fs} bytes)")
+    if not isinstance(guest_kernel, str) or guest_kernel not in ("6.1", "6.1-legacy", "3.4.2"):
+        raise ConfigError("guest_kernel", guest_kernel, "6.1-legacy | 6.1 | 3.4.2")
+    if isinstance(guest_depth, bool) or not isinstance(guest_depth, int) or not 1 <= guest_depth <= 256:
+        raise ConfigError("guest_depth", guest_depth, "an integer from 1 to 256")
+    f = ",".join(f"{float(x):g}" for x in (freqs if isinstance(freqs, (list, tuple)) else [freqs]))
+    point = dict(threads=threads, file_size=fs, record_size=rs, policy=policy)
+    depth = f",depth={guest_depth}" if guest_depth != 1 else ""
+    ds = study_data(data, reps=reps, seed=seed, quiet=quiet,
+                    sim=dict(point, freq=f, device="hdd7200"),
+                    real=dict(point, backend="iozone", freq=f"emulated:{f}", device="none"),
+                    guest=dict(point, machine=f"guest:kernel={guest_kernel}{depth}",
+                               freq=f"emulated:{f}", device="hdd7200"))
+    return _lab_policies(ds, policy) if str(data) not in (*DATA_CHOICES, "guest") else ds
+
+
+def _lab_policies(ds, policy):
+    """A loaded dataset (remeasured with today's definitions) narrowed to the lab's policies."""
+    from ..factors.levels import parse_words
+    from ..model.remeasure import upgrade
+    ds = upgrade(ds)
+    if "policy" not in ds.dims:
+        return ds
+    want = parse_words(policy.replace(";", ","), "policy") if ";" not in policy else policy.split(";")
+    have = [str(p) for p in ds["policy"].values]
+    if not set(want) <= set(have):
+        raise ConfigError("data", f"policies {have}", "a dataset with the lab's policies: " + ", ".join(want))
+    return ds.sel(policy=want)
+
+
+def lab_delay_policies(data, windows_ms, max_resets=64) -> str:
+    """Lab 3's policies for its data: on a guest the kernel's delayJC (jbd2 patch,
+    docs/kernel-delayjc.md), elsewhere the LD_PRELOAD one (the simulator models it)."""
+    kind = "kdelayjc" if str(data) == "guest" else "delayjc"
+    return ";".join(delay_policies(windows_ms, max_resets, kind))
+
+
+def delay_policies(windows_ms, max_resets=64, kind="delayjc") -> list[str]:
+    """ext4 plus one delayJC spec per window (ms): `delayjc` (preload) or `kdelayjc` (the
+    guest kernel's)."""
+    if not windows_ms or any(not isinstance(w, (int, float)) or isinstance(w, bool) or w <= 0
+                             for w in windows_ms):
         raise ConfigError("windows_ms", windows_ms, "a non-empty list of windows in ms > 0")
     if not isinstance(max_resets, int) or max_resets < 0:
         raise ConfigError("max_resets", max_resets, "an integer >= 0")
-    return ["ext4"] + [f"delayjc:window={w:g}ms,max_resets={max_resets}" for w in windows_ms]
+    if kind not in ("delayjc", "kdelayjc"):
+        raise ConfigError("kind", kind, "delayjc | kdelayjc")
+    return ["ext4"] + [f"{kind}:window={w:g}ms,max_resets={max_resets}" for w in windows_ms]
 
 
 def delay_sweep(windows_ms=(1, 4, 16, 64), max_resets=64, threads=(256,), freqs=(1.6, 3.3),
@@ -103,18 +155,27 @@ def delay_sweep(windows_ms=(1, 4, 16, 64), max_resets=64, threads=(256,), freqs=
 
 
 def delay_table(ds):
-    """Mean throughput (MiB/s), nonblocked threads and commit wait (ms) per point, as a
+    """Mean throughput (MiB/s; the paper's, write op timed, and with the fsync timed where
+    the run has it), unblocked threads (the trace evidence, where the run has it),
+    nonblocked threads (span overlap), commit wait (ms) and commits per point, as a
     DataFrame with a window_ms column (0 = ext4)."""
+    import numpy as np
     keep = [d for d in ds["throughput"].dims if d != "rep"]
-    m = ds[["throughput", "nonblocked_threads", "mean_commit_wait", "commits"]].mean("rep")
+    extra = [v for v in ("throughput_fsync", "unblocked_threads")
+             if v in ds and np.isfinite(ds[v].values).any()]
+    m = ds[["throughput", *extra, "nonblocked_threads", "mean_commit_wait", "commits"]].mean("rep")
     df = m.to_dataframe().reset_index()
-    df["throughput"] /= 2 ** 20
+    for var in ("throughput", "throughput_fsync"):
+        if var in df:
+            df[var] /= 2 ** 20
     df["mean_commit_wait"] /= _MS
-    df = df.rename(columns={"throughput": "throughput_mib_s", "mean_commit_wait": "commit_wait_ms"})
+    df = df.rename(columns={"throughput": "throughput_mib_s", "throughput_fsync": "with_fsync_mib_s",
+                            "mean_commit_wait": "commit_wait_ms"})
     if "window_ms" not in df:      # a dataset from `abtlab run`: the window from the spec
         df["window_ms"] = df["policy"].map(_window_ms)
-    return df[[*keep, "window_ms", "throughput_mib_s", "nonblocked_threads", "commit_wait_ms",
-               "commits"]]
+    cols = ["throughput_mib_s", "with_fsync_mib_s", "unblocked_threads", "nonblocked_threads",
+            "commit_wait_ms", "commits"]
+    return df[[*keep, "window_ms", *(c for c in cols if c in df)]]
 
 
 def _window_ms(spec: str) -> float:
@@ -122,7 +183,7 @@ def _window_ms(spec: str) -> float:
     p = parse(spec)
     if p.kind == "ext4":
         return 0.0
-    if p.kind != "delayjc" or p.params.get("mode") == "adaptive":
+    if p.kind not in ("delayjc", "kdelayjc") or p.params.get("mode") == "adaptive":
         return float("nan")
     return p.params["window_us"] / 1e3
 

@@ -26,7 +26,7 @@ SMALL = {
     "08_kernel_history": dict(data="sim", threads=16, policy="ext4", reps=2),
     "lab_1_faster_cpu": dict(prediction_ext4="slower", prediction_nojc="faster",
                              predicted_ratio=0.9, prediction_ext4_fsync="slower", threads=64, reps=3),
-    "lab_2_batching": dict(prediction_commits="more", prediction_nonblocked="fewer", threads=64, reps=2),
+    "lab_2_batching": dict(prediction_commits="more", prediction_unblocked="fewer", threads=64, reps=2),
     "lab_3_delay": dict(prediction_wait="higher", prediction_best_window=0, windows_ms=[1, 16],
                         threads=64, reps=2),
 }

@@ -1,0 +1,101 @@
+"""abtlab.present.paper_terms and lab_notes: a run read in the paper's terms, and what the
+labs say beside their checks, computed from what was measured."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from abtlab.errors import ConfigError
+from abtlab.present import lab_notes, paper_terms, studies
+from tests.run_data import make_run
+
+
+def _with_counts(ds, var, low, high):
+    """ds with a count var whose mean is `low` at 1.6 GHz and `high` at 3.3 GHz."""
+    shape = ds.throughput.shape
+    v = np.where(ds.freq_ghz.values[None, :, None, None] == 1.6, low, high) * np.ones(shape)
+    return ds.assign({var: (ds.throughput.dims, v)})
+
+
+def test_unblocked_prefers_the_evidence_and_names_span_overlap_as_not_the_papers_count():
+    ds = _with_counts(make_run({"ext4": 0.5, "nojc": 2.0}, threads=(256,)), "nonblocked_threads", 200, 100)
+    u = paper_terms.unblocked(ds, 1.6, 3.3)
+    assert not u.evidence and u.change() == "down" and "not the paper's unblocked count" in u.label
+    assert paper_terms.unblocked_var(ds) == "nonblocked_threads"
+    ev = _with_counts(ds, "unblocked_threads", 240, 40)
+    u = paper_terms.unblocked(ev, 1.6, 3.3)
+    assert u.evidence and (u.low, u.high, u.writers) == (240, 40, 256)
+    assert u.sentence() == ("unblocked threads (trace evidence: write op never slept on the journal): "
+                            "240 -> 40 of 256, fewer at the faster clock")
+    assert paper_terms.unblocked_var(ev) == "unblocked_threads"
+    nan = ev.assign(unblocked_threads=ev.unblocked_threads * np.nan)   # a run without the trace
+    assert not paper_terms.unblocked(nan, 1.6, 3.3).evidence
+
+
+def test_faster_cpu_note_says_whether_the_papers_effect_is_measured():
+    slow = _with_counts(make_run({"ext4": 0.5, "nojc": 2.0}, reps=8, rsd=0.02, threads=(256,)),
+                        "unblocked_threads", 240, 40)
+    note = lab_notes.faster_cpu_note(slow, 1.6, 3.3)
+    assert note.startswith("Answer: the paper's effect is measured here") and "240 -> 40 of 256" in note
+    fast = _with_counts(make_run({"ext4": 2.0, "nojc": 2.0}, reps=8, rsd=0.02, threads=(256,)),
+                        "unblocked_threads", 180, 185)
+    note = lab_notes.faster_cpu_note(fast, 1.6, 3.3)
+    assert note.startswith("Answer: this machine measures something else than the paper")
+    r = paper_terms.ratio(fast, "throughput", 1.6, 3.3)
+    assert f"x{r[0]:.2f} [{r[1]:.2f}, {r[2]:.2f}] with the write op timed" in note and r[1] > 1
+    assert "about as many at both clocks" in note and "x0.53" in note
+    hints = lab_notes.ext4_hints(fast, 1.6, 3.3)
+    assert all("180 -> 185 of 256" in h for h in hints.values())     # the count beside every hint
+
+
+def test_simulated_terms_say_why_from_the_records():
+    import abtlab.sim as sim
+    ds = sim.simulate(reps=2, seed=1, threads=[64], freq_ghz=[1.6, 3.3], policy=["ext4"])
+    text = paper_terms.terms_sentence(ds, 1.6, 3.3)
+    t = __import__("abtlab.model.terms", fromlist=["terms_table"]).terms_table(ds)
+    lead = t.set_index("freq_ghz").lead_to_commit * 1e3
+    assert f"went {lead[1.6]:.3g} -> {lead[3.3]:.3g} ms" in text
+    assert "writers done before the first commit" in text
+    assert "keeps no records" in paper_terms.terms_sentence(make_run(), 1.6, 3.3)
+
+
+def _table(gains, waits, unblocked=None):
+    t = pd.DataFrame({"window_ms": [0.0, 1.0, 16.0], "throughput_mib_s": gains, "commit_wait_ms": waits})
+    if unblocked is not None:
+        t["unblocked_threads"] = unblocked
+    return t
+
+
+@pytest.mark.parametrize("gains, waits, best, start", [
+    ([100, 300, 250], [50, 40, 60], 1.0, "Answer: the paper's effect is measured here: a 1 ms window gives x3.00"),
+    ([100, 200, 250], [50, 80, 90], 0.0, "Answer: a delayJC window raises the throughput here"),
+    ([100, 90, 80], [50, 80, 90], 0.0, "Answer: this machine measures something else than the paper"),
+])
+def test_delay_note_follows_the_measured_table(gains, waits, best, start):
+    ds = _with_counts(make_run({"ext4": 1.0, "nojc": 1.0}, threads=(256,), freqs=(1.6, 3.3)),
+                      "unblocked_threads", 64, 64)
+    table = _table(gains, waits)
+    row = table[table.window_ms == best].iloc[0]
+    best_row = pd.Series({"window_ms": best, "gain_over_ext4": row.throughput_mib_s / gains[0]})
+    note = lab_notes.delay_note(ds, table, best_row, 3.3)
+    assert note.startswith(start), note
+    assert "ext4 leaves 64 of 256 unblocked threads here, so at most about x4.00" in note
+
+
+def test_lab_data_refuses_bad_parameters_before_running():
+    with pytest.raises(ConfigError, match="threads"):
+        studies.lab_data("sim", threads=0)
+    with pytest.raises(ConfigError, match="record_size"):
+        studies.lab_data("sim", file_size="128k", record_size="48k")
+    with pytest.raises(ConfigError, match="guest_kernel"):
+        studies.lab_data("sim", guest_kernel="2.6")
+    with pytest.raises(ConfigError, match="guest_depth"):
+        studies.lab_data("sim", guest_depth=0)
+
+
+def test_lab_data_reaches_the_papers_cell_and_lab3_takes_the_guest_kernels_delayjc():
+    ds = studies.lab_data("sim", threads=256, file_size="128k", record_size="32k", policy="ext4",
+                          freqs=(1.6, 3.3), reps=1, quiet=True)
+    assert [ds[d].values.tolist() for d in ("threads", "file_size", "record_size")] == [[256], [131072], [32768]]
+    assert studies.lab_delay_policies("guest", [2]) == "ext4;kdelayjc:window=2ms,max_resets=64"
+    assert studies.lab_delay_policies("sim", [2]).startswith("ext4;delayjc:window=2ms")
+    assert studies._window_ms("kdelayjc:window=2ms,max_resets=8") == 2.0
