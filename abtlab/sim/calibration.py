@@ -68,20 +68,34 @@ COMMIT_REQUESTS = 3
 
 
 def guest_device(ds) -> dict | None:
-    """device_overrides of an in-guest null_blk (the `guest_disk` attr of a dataset or an
-    attrs dict): in virtual time its latency is a timer, known exactly, not something to
-    fit; None otherwise."""
+    """device_overrides of an in-guest disk (the `guest_disk` attr of a dataset or an
+    attrs dict): in virtual time its latency is known exactly, not something to fit.
+    null_blk or brd with a fixed latency per request (completion_nsec, or the drive
+    model's `fixed` profile with disk_fixed_ns): that latency; the drive model of
+    abt_disk.h (disk_model=hdd7200, ...): the simulator's device of the same name,
+    fitted to that model (abtlab.sim.devices). None otherwise (a dataset joining several
+    disks, a host disk)."""
     import re
+    from .devices import DEVICES
     attrs = getattr(ds, "attrs", ds)
-    words = dict(re.findall(r"(\w+)=(\d+)", str(attrs.get("guest_disk", ""))))
-    if "completion_nsec" not in words or "|" in str(attrs.get("guest_disk")):
+    text = str(attrs.get("guest_disk", ""))
+    if "|" in text:
         return None
-    c_us, mbps = int(words["completion_nsec"]) / 1e3, int(words.get("mbps", 0))
+    words = dict(re.findall(r"(\w+)=([\w.-]+)", text))
+    model = words.get("disk_model", "")
+    if model and model != "fixed":
+        return dict(DEVICES[model]) if model in DEVICES else None
+    fixed = words.get("disk_fixed_ns") if model == "fixed" else words.get("completion_nsec")
+    if fixed is None or not fixed.isdigit():
+        return None
+    c_us, mbps = int(fixed) / 1e3, int(words.get("mbps", "0") or 0)
     per_kib = 1024 / mbps if mbps else 0.0     # us per KiB at mbps MB/s
     return {"flush_fixed_us": c_us, "flush_us_per_kib": per_kib,
             "commit_fixed_us": COMMIT_REQUESTS * c_us, "commit_us_per_block": 4 * per_kib,
             "commit_us_per_file": 0.0, "inode_write_us": c_us,
-            "commit_record_us": (COMMIT_REQUESTS - 1) * c_us}
+            "commit_record_us": (COMMIT_REQUESTS - 1) * c_us,
+            "cache_kib": 0.0, "media_us_per_kib": 0.0, "destage_us_per_file": 0.0,
+            "destage_fixed_us": 0.0}
 
 
 def _bfq(attrs) -> bool:

@@ -154,6 +154,22 @@ def test_a_guest_disk_is_taken_from_its_settings_not_fitted(run_ds):
     assert calibrate(ds)["device_overrides"]["commit_fixed_us"] != 3 * 12667.0
 
 
+@pytest.mark.parametrize("disk, want", [
+    ("null_blk memory_backed=1 disk_model=hdd7200 disk_fixed_ns=0 hw_queue_depth=1 "
+     "cache_size=0MiB max_sectors=2560", "hdd7200"),
+    ("null_blk memory_backed=1 disk_model=hdd7200-nocache disk_fixed_ns=0 hw_queue_depth=1",
+     "hdd7200-nocache"),
+    ("null_blk memory_backed=1 disk_model=fixed disk_fixed_ns=12670000 hw_queue_depth=1", None)])
+def test_the_drive_model_disk_is_the_simulators_device_of_that_name(disk, want):
+    from abtlab.sim.calibration import guest_device
+    dev = guest_device({"guest_disk": disk})
+    if want is None:                                  # fixed: a latency per request
+        assert dev["flush_fixed_us"] == 12670.0 and dev["cache_kib"] == 0.0
+    else:
+        assert dev == sim.DEVICES[want]
+    assert guest_device({"guest_disk": disk + " | brd rq_mode=1 completion_nsec=1"}) is None
+
+
 @pytest.mark.parametrize("kernel, mount, mode", [
     ("guest linux 6.1 + delayjc (TCG) 6.1", "defaults", "nolock"),
     ("guest linux 6.1 + delayjc (TCG) 6.1", "dioread_lock", "lock"),
