@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from .kernel_history import ROWS, History, ratio_table
 from .figures import finish
 
-__all__ = ["plot_ratios", "plot_timelines"]
+__all__ = ["plot_ratios", "plot_unblocked", "plot_timelines"]
 
 _KIND = {"emulated frequency": "emulated freq.", "VIRTUAL": "virtual time",
          "SIMULATED": "SIMULATED"}
@@ -24,7 +24,8 @@ def _kind(label: str, sep: str = "\n") -> str:
 
 def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
     """Ratio f_high/f_low of throughput per study row, one marker per policy, with its
-    CI and a line at 1 (below it: slower at the higher frequency)."""
+    CI and a line at 1 (below it: slower at the higher frequency): the paper's (write op
+    timed) filled, the one with the fsync timed (IOzone -e) hollow beside it."""
     import matplotlib.pyplot as plt
     df = ratio_table(hist, f_low, f_high, level)
     if ax is None:
@@ -38,7 +39,11 @@ def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
         x = np.array([ROWS.index(r) for r in d.row]) + (k - (len(pols) - 1) / 2) * width
         r, lo, hi = (d[c].to_numpy(float) for c in ("ratio", "ci_low", "ci_high"))
         err = np.vstack([r - np.where(np.isfinite(lo), lo, r), np.where(np.isfinite(hi), hi, r) - r])
-        ax.errorbar(x, r, yerr=err, fmt="o", capsize=4, label=pol)
+        line = ax.errorbar(x, r, yerr=err, fmt="o", capsize=4, label=f"{pol}, write op timed (the paper's)")
+        fr = d["fsync_ratio"].to_numpy(float)
+        if np.isfinite(fr).any():
+            ax.plot(x + width / 3, fr, "o", mfc="none", color=line[0].get_color(),
+                    label=f"{pol}, fsync timed too (-e)")
         for xi, ri in zip(x[np.isfinite(r) & ~(np.isfinite(lo) & np.isfinite(hi))],
                           r[np.isfinite(r) & ~(np.isfinite(lo) & np.isfinite(hi))]):
             ax.annotate("CI\nunbounded", (xi, ri), xytext=(4, 0), textcoords="offset points",
@@ -63,7 +68,7 @@ def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
 def _log_ratio_axis(ax, df) -> None:
     """Ratios on a log scale (0.5 and 2 equally far from 1), ticks as plain numbers."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-    vals = df[["ratio", "ci_low", "ci_high"]].to_numpy(float).ravel()
+    vals = df[["ratio", "ci_low", "ci_high", "fsync_ratio"]].to_numpy(float).ravel()
     vals = vals[np.isfinite(vals) & (vals > 0)]
     lo, hi = (min(vals.min(), 0.5), max(vals.max(), 2.0)) if vals.size else (0.5, 2.0)
     ax.set_yscale("log")
@@ -72,6 +77,47 @@ def _log_ratio_axis(ax, df) -> None:
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def plot_unblocked(hist: History, policy="ext4", ax=None):
+    """The fraction of writers unblocked (eq. 4) of `policy` against frequency per study
+    row: solid where the run recorded why writes slept (trace evidence), dashed and
+    labelled where only span overlap counts them (not the paper's count); the paper's
+    240 -> 40 of 256 in grey (a fraction, so a point of another size sits beside it)."""
+    import matplotlib.pyplot as plt
+    from .paper_terms import PAPER_IOZONE, unblocked_var
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+    else:
+        fig = ax.figure
+    for row in ROWS:
+        ds = hist.runs.get(row)
+        if ds is None or policy not in [str(p) for p in ds[schema.POLICY].values]:
+            continue
+        var = unblocked_var(ds)
+        if var not in ds:
+            continue
+        m = ds[var].sel({schema.POLICY: policy}).mean(schema.REP)
+        m = m.mean([d for d in m.dims if d != schema.FREQ])
+        evidence = var == "unblocked_threads"
+        ax.plot(m[schema.FREQ].values, m.values / hist.point.threads, "o-" if evidence else "o--",
+                label=f"{row} [{_kind(_label(ds), ', ')}]" + ("" if evidence else ": span overlap, not the paper's count"))
+    p = PAPER_IOZONE
+    ax.plot([p["f_low"], p["f_high"]], [p["unblocked_low"] / 256, p["unblocked_high"] / 256], "s:",
+            color="grey", label="the paper (Linux 3.4.2, 240 -> 40 of 256)")
+    ax.set_xlabel("CPU frequency (GHz)")
+    ax.set_ylabel(f"unblocked writers (fraction of {hist.point.threads})")
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(f"{_point_text(hist)}, {policy}: writers whose write op never slept on the journal "
+                 "(trace evidence; dashed: span overlap only)", fontsize=8)
+    return finish(fig)
+
+
+def _label(ds) -> str:
+    from ..stats.values import provenance_label
+    return provenance_label(ds)
 
 
 def _wrap(text: str, width: int = 28) -> str:

@@ -165,3 +165,30 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
         why = ("both shrank alike, so the commit starts at the same point in "
                "the stream of writers at either clock and catches as many of them")
     return text + why + before
+
+
+def history_table(hist, policy="ext4", level=0.95):
+    """Notebook 08's and the demo's opening table in the paper's terms: per study row
+    (abtlab.present.kernel_history.answer_table) the paper's throughput ratio, the
+    fsync-timed one beside it, and the unblocked threads at each clock with what counted
+    them; the paper's own row last."""
+    from .kernel_history import answer_table
+    table = answer_table(hist, policy, level=level)
+    lo, hi = table.attrs["f_low"], table.attrs["f_high"]
+    col = f"unblocked {lo:g} -> {hi:g} GHz"
+    counts = []
+    for row in table.index:
+        ds = hist.runs.get(row)
+        u = unblocked(ds, lo, hi, policy) if ds is not None else None
+        counts.append("-" if u is None else
+                      f"{u.text()} ({'trace evidence' if u.evidence else 'span overlap, not the paper count'})")
+    table.insert(table.columns.get_loc("n"), col, counts)
+    p = PAPER_IOZONE
+    paper = {c: "" for c in table.columns}
+    paper.update({"machine": "Linux 3.4.2, 256 x 128 KiB in 32 KiB records", "data": f"the paper ({PAPER})",
+                  table.columns[2]: f"{p['ratio']}", col: f"{p['unblocked_low']} -> {p['unblocked_high']} of 256",
+                  "note": "SLOWER at the higher frequency"})
+    out = table.copy()
+    out.loc["the paper"] = paper
+    out.attrs = dict(table.attrs, unblocked_column=col)
+    return out

@@ -99,3 +99,23 @@ def test_lab_data_reaches_the_papers_cell_and_lab3_takes_the_guest_kernels_delay
     assert studies.lab_delay_policies("guest", [2]) == "ext4;kdelayjc:window=2ms,max_resets=64"
     assert studies.lab_delay_policies("sim", [2]).startswith("ext4;delayjc:window=2ms")
     assert studies._window_ms("kdelayjc:window=2ms,max_resets=8") == 2.0
+
+
+def test_kernel_history_answer_is_in_the_papers_terms(capsys):
+    """Notebook 08's sentence and table (the demo's first screen): the write-op ratio, the
+    fsync-timed one beside it, and the unblocked threads at each clock with what counted them."""
+    from abtlab.present import answers, kernel_history
+    hist = kernel_history.history_data("sim", kernel_history.make_point(threads=16, policy="ext4", reps=2),
+                                       quiet=True)
+    answers.kernel_history(hist)
+    out = capsys.readouterr().out
+    ds = hist.runs["simulator"]
+    u = paper_terms.unblocked(ds, 1.6, 3.3)
+    w, f = (paper_terms.ratio(ds, v, 1.6, 3.3) for v in ("throughput", "throughput_fsync"))
+    assert out.startswith("Answer: ext4 throughput with the write op timed (the paper's)")
+    assert f"x{w[0]:.2f} [{w[1]:.2f}, {w[2]:.2f}]" in out and f"with the fsync timed x{f[0]:.2f}" in out
+    assert u.text() in out and ("span overlap" in out) != u.evidence
+    table = paper_terms.history_table(hist)
+    col = table.attrs["unblocked_column"]
+    assert table.loc["simulator", col].startswith(u.text())
+    assert table.loc["the paper", col] == "240 -> 40 of 256" and table.loc["host", col] == "-"
