@@ -94,8 +94,10 @@ def _fit(name, train, draws, tune, chains, seed):
     raise ConfigError("model", name, " | ".join(MODELS))
 
 
-def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0):
-    """Fit each model on the runs outside `holdout`, score it on the held-out runs.
+def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0,
+            var="throughput"):
+    """Fit each model on the runs outside `holdout`, score it on the held-out runs
+    (response `var`: the paper's write-op throughput, or throughput_fsync).
     Returns (scores DataFrame, {model: per-row predictions}, {model: fit})."""
     import arviz as az
     import pandas as pd
@@ -103,7 +105,7 @@ def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0)
     from .mechanistic import mechanistic_table
     rows, preds, fits = [], {}, {}
     for name in models:
-        table = mechanistic_table(ds) if name == "mechanistic" else model_table(ds)
+        table = mechanistic_table(ds, var) if name == "mechanistic" else model_table(ds, var)
         train, test = split(table, holdout)
         fit = _fit(name, train, draws, tune, chains, seed)
         scores, preds[name] = evaluate(fit, test, seed)

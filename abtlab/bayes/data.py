@@ -3,6 +3,11 @@
 The Bayesian models and the baselines all read this table, so they see the same runs.
 A *configuration* is one combination of the non-frequency factors (policy, threads,
 file_size, record_size, files, device); the frequency is the regressor inside it.
+
+The response is the paper's quantity by default: `throughput`, eq. 3 with the write op
+timed (IOzone's default report); `throughput_fsync` (IOzone -e) is selectable
+(THROUGHPUTS). A dataset written before the two were told apart is read with today's
+definitions, recomputed from its records (abtlab.model.remeasure).
 """
 from __future__ import annotations
 
@@ -11,12 +16,15 @@ import numpy as np
 from ..data import schema
 from ..errors import ConfigError
 
-__all__ = ["CONFIG_FACTORS", "model_table", "factors_of", "config_frame", "commit_durations"]
+__all__ = ["CONFIG_FACTORS", "THROUGHPUTS", "model_table", "factors_of", "config_frame",
+           "commit_durations"]
 
 # the machine too: host and guest points (or two guest kernels) are different configurations
 CONFIG_FACTORS = (schema.POLICY, schema.THREADS, schema.FILE_SIZE, schema.RECORD_SIZE,
                   schema.FILES, schema.DEVICE, schema.MACHINE)
-_EXTRA = ("nonblocked_threads", "commits", "mean_commit_wait")
+_EXTRA = ("unblocked_threads", "nonblocked_threads", "commits", "mean_commit_wait")
+# the IOzone throughputs a predictor can model: the paper's (write op) first
+THROUGHPUTS = ("throughput", "throughput_fsync")
 
 
 def _check_dataset(ds, var):
@@ -38,6 +46,8 @@ def model_table(ds, var="throughput", min_freqs=2):
     y, log_y, log_f, the run_id when present, and the variables the mechanistic model
     and the decision read (when present). ConfigError names the field when the
     dataset cannot be modelled."""
+    from ..model.remeasure import upgrade
+    ds = upgrade(ds)
     _check_dataset(ds, var)
     names = [var] + [v for v in _EXTRA + (schema.RUN_ID,) if v in ds.data_vars and v != var]
     df = ds[names].to_dataframe().reset_index()

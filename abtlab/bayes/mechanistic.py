@@ -9,7 +9,10 @@ frequency f (Chang et al., MASCOTS 2014, sec. III):
     follow the lead by Exponential offsets of mean S(f) = S_c (psi s(f) + 1 - psi),
     the arrival spread: a share psi is CPU work, the rest scheduling and device.
   - A thread joins the first commit (is not blocked, class X) with probability
-    p = 1 - exp(-L/S). The observed nonblocked count k ~ BetaBinomial(N, p, kappa).
+    p = 1 - exp(-L/S). The observed unblocked count k ~ BetaBinomial(N, p, kappa): the
+    writers whose write op never waited for a commit (unblocked_threads, eq. 4 on the
+    trace evidence or the simulator's own record); runs without that evidence use the
+    span-overlap count (nonblocked_threads).
   - Blocked threads are served by later commits of duration D_c, each gathering the
     arrivals during the one before: the last arrival comes ~S H_N after the lead
     (H_N the harmonic number), so E[commits] = 1 + softplus((S H_N - L) / D_c);
@@ -49,7 +52,11 @@ def mechanistic_table(ds, var="throughput"):
     for need in ("nonblocked_threads", "commits", "threads", "file_size"):
         if need not in t.columns:
             raise ConfigError(need, None, "a dataset with " + need + " (an IOzone-like run)")
-    t = t[np.isfinite(t["nonblocked_threads"]) & np.isfinite(t["commits"])]
+    t["unblocked"] = t["nonblocked_threads"]
+    if "unblocked_threads" in t.columns:
+        ev = t["unblocked_threads"].to_numpy(float)
+        t["unblocked"] = np.where(np.isfinite(ev), ev, t["nonblocked_threads"].to_numpy(float))
+    t = t[np.isfinite(t["unblocked"]) & np.isfinite(t["commits"])]
     jour = t.groupby("policy")["commits"].transform("max") > 0 if "policy" in t else t["commits"] > 0
     t = t[jour].reset_index(drop=True)
     if t.empty:
@@ -107,7 +114,7 @@ def build_model(t):
         kappa = pm.Gamma("kappa", 2.0, 0.1)
         pc = pm.math.clip(p, 1e-6, 1 - 1e-6)
         pm.BetaBinomial("k", alpha=pc * kappa, beta=(1 - pc) * kappa, n=N.astype(int),
-                        observed=np.rint(t["nonblocked_threads"].to_numpy()).astype(int))
+                        observed=np.rint(t["unblocked"].to_numpy()).astype(int))
         pm.NegativeBinomial("m", mu=mu_m, alpha=pm.Gamma("alpha_m", 2.0, 0.2),
                             observed=np.rint(t["commits"].to_numpy()).astype(int))
         has_d = np.isfinite(t["commit_s"].to_numpy())

@@ -15,6 +15,9 @@ def register(sub):
     p.add_argument("run", help="a run dataset (.nc or .zarr)")
     p.add_argument("--model", default="hierarchical", help=" | ".join(MODELS))
     p.add_argument("--holdout", help="FACTOR=V[,V][;FACTOR=V]: held-out runs, e.g. threads=64")
+    p.add_argument("--var", default="throughput",
+                   help="the response: throughput (the paper's: eq. 3 with the write op timed, "
+                        "IOzone's default) | throughput_fsync (fsync timed too, IOzone -e)")
     p.add_argument("--out", help="write the posterior (InferenceData NetCDF) here")
     p.add_argument("--draws", type=int, default=1000)
     p.add_argument("--tune", type=int, default=1000)
@@ -35,27 +38,30 @@ def main(args):
     from ..errors import ConfigError
     from ..data.store import load
     from ..stats.values import provenance_label
+    from ..bayes.data import THROUGHPUTS
     if args.model not in MODELS:
         raise ConfigError("model", args.model, " | ".join(MODELS))
+    if args.var not in THROUGHPUTS:
+        raise ConfigError("var", args.var, " | ".join(THROUGHPUTS))
     ds = load(args.run)
     print(f"{args.run}: {provenance_label(ds)} (freq_mode={ds.attrs.get('freq_mode', '?')})")
     kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
     if args.model == "delay":
         if args.holdout:
             raise ConfigError("holdout", args.holdout, "not used with --model delay")
-        fit = decision.fit_delay(ds, **kw)
+        fit = decision.fit_delay(ds, var=args.var, **kw)
         table = decision.optimal_delay(fit)
         _show("optimal delay per configuration (the most probable optimum; x ext4)",
               decision.decision_summary(table))
         _show("every option: posterior P(optimal), P(wait no worse than ext4), expectations", table)
     elif args.holdout:
-        scores, preds, fits = compare.compare(ds, args.holdout, (args.model,), **kw)
-        _show(f"held out {args.holdout}: predicted vs observed log {ds.attrs.get('var', 'throughput')}",
+        scores, preds, fits = compare.compare(ds, args.holdout, (args.model,), var=args.var, **kw)
+        _show(f"held out {args.holdout}: predicted vs observed log {args.var}",
               preds[args.model])
         _show("scores", scores)
         fit = fits[args.model]
     else:
-        fit = _fit_all(args.model, ds, kw)
+        fit = _fit_all(args.model, ds, kw, args.var)
     if getattr(fit, "diagnostics", None):
         print("\n" + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in fit.diagnostics.items()))
@@ -67,20 +73,21 @@ def main(args):
     return 0
 
 
-def _fit_all(name, ds, kw):
+def _fit_all(name, ds, kw, var):
     from ..bayes import baselines, data, hierarchical, mechanistic
     if name == "hierarchical":
-        fit = hierarchical.fit_hierarchical(ds, **kw)
+        fit = hierarchical.fit_hierarchical(ds, var=var, **kw)
         _show("P(slowdown): posterior probability that a faster CPU lowers throughput",
               fit.p_slowdown().drop(columns=["label"]))
     elif name == "mechanistic":
-        fit = mechanistic.fit_mechanistic(ds, **kw)
+        fit = mechanistic.fit_mechanistic(ds, var=var, **kw)
         _show("ABT latent parameters (ms): D commit, S arrival spread, L lead time, T write",
               fit.parameters().drop(columns=["label"]))
         print(f"phi (non-scaling CPU share) = {float(fit.idata.posterior['phi'].mean()):.3f}, "
               f"psi (CPU share of the spread) = {float(fit.idata.posterior['psi'].mean()):.3f}")
     else:
-        fit = baselines.fit_baseline(data.model_table(ds), name)
-        _show(f"{name} baseline: d log y / d log f per configuration",
-              fit.slopes(data.model_table(ds)).drop(columns=["label"]))
+        table = data.model_table(ds, var)
+        fit = baselines.fit_baseline(table, name)
+        _show(f"{name} baseline: d log {var} / d log f per configuration",
+              fit.slopes(table).drop(columns=["label"]))
     return fit

@@ -103,3 +103,18 @@ def test_cli_fit_ols(tmp_path, capsys):
     assert main(["fit", str(path), "--model", "ols", "--holdout", "threads=64"]) == 0
     assert "sign_accuracy" in capsys.readouterr().out
     assert main(["fit", str(path), "--model", "bogus"]) == 2
+
+
+def test_the_mechanistic_table_counts_unblocked_writers_from_evidence_where_there_is_some():
+    """unblocked_threads (eq. 4 on evidence) where a run has it, the span-overlap count
+    where it does not."""
+    import abtlab.sim as sim
+    from abtlab.bayes.mechanistic import mechanistic_table
+    ds = sim.simulate(reps=2, policy="ext4", freq_ghz=[1.6, 3.3], threads=64, cores=2,
+                      device="hdd7200-nocache")
+    t = mechanistic_table(ds)
+    assert np.array_equal(t["unblocked"], t["unblocked_threads"])
+    ds["unblocked_threads"][:] = np.nan
+    t = mechanistic_table(ds)
+    assert np.array_equal(t["unblocked"], t["nonblocked_threads"])
+    assert np.allclose(data.model_table(ds)["y"], t["y"])

@@ -100,3 +100,15 @@ def test_cells_follow_their_runs_when_the_best_option_flips():
     best = decision_summary(opt).set_index(["freq_ghz", "threads"])["optimum"]
     assert (best.loc[1.6] == "ext4").all() and (best.loc[3.3] != "ext4").all()
     assert fit.diagnostics["rhat_max"] < 1.05
+
+
+def test_the_decision_reads_the_papers_throughput_and_the_fsync_one_on_request():
+    """Write op timed by default (eq. 3, IOzone's default); throughput_fsync selectable;
+    anything else named."""
+    ds = constructed(reps=2)
+    ds["throughput_fsync"] = ds["throughput"] * 0.01
+    paper, fsync = delay_table(ds), delay_table(ds, var="throughput_fsync")
+    assert np.allclose(fsync["y"].to_numpy(), paper["y"].to_numpy() * 0.01)
+    with pytest.raises(ConfigError) as e:
+        delay_table(ds, var="mean_write")
+    assert e.value.field == "var"
