@@ -170,14 +170,15 @@ _FINAL_WRITE = """
 import sys, time
 from abtlab.cli import main
 from abtlab.data import netcdf
-real = netcdf.write
-def final(ds, path, *a, **k):
-    done = real(ds, path, *a, **k)
-    if ".tmp-" in str(path) and ".parts" not in str(path):     # the dataset, not a part
-        print("writing", flush=True)
-        time.sleep(60)
-    return done
-netcdf.write = final
+def slowed(real):
+    def final(ds, path, *a, **k):
+        done = real(ds, path, *a, **k)
+        if ".tmp-" in str(path) and ".parts" not in str(path):     # the dataset, not a part
+            print("writing", flush=True)
+            time.sleep(60)
+        return done
+    return final
+netcdf.write, netcdf.write_arrays = slowed(netcdf.write), slowed(netcdf.write_arrays)
 sys.exit(main(sys.argv[1:]))
 """
 

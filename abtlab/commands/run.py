@@ -102,7 +102,7 @@ def _main(args):
     ds = run(args.backend, out=args.out, reps=args.reps, seed=args.seed, resume=args.resume,
              quiet=args.quiet, freq=args.freq, warmup=args.warmup,
              command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait,
-             **factors, **opts)
+             dataset=False, **factors, **opts)     # written and summarised without xarray
     from ..present.summary import summary_text
     print(summary_text(ds))
     print(f"wrote {args.out}: {_points(ds)}")
@@ -112,12 +112,14 @@ def _main(args):
 def _points(ds) -> str:
     """'8 points x 100 repetitions': what the file holds, in the run's own terms."""
     from ..data import schema
-    from ..present.summary import headline
-    var = headline(ds)
+    from ..present.summary import _arrays, headline
+    run = _arrays(ds)
+    var = headline(run)
     if var is None:
-        return str(dict(ds.sizes))
-    dims = [d for d in ds[var].dims if d != schema.REP]
+        return str(run.sizes)
+    sizes = run.sizes
+    dims = [d for d in run.variables[var][0] if d != schema.REP]
     n = 1
     for d in dims:
-        n *= ds.sizes[d]
-    return f"{n} point{'s' * (n != 1)} x {ds.sizes.get(schema.REP, 1)} repetitions"
+        n *= sizes[d]
+    return f"{n} point{'s' * (n != 1)} x {sizes.get(schema.REP, 1)} repetitions"

@@ -27,7 +27,8 @@ def main(args):
     if args.machine is not None:
         spec.factors["machine"] = args.machine
     ds = run_spec(spec, out=args.out, resume=args.resume, quiet=args.quiet,
-                  command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait)
+                  command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait,
+                  dataset=False)      # written and summarised without xarray
     from ..present.summary import summary_text
     from .run import _points
     print(summary_text(ds))

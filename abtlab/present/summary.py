@@ -2,9 +2,10 @@
 unit and CI over repetitions, and its ratio between the fastest and slowest clock.
 
 `summary_frame` gives the tidy table (one row per point), `summary_text` the few lines
-`abtlab run` and `abtlab sweep` end with. Both stay on numpy, pandas and scipy.special,
-which a run has already imported: no matplotlib, statsmodels or scipy.stats, so the
-summary costs a simulated run milliseconds, not a second of imports.
+`abtlab run` and `abtlab sweep` end with. Both read a Dataset or the RunArrays
+(abtlab.data.arrays) the command line writes, and `summary_text` stays on numpy: no
+xarray, pandas, scipy or matplotlib, so the summary costs a simulated run milliseconds,
+not a second of imports.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import math
 import numpy as np
 
 from ..data import schema
+from ..data.arrays import RunArrays
 
 __all__ = ["headline", "summary_frame", "summary_text", "DISPLAY_UNITS"]
 
@@ -27,44 +29,74 @@ LABELS = {"throughput": "eq. 3 with the write op timed, IOzone's default report"
           "fcr": "eq. 9, one worker's file creation rate"}
 
 
+def _arrays(ds) -> RunArrays:
+    if isinstance(ds, RunArrays) or hasattr(ds, "data_vars"):
+        return RunArrays.of(ds)
+    from ..errors import ConfigError
+    raise ConfigError("ds", type(ds).__name__, "an xarray.Dataset run dataset")
+
+
 def headline(ds) -> str | None:
     """The variable a run is read by (see HEADLINES; else its first variable with
     repetitions and units, as a lock or O_DIRECT grid has), or None when it has none."""
+    run = _arrays(ds)
+
     def usable(var):
-        da = ds[var]
-        return (schema.REP in da.dims and np.issubdtype(da.dtype, np.number)
-                and np.isfinite(da.values).any())
+        dims, data, _ = run.variables[var]
+        data = np.asarray(data)
+        return (schema.REP in dims and np.issubdtype(data.dtype, np.number)
+                and np.isfinite(data).any())
     for var in HEADLINES:
-        if var in ds and usable(var):
+        if var in run.variables and usable(var):
             return var
-    return next((v for v in ds.data_vars if v != schema.RUN_ID and "units" in ds[v].attrs
-                 and usable(v)), None)
+    return next((v for v, (_, _, attrs) in run.variables.items()
+                 if v != schema.RUN_ID and "units" in attrs and usable(v)), None)
 
 
-def _unit(ds, var):
-    stored = ds[var].attrs.get("units", "")
+def _unit(run, var):
+    stored = run.variables[var][2].get("units", "")
     return DISPLAY_UNITS.get(stored, (stored, 1.0))
 
 
-def _points(ds, var, level):
-    """(dims, index, mean, half, rsd, n) of var per point, in stored units: numpy on the
-    raw (points, reps) array, as abtlab.stats.point_summary computes it (xarray's
-    alignment per operation cost a simulated run's summary ~50 ms for a few points)."""
-    import pandas as pd
-    from scipy.special import stdtrit
-    from ..stats.values import _check_level, _values
+def _values(run, var, order):
+    """var's array with its dims in `order` (every dim of var), checked as
+    abtlab.stats.values checks a statistic's input."""
+    from ..errors import ConfigError
+    if var not in run.variables:
+        have = [v for v, (dims, _, _) in run.variables.items() if schema.REP in dims]
+        raise ConfigError("var", var, ", ".join(have) or "(none: the dataset has no run variables)")
+    dims, data, _ = run.variables[var]
+    data = np.asarray(data)
+    if schema.REP not in dims:
+        raise ConfigError(f"{var}.dims", tuple(dims), f"dims including {schema.REP!r}")
+    if not np.issubdtype(data.dtype, np.number):
+        raise ConfigError(f"{var}.dtype", str(data.dtype), "a numeric variable")
+    if data.size == 0:
+        raise ConfigError(var, "empty (0 values)", "a run with at least one point and repetition")
+    return np.transpose(data, [list(dims).index(d) for d in order]).astype(float)
+
+
+def _points(run, var, level):
+    """(dims, keys, mean, half, rsd, n) of var per point (keys: its factor levels), in
+    stored units: numpy on the raw (points, reps) array, as abtlab.stats.point_summary
+    computes it (xarray's alignment per operation cost a simulated run's summary ~50 ms
+    for a few points)."""
+    import itertools
+    from ..stats.intervals import _tcrit
+    from ..stats.values import _check_level
     _check_level(level)
-    da = _values(ds, var, allow_all_nan=True)
-    dims = [d for d in da.dims if d != schema.REP]
-    x = da.transpose(*dims, schema.REP).values.reshape(-1, da.sizes[schema.REP]).astype(float)
+    dims = [d for d in run.variables[var][0] if d != schema.REP] if var in run.variables else []
+    x = _values(run, var, dims + [schema.REP])
+    x = x.reshape(-1, x.shape[-1])
     n = np.isfinite(x).sum(axis=1)
+    t = np.array([_tcrit(float(level), float(k - 1)) if k >= 2 else np.nan for k in n.tolist()])
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, np.nansum(x, axis=1) / np.maximum(n, 1), np.nan)
         sd = np.sqrt(np.nansum((x - mean[:, None]) ** 2, axis=1) / (n - 1))
-        half = np.where(n >= 2, stdtrit(np.maximum(n - 1, 1), 0.5 + level / 2) * sd / np.sqrt(n), np.nan)
+        half = np.where(n >= 2, t * sd / np.sqrt(n), np.nan)
         rsd = np.where(n >= 2, sd / mean, np.nan)
-    index = pd.MultiIndex.from_product([da[d].values for d in dims], names=dims)
-    return dims, index, mean, half, rsd, n
+    keys = list(itertools.product(*(run.coord(d).tolist() for d in dims)))
+    return dims, keys, mean, half, rsd, n
 
 
 def _var_or_headline(ds, var):
@@ -82,13 +114,15 @@ def summary_frame(ds, var=None, level=0.95):
     attrs: var, units, level and the provenance (freq_mode, backend, ...)."""
     import pandas as pd
     from ..stats.values import _provenance
-    var = _var_or_headline(ds, var)
-    unit, k = _unit(ds, var)
-    _, index, mean, half, rsd, n = _points(ds, var, level)
+    run = _arrays(ds)
+    var = _var_or_headline(run, var)
+    dims, _, mean, half, rsd, n = _points(run, var, level)
+    unit, k = _unit(run, var)
+    index = pd.MultiIndex.from_product([run.coord(d) for d in dims], names=dims)
     df = pd.DataFrame({f"{var} [{unit}]": mean * k, f"ci_low [{unit}]": (mean - half) * k,
                        f"ci_high [{unit}]": (mean + half) * k, "rsd": rsd, "n": n},
                       index=index).reset_index()
-    df.attrs = {**_provenance(ds, var=var, level=level, interval="Student t"),
+    df.attrs = {**_provenance(run, var=var, level=level, interval="Student t"),
                 "var": var, "units": unit}
     return df
 
@@ -113,53 +147,56 @@ def _table(rows, header) -> list[str]:
             for r in [header] + rows]
 
 
-def _fixed(ds, dims) -> str:
+def _fixed(run, dims) -> str:
     """The factors with one level, as 'threads=256 file_size=131072'."""
-    return " ".join(f"{d}={ds[d].values[0]}" for d in dims if d in ds.coords and ds.sizes[d] == 1)
+    return " ".join(f"{d}={run.coord(d)[0]}" for d in dims if d in run.coords and run.sizes[d] == 1)
 
 
 def summary_text(ds, var=None, level=0.95, max_rows=MAX_ROWS) -> str:
     """A few lines: what was measured and how (provenance), the headline per point with
-    its CI, and, with two or more clocks, its ratio fastest/slowest per configuration."""
+    its CI, and, with two or more clocks, its ratio fastest/slowest per configuration.
+    ds: a run Dataset or its RunArrays."""
     from ..stats.values import provenance_label
-    var = var or headline(ds)
+    run = _arrays(ds)
+    var = var or headline(run)
     if var is None:
-        return "no headline quantity in this dataset (" + ", ".join(ds.data_vars) + ")"
-    unit, k = _unit(ds, var)
-    dims, index, mean, half, _, n = _points(ds, var, level)
-    shown = [i for i, d in enumerate(dims) if ds.sizes[d] > 1]
+        return "no headline quantity in this dataset (" + ", ".join(run.variables) + ")"
+    dims, keys, mean, half, _, n = _points(run, var, level)
+    unit, k = _unit(run, var)
+    sizes = run.sizes
+    shown = [i for i, d in enumerate(dims) if sizes[d] > 1]
     reps = f"{n.min()}" if n.min() == n.max() else f"{n.min()}-{n.max()}"
     long = LABELS.get(var) or (schema.VARIABLES[var].long_name.split(":")[0]
                                if var in schema.VARIABLES else var)
     lines = [f"{var} ({long}), {unit}: mean [{level:.0%} CI] over {reps} repetitions, "
-             f"{provenance_label(ds)}"]
-    if fixed := _fixed(ds, dims):
+             f"{provenance_label(run)}"]
+    if fixed := _fixed(run, dims):
         lines.append(f"  at {fixed}")
     rows = [[str(key[i]) for i in shown] + [_cell(m * k, h * k)]
-            for key, m, h in zip(index[:max_rows], mean, half)]
+            for key, m, h in zip(keys[:max_rows], mean, half)]
     lines += _table(rows, [dims[i] for i in shown] + [f"{var} [{unit}]"])
-    if len(index) > max_rows:
-        lines.append(f"  ... {len(index) - max_rows} more points: ds.abt.summary(tidy=True)")
-    lines += _ratio_lines(ds, var, level, max_rows)
+    if len(keys) > max_rows:
+        lines.append(f"  ... {len(keys) - max_rows} more points: ds.abt.summary(tidy=True)")
+    lines += _ratio_lines(run, var, dims, level, max_rows)
     return "\n".join(lines)
 
 
-def _ratio_lines(ds, var, level, max_rows) -> list[str]:
+def _ratio_lines(run, var, dims, level, max_rows) -> list[str]:
     """fastest/slowest clock per configuration with its Fieller CI, as abtlab.stats.slowdown
     gives it (paired for a blocked sweep); below 1: slower at the faster clock."""
     import itertools
     from ..stats.ratios import format_ratio, ratio_ci
-    da = ds[var]
-    if schema.FREQ not in da.dims or ds.sizes[schema.FREQ] < 2:
+    sizes = run.sizes
+    if schema.FREQ not in dims or sizes[schema.FREQ] < 2:
         return []
-    freqs = [float(f) for f in da[schema.FREQ].values]
+    freqs = [float(f) for f in run.coord(schema.FREQ)]
     lo, hi = min(freqs), max(freqs)
-    cfg = [d for d in da.dims if d not in (schema.FREQ, schema.REP)]
-    x = da.transpose(*cfg, schema.FREQ, schema.REP).values
-    paired = ds.attrs.get("order") == "blocked"
-    shown = [i for i, d in enumerate(cfg) if ds.sizes[d] > 1]
+    cfg = [d for d in dims if d != schema.FREQ]
+    x = _values(run, var, cfg + [schema.FREQ, schema.REP])
+    paired = run.attrs.get("order") == "blocked"
+    shown = [i for i, d in enumerate(cfg) if sizes[d] > 1]
     rows = []
-    keys = itertools.product(*(da[d].values for d in cfg))
+    keys = itertools.product(*(run.coord(d).tolist() for d in cfg))
     for key, idx in itertools.islice(zip(keys, np.ndindex(x.shape[:-2])), max_rows):
         r = ratio_ci(x[idx][freqs.index(hi)], x[idx][freqs.index(lo)], level, "fieller", paired=paired)
         rows.append([str(key[i]) for i in shown] + [format_ratio(*r)])

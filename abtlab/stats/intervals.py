@@ -15,10 +15,10 @@ __all__ = ["ci_halfwidth", "point_stats", "point_summary", "reps_for_cv", "reps_
 
 @functools.lru_cache(maxsize=4096)
 def _tcrit(level: float, df: float) -> float:
-    # the function scipy.stats.t.ppf calls; scipy.stats itself costs ~0.9 s to import,
-    # which the summary at the end of `abtlab run` must not pay
-    from scipy.special import stdtrit
-    return float(stdtrit(df, 0.5 + level / 2))
+    # scipy.stats.t.ppf's value without scipy (stats.tdist): scipy.special alone costs
+    # ~0.5 s to import, which the summary at the end of `abtlab run` must not pay
+    from .tdist import t_ppf
+    return t_ppf(0.5 + level / 2, df)
 
 
 def ci_halfwidth(values, level=0.95, relative=True) -> float:

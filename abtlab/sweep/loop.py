@@ -23,8 +23,9 @@ import numpy as np
 
 from ..about import __version__
 from ..data import store
+from ..data.arrays import RunArrays
 from ..data.schema import timestamp
-from ..data.assemble import assemble
+from ..data.assemble import assemble_arrays
 from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
 from ..factors.typed import typed_levels
@@ -117,8 +118,9 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
         quiet: bool = False, order: str = "random", warmup: int = 0, options: dict | None = None,
         attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
         scheduler=None, workers: int = 2, force: bool = False, wait: bool = True,
-        seeds: str = "per_run"):
-    """Run every point of levels x reps; return the assembled xarray.Dataset.
+        seeds: str = "per_run", dataset: bool = True):
+    """Run every point of levels x reps; return the assembled xarray.Dataset (with
+    dataset=False, where it was written without xarray, its RunArrays instead).
 
     backend: a registry name or Backend instance. levels: factor -> list of levels.
     reps: an int (fixed) or a Reps rule (adaptive). out: NetCDF path; without it, parts
@@ -157,8 +159,9 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
                 return finished
         if _on_host_devices(be, levels, options):
             held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
-        return _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
-                      warmup, options, attrs, command, freq_mode, scheduler, workers, spec)
+        run = _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
+                     warmup, options, attrs, command, freq_mode, scheduler, workers, spec)
+        return run.to_dataset() if dataset and isinstance(run, RunArrays) else run
 
 
 def _prepare_out(out: Path, spec, resume, force):
@@ -232,14 +235,15 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
 
 
 def _finish(be, done, levels, meta, out):
-    """The finished runs as one dataset, written to out (when given) and its parts removed."""
+    """The finished runs as one dataset (RunArrays, or a Dataset where a sweep of guest
+    machines adds their coordinates), written to out (when given) and its parts removed."""
     from ..system.facts import collect
     meta = {**collect(), **meta, "end_time": timestamp()}
-    ds = assemble(list(done.values()), levels, meta)
+    ds = assemble_arrays(list(done.values()), levels, meta)
     ds.attrs.update(be.dataset_labels(ds.attrs))
     if "machine" in levels:  # each machine level's clock and kernel (abtlab.factors.machine)
         from ..factors.machine import machine_coords
-        ds = ds.assign_coords(machine_coords(levels["machine"]))
+        ds = ds.to_dataset().assign_coords(machine_coords(levels["machine"]))
     if out is not None:
         store.save(ds, out)
         store.keep_rejected(out)

@@ -107,8 +107,8 @@ def parse_spec(data: dict) -> Spec:
 
 
 def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None,
-             force=False, wait=True):
-    """Run a sweep spec; `out` overrides the spec's own."""
+             force=False, wait=True, dataset=True):
+    """Run a sweep spec; `out` overrides the spec's own. dataset=False: see runner.run."""
     from .runner import run
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)
@@ -124,4 +124,4 @@ def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False
     return run(spec.backend, out=out, reps=spec.reps, seed=spec.seed, resume=resume, quiet=quiet,
                freq=freq, warmup=spec.warmup, command=command, scheduler=spec.scheduler,
                workers=spec.workers, order=spec.order, force=force, wait=wait,
-               **factors, **spec.options)
+               dataset=dataset, **factors, **spec.options)
