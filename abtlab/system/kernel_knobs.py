@@ -13,6 +13,9 @@ Each knob is off (stock 6.1) unless asked for, and is written in the guest after
   extents converted when the I/O completes, in whatever transaction runs then;
 - sched `cfs34`: 3.4's CFS settings on 4 CPUs (latency 18 ms, min granularity 2.25 ms,
   wakeup granularity 3 ms) in debugfs /sys/kernel/debug/sched; `default` writes nothing;
+  `cfs34xK` (K = 2..32) those three times K: the guest's CPU runs K times slower per core
+  than the paper's, so a write op that fits in 3.4's slice on the paper's machine would
+  straddle it here; scaling the slices keeps that ratio (docs/measuring-as-the-paper.md);
 - iosched: the block device's elevator, `none`, `mq-deadline` or `bfq` (CFQ's successor);
 - bfq: BFQ's own tunables (`slice_idle=0+low_latency=0`), only with iosched `bfq`, written
   in queue/iosched after the elevator is set; unnamed tunables keep BFQ's defaults.
@@ -33,7 +36,7 @@ from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 from .guest_kernel import K342
 
-__all__ = ["KERNELS", "K342", "IOSCHEDS_342", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "IOSCHEDS", "BFQ_TUNABLES",
+__all__ = ["KERNELS", "K342", "IOSCHEDS_342", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "sched_settings", "IOSCHEDS", "BFQ_TUNABLES",
            "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]
 
 KERNELS = ("6.1", "6.1-legacy", K342)
@@ -50,6 +53,18 @@ SCHED_SYSCTL = "/proc/sys/kernel/sched_"       # 3.4's names for the same variab
 SCHEDS = {"default": (),
           "cfs34": (("latency_ns", "18000000"), ("min_granularity_ns", "2250000"),
                     ("wakeup_granularity_ns", "3000000"))}
+SCHED_SCALES = range(2, 33)     # cfs34xK; 3.4's sysctls cap each value at 1 s (18 ms x 55)
+SCHED_ACCEPTED = "default | cfs34 | cfs34xK (K = 2..32: 3.4's settings times K)"
+
+
+def sched_settings(name: str) -> tuple:
+    """(variable, value in ns) of a sched preset: SCHEDS, or cfs34xK (3.4's times K)."""
+    if isinstance(name, str) and name in SCHEDS:
+        return SCHEDS[name]
+    base, _, k = name.partition("x") if isinstance(name, str) else ("", "", "")
+    if base != "cfs34" or not k.isdigit() or int(k) not in SCHED_SCALES:
+        raise ConfigError(_FIELD.format("sched"), name, SCHED_ACCEPTED)
+    return tuple((var, str(int(v) * int(k))) for var, v in SCHEDS["cfs34"])
 IOSCHEDS = ("none", "mq-deadline", "bfq")
 IOSCHEDS_342 = ("cfq", "noop", "deadline")
 # BFQ's tunables (block/bfq-iosched.c in 6.1; ms unless _us) in the order they are written,
@@ -84,7 +99,7 @@ class KernelKnobs:
         sched = f"{SCHED_DIR}/" if self.kernel != K342 else SCHED_SYSCTL
         out = [] if self.kernel == K342 else [(path, "1" if name in self.legacy else "0")
                                               for name, path in LEGACY_KNOBS.items()]
-        out += [(f"{sched}{name}", value) for name, value in SCHEDS[self.sched]]
+        out += [(f"{sched}{name}", value) for name, value in sched_settings(self.sched)]
         out.append((f"/sys/block/{dev}/queue/scheduler", self.iosched))
         out += [(f"/sys/block/{dev}/queue/iosched/{name}", value) for name, value in self.bfq]
         return out
@@ -145,7 +160,8 @@ def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
                               "per-page write handle and dioread_lock write-back are its own "
                               "code (legacy= restores them in kernel=6.1)")
         legacy = _parse_legacy(items["legacy"])
-    sched = _choose("sched", items.get("sched", sched), tuple(SCHEDS))
+    sched = items.get("sched", sched)
+    sched_settings(sched)                     # ConfigError naming the field if unknown
     elevators = IOSCHEDS_342 if kernel == K342 else IOSCHEDS
     iosched = _choose("iosched", items.get("iosched", iosched), elevators,
                       f" (the elevators of kernel={kernel})")

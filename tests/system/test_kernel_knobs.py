@@ -383,3 +383,18 @@ def test_bfq_tunables_read_back_in_force_and_are_recorded(tmp_path):
     assert ds.attrs[ATTR_BFQ] == "strict_guarantees=1+low_latency=0+slice_idle=0+timeout_sync=50"
     assert ds.attrs["kernel"].endswith(knobs.label)
     assert int(ds["commits"].item()) > 0 and ds["throughput"].item() > 0
+
+
+def test_sched_scaled_presets_write_three_four_times_k_and_refuse_others():
+    knobs = kk.parse_knobs("6.1-legacy", sched="cfs34x8")
+    got = {p: v for p, v in knobs.writes("vda") if "/sched/" in p}
+    assert got == {"/sys/kernel/debug/sched/latency_ns": "144000000",
+                   "/sys/kernel/debug/sched/min_granularity_ns": "18000000",
+                   "/sys/kernel/debug/sched/wakeup_granularity_ns": "24000000"}
+    assert knobs.label == "6.1-legacy(dioread_lock+shadow_wait+write_handle,cfs34x8,bfq)"
+    k342 = dict(kk.parse_knobs("3.4.2", sched="cfs34x2").writes("vda"))
+    assert k342["/proc/sys/kernel/sched_latency_ns"] == "36000000"
+    for bad in ("cfs34x1", "cfs34x33", "cfs34x", "cfsx4", "fast", 4):
+        with pytest.raises(ConfigError) as err:
+            kk.parse_knobs("6.1", sched=bad)
+        assert err.value.field == "--machine guest:sched" and "cfs34xK" in err.value.accepted
