@@ -72,3 +72,21 @@ def test_cli_lab(tmp_path, capsys):
     assert "lab_1_faster_cpu" in capsys.readouterr().out
     assert main(["lab", "copy", str(tmp_path / "class")]) == 0
     assert main(["lab", "copy", str(tmp_path / "class")]) == 2
+
+
+def test_cli_lab_check_runs_each_lab_on_the_data_asked_for(tmp_path, monkeypatch, capsys):
+    from abtlab.cli import main
+    from abtlab.present import report
+    seen = []
+
+    def fake_batch(items, out, **kw):
+        seen.extend(it.parameters["data"] for it in items)
+        return [], tmp_path / "index.html"
+    monkeypatch.setattr(report, "run_batch", fake_batch)
+    for flag, data in (([], "sim"), (["--real"], "auto"), (["--guest"], "guest")):
+        seen.clear()
+        assert main(["lab", "check", "--out", str(tmp_path), *flag]) == 0
+        assert seen == [data] * len(classroom.lab_notebooks())
+    capsys.readouterr()
+    assert main(["lab", "check", "--out", str(tmp_path), "--real", "--guest"]) == 2
+    assert "not allowed with argument --real" in capsys.readouterr().err
