@@ -4,7 +4,7 @@ repetitions, and RunResults with op and commit traces and the model's measures
 
 The simulator knows why each thread waited, so a run's evidence-based counts
 (`unblocked_threads`, `journal_blocked_full/partial`: abtlab.model.waits, eqs. 4-6) come
-from its own record of every wait for a commit's lock, given to model.waits as off-CPU
+from its own record of every wait for a commit's lock, read as model.waits reads off-CPU
 intervals of cause `t_locked` (a handle waiting while the commit holds the transaction,
 or with shadow_wait while it logs); the model has no other sleep inside a write op but
 the wait for a core, which it does not record (write_wait_cpu is left out)."""
@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import model
-from ..model.waits import wait_measures
+from ..model.spans import commit_table
+from ..system.sleeps import CAUSES
 from ..errors import ConfigError
 from ..data.result import RunResult
 from ..trace import RECORD_DTYPE
@@ -182,13 +183,33 @@ def _attrs(p: SimParams) -> dict:
             **p.as_attrs()}
 
 
-def _lock_waits(ops, times_ns, com) -> dict:
-    """The evidence counts of one repetition from its lock waits (module doc)."""
-    w = times_ns[:, 2] >= 0
-    offcpu = {"pid": ops["pid"][w].astype(np.int64), "t_out": times_ns[w, 2],
-              "t_in": times_ns[w, 3], "cause": np.full(int(w.sum()), "t_locked", object)}
-    out = wait_measures(ops, offcpu, com)
-    out.pop("write_wait_cpu")       # not tracked (the model's other causes do not exist: 0)
+def _lock_waits(prog, ops_r, locks_ns, com) -> dict:
+    """The evidence counts of one repetition from its lock waits (module doc): what
+    model.waits.wait_measures gives for these waits as cause t_locked (tests/sim check
+    that), computed on the simulator's fixed record layout (thread-major, one row per op
+    of prog) without the general path's joins."""
+    m = prog.size
+    w = np.flatnonzero(prog == K.WRITE)
+    q = ops_r["t_start_ns"].reshape(-1, m)[:, w[0]]       # each thread's write op
+    r = ops_r["t_end_ns"].reshape(-1, m)[:, w[-1]]
+    a, b = locks_ns[..., 0], locks_ns[..., 1]              # its writes' lock waits
+    t0 = np.maximum(a, q[:, None])
+    t1 = np.minimum(b, r[:, None])
+    live = (a >= 0) & (t1 > t0)
+    s, e = commit_table(com)
+    by = (live[..., None] & (t0[..., None] < e) & (t1[..., None] > s)).any(axis=1)
+    began_before = q[:, None] < s[None, :]
+    any_y = np.any(by & began_before, axis=1)
+    any_z = np.any(by & ~began_before, axis=1) & ~any_y
+    locked = float(np.where(live, t1 - t0, 0).sum(axis=1).mean()) * 1e-9
+    out = {"unblocked_threads": float(q.size - np.count_nonzero(by.any(axis=1))),
+           "journal_blocked_full": float(np.count_nonzero(any_y)),
+           "journal_blocked_partial": float(np.count_nonzero(any_z)),
+           "write_wait_journal": locked}
+    # the model has no other sleep inside a write op but the wait for a core, which it
+    # does not record (so write_wait_cpu is left out)
+    out.update({f"write_wait_{c}": (locked if c == "t_locked" else 0.0)
+                for c in CAUSES if c != "cpu"})
     return out
 
 
@@ -196,7 +217,11 @@ def run_reps(p: SimParams, seeds, jobs=None) -> list[RunResult]:
     """RunResults of one point, one per seed (repetitions share the kernel calls)."""
     prog = program(p)
     times, commits, counts = run_raw(p, seeds, prog, jobs=jobs)
-    ns, cns = _to_ns(times, commits)          # one conversion for every repetition
+    ns, cns = _to_ns(times[..., :2], commits)  # one conversion for every repetition
+    # lock waits (for the evidence counts) of the writes only: one row per thread
+    writes = np.flatnonzero(prog == K.WRITE)
+    locks = times.reshape(counts.size, p.threads, prog.size, 4)[:, :, writes, 2:]
+    locks_ns = np.where(locks >= 0, np.rint(locks * 1e3), -1).astype(np.int64)
     ops = np.empty(ns.shape[:2], RECORD_DTYPE)  # every repetition's records in one array
     ops[...] = _op_template(p, prog)
     ops["t_start_ns"], ops["t_end_ns"] = ns[..., 0], ns[..., 1]
@@ -207,7 +232,7 @@ def run_reps(p: SimParams, seeds, jobs=None) -> list[RunResult]:
         com = _commit_dict(cns[r, :counts[r]])
         scalars = model.measures(ops[r], com, p.workload, file_size=size, fsync=p.fsync)
         if p.workload == "iozone":
-            scalars.update(_lock_waits(ops[r], ns[r], com))
+            scalars.update(_lock_waits(prog, ops[r], locks_ns[r], com))
         out.append(RunResult(scalars=scalars, ops=ops[r], commits=com, attrs=attrs))
     return out
 

@@ -120,3 +120,25 @@ def test_bad_start_is_refused_naming_the_field():
         sim.make(start="fork")
     with pytest.raises(ConfigError, match="commit_cpu_us"):
         sim.make(commit_cpu_us=-1.0)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(policy="delayjc:window=4ms"),
+                                dict(commit_lock_us=200.0, shadow_wait=True),
+                                dict(start="poll", commit_cpu_us=1500.0, device="hdd7200")])
+def test_the_evidence_counts_are_model_waits_on_the_lock_waits(kw):
+    """The simulator's counts are what model.waits gives for its lock waits as t_locked
+    off-CPU intervals (the general path, with its joins)."""
+    from abtlab.model.waits import wait_measures
+    from abtlab.sim import core
+    p = sim.make(threads=128, cores=2, device=kw.pop("device", "hdd7200-nocache"), **kw)
+    prog = core.program(p)
+    times, _, _ = core.run_raw(p, [7], prog)
+    r = core.run_reps(p, [7])[0]
+    ns = np.rint(times[0] * 1e3).astype(np.int64)
+    w = ns[:, 2] >= 0
+    offcpu = {"pid": r.ops["pid"][w].astype(np.int64), "t_out": ns[w, 2], "t_in": ns[w, 3],
+              "cause": np.full(int(w.sum()), "t_locked", object)}
+    want = wait_measures(r.ops, offcpu, r.commits)
+    want.pop("write_wait_cpu")
+    got = {k: r.scalars[k] for k in want}
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
