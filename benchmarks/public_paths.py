@@ -1,17 +1,21 @@
 """The simulator's public paths beside the kernel they wrap, timed side by side in one run.
 
-    .venv/bin/python -m benchmarks.public_paths [--reps 100] [--repeat 3] [--skip-notebooks]
+    .venv/bin/python -m benchmarks.public_paths [--reps 100] [--repeat 5] [--skip-notebooks]
 
 For each path, the same points and seeds through abtlab.sim's kernel alone (run_raw) and
 with traces and the model's measures (run_reps, = 1.00), then the public path and its
-ratio to that (simulated data; wall seconds, best of --repeat, measured in turns):
+ratio to that (simulated data; wall seconds, the median of --repeat, measured in turns):
   `abtlab.run("sim", ...)`: the sweep of the command below, in this process, without --out
   `abtlab run sim ... --out` (256 threads, 128k in 32k records, ext4 and delayJC at 1.6
       and 3.3 GHz, 100 repetitions): its main() in this process, which has run the
-      command once on a tiny point (the imports, the compiled kernel's load, xarray's
-      first dataset and file), with the share of the dataset's write; and as a new
-      process each time, less the same command on one tiny point (its fixed start: the
-      imports, the compiled kernel's load, a dataset and a file of one point, the exit)
+      command once on a tiny point (the imports, the compiled kernel's load), with the
+      share of the dataset's write; and as a new process each time, less the
+      interpreter's start (`python -c pass`: the targets, <= 1 s and <= 2x, are on this
+      row); beside it, what any new process that runs the simulator pays before its
+      first repetition (numpy, numba and the compiled kernel's load from numba's cache:
+      `import abtlab.sim.core` and one repetition of one thread) and the command on one
+      tiny point (that, and the command's own imports, its dataset and file, its exit);
+      each new process's CPU seconds (user + system, less the interpreter's) beside it
   each lab notebook on the simulator with its default parameters (papermill, a new
       Jupyter kernel each), beside the kernel of its points and its dataset's sweep
       (studies.study_data) in this process (target: under 10 s)
@@ -25,6 +29,7 @@ import argparse
 import contextlib
 import io
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -57,15 +62,14 @@ EXPLORE_AXES = {"write_fixed_us": [float(v) for v in np.geomspace(20, 500, 10).r
                 "commit_fixed_us": [float(v) for v in np.geomspace(1000, 40000, 10).round()]}
 
 
-def best(fn, repeat):
-    """(best wall s, result of that run)."""
-    out = None
+def median(fn, repeat):
+    """(median wall s over `repeat` runs of fn, the last run's result)."""
+    times, res = [], None
     for _ in range(repeat):
         t = time.perf_counter()
         res = fn()
-        t = time.perf_counter() - t
-        out = (t, res) if out is None or t < out[0] else out
-    return out
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)), res
 
 
 def sweep_params(reps, seed=0, **factors):
@@ -86,9 +90,9 @@ def explore_params(reps, axes=EXPLORE_AXES, seed=0):
 
 
 def kernel_rows(runs, repeat):
-    """Best wall of the kernel alone and of the kernel with traces and measures."""
-    raw = best(lambda: [simcore.run_raw(p, s) for p, s in runs], repeat)[0]
-    full = best(lambda: [simcore.run_reps(p, s) for p, s in runs], repeat)[0]
+    """Median wall of the kernel alone and of the kernel with traces and measures."""
+    raw = median(lambda: [simcore.run_raw(p, s) for p, s in runs], repeat)[0]
+    full = median(lambda: [simcore.run_reps(p, s) for p, s in runs], repeat)[0]
     return raw, full
 
 
@@ -97,10 +101,16 @@ def cli_args(reps, out, **factors):
     return CLI + args + ["--reps", str(reps), "--out", str(out), "--quiet", "--force"]
 
 
-def run_process(argv):
+def run_process(argv, cpu=None):
+    """Wall s of a new process; its CPU s (user + system) appended to `cpu` when given."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
-    return time.perf_counter() - t
+    t = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu is not None:
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return t
 
 
 def row(label, t, ref=None, note=""):
@@ -108,9 +118,16 @@ def row(label, t, ref=None, note=""):
     print(f"  {label:46s} {t:7.3f} s{ratio} {note}".rstrip())
 
 
+# what a new process pays before the simulator's first repetition: numba's import and
+# the compiled kernel's load from numba's cache
+KERNEL_LOAD = ("from abtlab.sim import core, params; "
+               "core.run_raw(params.make(threads=1), [0])")
+
+
 def cli_section(a, work):
     from abtlab.cli import main as cli_main
     from abtlab.data import store
+    from abtlab.data.arrays import RunArrays
     points = sweep_params(a.reps, **COMMAND)
     print(f"abtlab run sim {' '.join(f'{FLAGS[k]} {v!r}' for k, v in COMMAND.items())} "
           f"--reps {a.reps} --out s.nc  ({len(points)} points x {a.reps} repetitions)")
@@ -120,31 +137,41 @@ def cli_section(a, work):
     quiet = contextlib.redirect_stdout(io.StringIO())
     with quiet:
         cli_main(small[1:])     # this process has paid the CLI's fixed start: imports, first file
-    times = {k: [] for k in ("raw", "full", "api", "main", "save", "cli", "start", "python")}
+    times = {k: [] for k in ("raw", "full", "api", "main", "save", "cli", "python", "load", "start")}
+    cpu = {k: [] for k in ("cli", "python", "load", "start")}     # the new processes' CPU s
     for _ in range(a.repeat):      # in turns, so load on the machine falls on every path alike
         raw, full = kernel_rows(points, 1)
         times["raw"].append(raw)
         times["full"].append(full)
-        times["api"].append(best(lambda: abtlab.run("sim", reps=a.reps, quiet=True, **COMMAND), 1)[0])
+        times["api"].append(median(lambda: abtlab.run("sim", reps=a.reps, quiet=True, **COMMAND), 1)[0])
         with quiet:
-            times["main"].append(best(lambda: cli_main(big[1:]), 1)[0])
-        ds = abtlab.load(out)
-        times["save"].append(best(lambda: store.save(ds, work / "copy.nc"), 1)[0])
-        times["cli"].append(run_process(big))
-        times["start"].append(run_process(small))
-        times["python"].append(run_process([sys.executable, "-c", "pass"]))
-    t = {k: min(v) for k, v in times.items()}
+            times["main"].append(median(lambda: cli_main(big[1:]), 1)[0])
+        run = RunArrays.of(abtlab.load(out))
+        times["save"].append(median(lambda: store.save(run, work / "copy.nc"), 1)[0])
+        times["python"].append(run_process([sys.executable, "-c", "pass"], cpu["python"]))
+        times["cli"].append(run_process(big, cpu["cli"]))
+        times["load"].append(run_process([sys.executable, "-c", KERNEL_LOAD], cpu["load"]))
+        times["start"].append(run_process(small, cpu["start"]))
+    t = {k: float(np.median(v)) for k, v in times.items()}
+    c = {k: float(np.median(v)) for k, v in cpu.items()}
+
+    def cpu_note(k):
+        return f"(CPU {c[k] - c['python']:.2f} s)"
     row("kernel (run_raw)", t["raw"])
     row("kernel + traces + measures (run_reps)", t["full"], t["full"])
     row('abtlab.run("sim"), without --out', t["api"], t["full"])
-    row("the CLI with --out, its main() in this process", t["main"], t["full"],
-        "(target: <= 1 s and <= 2x)")
+    row("the CLI with --out, its main() in this process", t["main"], t["full"])
     row("  of which the dataset's write (store.save)", t["save"], t["full"])
+    row("a bare interpreter (python -c pass)", t["python"])
     row("the CLI with --out as a new process", t["cli"])
-    row("the CLI on one tiny point: its fixed start", t["start"], note=f"(bare python {t['python']:.3f} s)")
-    row("the CLI with --out beyond that fixed start", t["cli"] - t["start"], t["full"],
-        "(target: <= 1 s and <= 2x)")
-    print(f"  the dataset: {dict(ds.sizes)}")
+    row("  less the interpreter's start", t["cli"] - t["python"], t["full"],
+        f"{cpu_note('cli')} (target: <= 1 s and <= 2x)")
+    row("  a new process's kernel load, less that start", t["load"] - t["python"], t["full"],
+        f"{cpu_note('load')} (numba, the cached kernel)")
+    row("  the CLI on one tiny point, less that start", t["start"] - t["python"], t["full"],
+        cpu_note("start"))
+    print(f"  the dataset: {dict(RunArrays.of(abtlab.load(out)).sizes)}")
+    return t
 
 
 def notebook_section(a, work):
@@ -156,12 +183,12 @@ def notebook_section(a, work):
         study = dict(study)
         reps = study.pop("reps")
         full = kernel_rows(sweep_params(reps, **study), a.repeat)[1]
-        data = best(lambda: studies.study_data("sim", reps=reps, sim=study), a.repeat)[0]
+        data = median(lambda: studies.study_data("sim", reps=reps, sim=study), a.repeat)[0]
 
         def execute():
             pm.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(work / f"{name}.ipynb"),
                                 kernel_name="python3", cwd=str(work), progress_bar=False)
-        nb = best(execute, a.repeat)[0]
+        nb = median(execute, a.repeat)[0]
         row(f"{name}: kernel + traces + measures", full, full)
         row(f"{name}: its study_data, in this process", data, full)
         row(f"{name}: the notebook", nb, full, "(target: < 10 s)")
@@ -173,27 +200,32 @@ def explore_section(a):
     print(f"abtlab.sim.explore.sensitivity over {cells} cells x 2 policies x 2 frequencies x "
           f"{a.explore_reps} repetitions, 256 threads")
     raw, full = kernel_rows(runs, a.repeat)
-    t = best(lambda: explore.sensitivity(axes=EXPLORE_AXES, reps=a.explore_reps), a.repeat)[0]
+    t = median(lambda: explore.sensitivity(axes=EXPLORE_AXES, reps=a.explore_reps), a.repeat)[0]
     row("kernel (run_raw)", raw)
     row("kernel + traces + measures (run_reps)", full, full)
     row("explore.sensitivity", t, full)
 
 
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=100, help="repetitions of the CLI command")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per path; the best is shown")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per path; the median is shown")
     ap.add_argument("--explore-reps", type=int, default=10, help="repetitions per explore cell")
     ap.add_argument("--skip-notebooks", action="store_true")
     ap.add_argument("--skip-explore", action="store_true")
     a = ap.parse_args(argv)
-    print(f"simulated data; wall time, best of {a.repeat}; {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f} (compare within this run only)")
+    print(f"simulated data; wall time, median of {a.repeat}; {os.cpu_count()} CPUs, load average "
+          f"{_load()} (compare within this run only)")
     # what the CLI's fixed start pays, paid here before any timing: the compiled kernel's
     # load, xarray's first dataset
     abtlab.run("sim", reps=1, threads=8, quiet=True)
     with tempfile.TemporaryDirectory(prefix="abtlab-bench-") as tmp:
         cli_section(a, Path(tmp))
+        print(f"  load average after: {_load()}")
         if not a.skip_notebooks:
             notebook_section(a, Path(tmp))
     if not a.skip_explore:

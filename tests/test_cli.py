@@ -213,3 +213,27 @@ def test_a_signal_during_the_final_write_leaves_no_torn_file(tmp_path, sig):
     ds = store.load(out)
     assert ds.sizes["rep"] == 2 and len(set(ds.run_id.values.ravel())) == ds.run_id.size
     assert not OutputLock(out).path.exists()
+
+
+def test_a_simulated_run_writes_and_summarises_without_xarray(tmp_path):
+    """`abtlab run sim --out` never imports xarray, pandas, dask or scipy.special (about a
+    second of a new process's start); the file it writes is the run dataset, and its
+    summary the one of that dataset."""
+    import subprocess
+    import sys
+    out = tmp_path / "s.nc"
+    code = ("import sys; from abtlab.cli import main; "
+            f"code = main(['run', 'sim', '--threads', '8', '--freq', '1.6,3.3', '--reps', '3', "
+            f"'--quiet', '--out', {str(out)!r}]); "
+            "print(sorted(m for m in ('xarray', 'pandas', 'dask', 'scipy.special') if m in sys.modules)); "
+            "sys.exit(code)")
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    lines = cp.stdout.strip().splitlines()
+    assert lines[-1] == "[]" and lines[-2] == f"wrote {out}: 2 points x 3 repetitions"
+    assert "ratio [95% CI]" in cp.stdout
+    from abtlab.data import store
+    from abtlab.present.summary import summary_text
+    ds = store.load(out)
+    assert ds.attrs["freq_mode"] == "simulated" and ds.sizes["rep"] == 3
+    assert cp.stdout.startswith(summary_text(ds) + "\n")     # from arrays as from the Dataset
