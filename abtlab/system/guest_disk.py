@@ -37,11 +37,15 @@ Linux 3.4.2 (`kernel=3.4.2`) has no null_blk (3.13; configfs in 4.14): its disk 
 request mode (`Brd`, backends/kernel/k342/07-brd-rq-mode.patch, booted with `brd.rq_mode=1`):
 one RAM disk made at boot as large as the batch's largest image, emptied per point
 (`blockdev --flushbufs` frees its pages, which then read as zeros), mkfs told the point's
-size. The same `completion_nsec` and `mbps` (null_blk's bandwidth cap, ported: a budget of
-mbps MiB/s x 20 ms per 20 ms tick) per profile, the named ones as their average
-positioning (hdd7200: 8.5 + 4.17 = 12.67 ms, 125 MB/s: brd does not run the model yet); one request at a time (depth 1 only); a
-volatile write cache always (flushes are requests even for `none`); requests of at most
-3.4's 1024 sectors (512 KiB, BLK_DEF_MAX_SECTORS), not 6.1's 2560.
+size. The named profiles run the same drive model as the 6.1 guest
+(k342/09-brd-disk-model.patch, module parameter `disk_model`: writing it starts a fresh
+drive each point; each request goes to the model when brd takes it and completes when the
+model says, by an absolute hrtimer on the guest's clock; discards, which mkfs sends to brd
+and a drive of the paper's class would not take, cost nothing). The others keep
+`completion_nsec` and `mbps` (null_blk's bandwidth cap, ported: a budget of mbps MiB/s x
+20 ms per 20 ms tick) as in the 6.1 guest; one request at a time (depth 1 only); a
+volatile write cache and FUA always (flushes are requests even for `none`); requests of
+at most 3.4's 1024 sectors (512 KiB, BLK_DEF_MAX_SECTORS), not 6.1's 2560.
 """
 from __future__ import annotations
 
@@ -104,17 +108,22 @@ BRD_MAX_SECTORS = 1024     # 3.4's BLK_DEF_MAX_SECTORS, which brd's 1024 hw sect
 
 @dataclass(frozen=True)
 class Brd:
-    """Linux 3.4.2's disk: /dev/ram0 in request mode (k342/07-brd-rq-mode.patch)."""
+    """Linux 3.4.2's disk: /dev/ram0 in request mode (k342/07-brd-rq-mode.patch), timed
+    by the drive model of abt_disk.h when disk_model is set (k342/09-brd-disk-model.patch)."""
     size_mb: int
     completion_nsec: int = 0
     mbps: int = 0
     model: str = "memory disk, no latency"
     max_sectors: int = BRD_MAX_SECTORS
+    disk_model: str = ""      # a profile of abt_disk.h: it times each request
+    disk_fixed_ns: int = 0
 
     def settings(self, index: int) -> list[tuple[str, str]]:
         """(parameter, value) to write under /sys/module/brd/parameters (index unused:
-        one RAM disk serves every point of a boot)."""
-        return [("completion_nsec", str(self.completion_nsec)), ("mbps", str(self.mbps))]
+        one RAM disk serves every point of a boot). Every parameter every point, since
+        they outlive it: disk_model last, it starts a fresh drive with disk_fixed_ns."""
+        return [("completion_nsec", str(self.completion_nsec)), ("mbps", str(self.mbps)),
+                ("disk_fixed_ns", str(self.disk_fixed_ns)), ("disk_model", self.disk_model)]
 
     @property
     def fs_size(self) -> str:
@@ -122,9 +131,12 @@ class Brd:
         return f"{self.size_mb}M"
 
     def describe(self) -> dict:
+        # as NullBlk's: with a drive model, completion_nsec is not the disk and not listed
+        timing = (f"disk_model={self.disk_model} disk_fixed_ns={self.disk_fixed_ns}"
+                  if self.disk_model else
+                  f"completion_nsec={self.completion_nsec} mbps={self.mbps}")
         return {"device": f"brd (rq_mode) in the guest: {self.model}",
-                "guest_disk": (f"brd rq_mode=1 completion_nsec={self.completion_nsec} "
-                               f"mbps={self.mbps} queue_depth=1 write_cache=volatile "
+                "guest_disk": (f"brd rq_mode=1 {timing} queue_depth=1 write_cache=volatile "
                                f"max_sectors={self.max_sectors} size={self.size_mb}MiB")}
 
 
@@ -138,10 +150,8 @@ def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None
         return disk
     if depth != 1:
         raise ConfigError("--machine guest:depth", depth, "depth=1 with kernel=3.4.2")
-    if disk.disk_model and disk.disk_model != "fixed":   # brd has no drive model yet
-        disk = _legacy_latency(parse_profile(profile) if isinstance(profile, str) else profile,
-                               size_mb, depth)
-    return Brd(size_mb, disk.completion_nsec, disk.mbps, disk.model)
+    return Brd(size_mb, disk.completion_nsec, disk.mbps, disk.model,
+               disk_model=disk.disk_model, disk_fixed_ns=disk.disk_fixed_ns)
 
 
 def _legacy_latency(prof: Profile, size_mb: int, depth: int) -> NullBlk:

@@ -2,7 +2,8 @@
 # Build Linux 3.4.2, the paper's kernel, as an x86_64 bzImage with Debian bookworm's gcc:
 # the pristine import (github.com/allenzhangt/linux-3.4.2, its first commit; the later
 # commits port it to an ARM board) + k342/*.patch (each says the error it fixes) +
-# k342/guest.config on `make allnoconfig`, built as build.env says. Cached under
+# k342/guest.config on `make allnoconfig` (+ ../include/abt_disk.h, the drive model brd
+# includes), built as build.env says. Cached under
 # $ABTLAB_K342_CACHE (default /var/cache/abtlab/kernel-3.4.2) in a folder named by a hash of
 # the series, config, build.env and compiler version, so each variant builds once. Prints
 # the bzImage's path. Not part of `make` or the tests (docs/kernel-3.4.2.md).
@@ -19,7 +20,8 @@ cc=${ABTLAB_K342_CC:-gcc}
 pristine=17754946984d63585ccc1492b77441e88493d934   # "linux-3.4.2 源码", the import
 jobs=${ABTLAB_KERNEL_JOBS:-2}
 series=("$here"/k342/[0-9][0-9]-*.patch)
-key=$( (cd "$here" && cat "${series[@]}" k342/guest.config build.env; "$cc" --version | head -n 1) |
+disk_h="$here/../include/abt_disk.h"   # the drive model brd times requests with (k342/09)
+key=$( (cd "$here" && cat "${series[@]}" "$disk_h" k342/guest.config build.env; "$cc" --version | head -n 1) |
     sha256sum | cut -c1-16)
 . "$here/build.env"
 [ -f "$cache/$key/bzImage" ] && { echo "$cache/$key/bzImage"; exit 0; }
@@ -49,6 +51,7 @@ flock -w 1800 9 || { echo "build-kernel-3.4.2: $cache/.lock held for 30 min" >&2
 tree="$cache/tree"    # a fresh copy per variant: 3.4's tree has no clean way to unpatch
 rm -rf "$tree" && cp -a "$src" "$tree" && cd "$tree"
 for p in "${series[@]}"; do patch -s -p1 < "$p"; done
+cp "$disk_h" drivers/block/abt_disk.h
 log="$cache/build-$key.log"
 ARCH=x86_64 scripts/kconfig/merge_config.sh -n "$here/k342/guest.config" >"$log" 2>&1
 missing=$(grep '^CONFIG_.*=y$' "$here/k342/guest.config" | while read -r line; do

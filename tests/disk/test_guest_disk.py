@@ -1,5 +1,6 @@
 """Which disk the guests get for each device profile: the drive model in 6.1's null_blk
-(nullblk-disk.patch), the fixed latency on 3.4.2's brd, fixed:<time> as it says."""
+(nullblk-disk.patch) and in 3.4.2's brd (k342/09-brd-disk-model.patch), fixed:<time> as
+it says."""
 from __future__ import annotations
 
 import pytest
@@ -28,10 +29,25 @@ def test_fixed_profile_is_null_blk_s_own_timer():
     assert "disk_model" not in attrs
 
 
-def test_3_4_2_keeps_the_fixed_latency():
-    d = guest_disk.for_profile("hdd7200", 256, kernel="3.4.2")
-    assert (d.completion_nsec, d.mbps) == (12_667_000, 125)
-    assert "not the host's drive model" in d.describe()["device"]
+@pytest.mark.parametrize("profile", ["hdd7200", "hdd7200-nocache", "ssd-sata"])
+def test_3_4_2_runs_the_same_drive_model_in_brd(profile):
+    d = guest_disk.for_profile(profile, 256, kernel="3.4.2")
+    assert isinstance(d, guest_disk.Brd)
+    params = d.settings(0)
+    names = [k for k, _ in params]
+    # brd's own timer and bandwidth cap are off; disk_model last: it starts a fresh drive
+    # with disk_fixed_ns, and every parameter is written every point (they outlive it)
+    assert dict(params) == {"completion_nsec": "0", "mbps": "0", "disk_fixed_ns": "0",
+                            "disk_model": profile}
+    assert names[-1] == "disk_model"
+    assert f"disk_model={profile}" in d.describe()["guest_disk"]
+    assert "completion_nsec" not in d.describe()["guest_disk"]
+
+
+def test_3_4_2_without_a_model_clears_the_one_the_last_point_set():
+    for p, nsec in (("fixed:12.67ms", "12670000"), ("none", "0")):
+        params = dict(guest_disk.for_profile(p, 256, kernel="3.4.2").settings(0))
+        assert params["disk_model"] == "" and params["completion_nsec"] == nsec
 
 
 def test_profiles_without_a_model_write_no_model_attributes():

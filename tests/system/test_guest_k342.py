@@ -73,17 +73,18 @@ def test_kernel_delayjc_on_342_writes_the_ported_patchs_knobs(tmp_path):
 
 
 # -- the disk, the boot, mkfs ---------------------------------------------------------------
-def test_342_disk_is_brd_with_the_fixed_positioning_and_bandwidth_at_depth_1():
-    # brd runs no drive model yet: 3.4.2's hdd7200 is each request's average positioning
-    # (the 6.1 guest's null_blk runs abt_disk.h's model instead)
-    assert guest_disk.for_profile("hdd7200", 256).disk_model == "hdd7200"
+def test_342_disk_is_brd_with_the_drive_model_at_depth_1():
+    # brd runs abt_disk.h's model as 6.1's null_blk does (k342/09-brd-disk-model.patch)
     brd = guest_disk.for_profile("hdd7200", 256, kernel="3.4.2")
     assert isinstance(brd, guest_disk.Brd)
-    assert dict(brd.settings(1)) == {"completion_nsec": "12667000", "mbps": "125"}
+    assert dict(brd.settings(1))["disk_model"] == "hdd7200"
     assert brd.fs_size == "256M"
     desc = brd.describe()
     assert "max_sectors=1024" in desc["guest_disk"] and "queue_depth=1" in desc["guest_disk"]
-    assert "seek 8500 + rotation 4167" in desc["device"]
+    assert "disk_model=hdd7200 disk_fixed_ns=0" in desc["guest_disk"]
+    # fixed:<time> is brd's own timer, as it is null_blk's on 6.1
+    fixed = guest_disk.for_profile("fixed:12.67ms", 256, kernel="3.4.2")
+    assert (fixed.completion_nsec, fixed.mbps, fixed.disk_model) == (12_670_000, 0, "")
     with pytest.raises(ConfigError) as err:
         guest_disk.for_profile("hdd7200", 256, depth=2, kernel="3.4.2")
     assert err.value.field == "--machine guest:depth"
@@ -102,7 +103,7 @@ def test_point_env_gives_brd_its_settings_and_mkfs_the_points_size():
     run = guest.GuestRun(["x"], disk=guest_disk.Brd(300, 12_667_000, 125))
     out = subprocess.run(["sh", "-c", guest.point_env(run, 2) + 'echo "$DISK_SIZE|$DISK_ATTRS"'],
                          capture_output=True, text=True, check=True).stdout
-    assert out == "300M|completion_nsec=12667000 mbps=125\n"
+    assert out == "300M|completion_nsec=12667000 mbps=125 disk_fixed_ns=0 disk_model=\n"
     # a null_blk point sets no size: its device is the point's own
     assert "DISK_SIZE" not in guest.point_env(guest.GuestRun(["x"]), 1)
 
@@ -215,7 +216,7 @@ def test_a_tiny_point_on_342_has_op_records_commits_and_a_clock_that_agrees(tmp_
     for v in ("throughput", "commits", "op_t_start", "op_t_end", "commit_end"):
         np.testing.assert_array_equal(ds[v].values, again[v].values, err_msg=v)
     assert ds.attrs["kernel"].startswith(guest.K342_LABEL) and ds.attrs["kernel_iosched"] == "cfq"
-    assert ds.attrs["guest_disk"].startswith("brd rq_mode=1 completion_nsec=12667000 mbps=125")
+    assert ds.attrs["guest_disk"].startswith("brd rq_mode=1 disk_model=hdd7200 disk_fixed_ns=0")
     assert "max_sectors_kb=512" in ds.attrs["guest_disk"]
     assert "metadata_csum" not in ds.attrs["fs_features"] and "uninit_bg" in ds.attrs["fs_features"]
     # 3 policies x 4 threads x 2 records of 32 KiB, each timed on the guest's CLOCK_MONOTONIC
