@@ -3,6 +3,8 @@
 The pattern (`-o job=iozone`, the default): N jobs as threads, each writes its own
 S-byte file in R-byte records with psync and fsyncs it at the end (end_fsync=1).
 `-o job=PATH` runs a job file instead, with `directory=` set to the scratch filesystem.
+The pattern's `-o direct=1` (O_DIRECT), `-o rw=randwrite` and `-o fsync=N` (an fsync
+every N records) make it a disk benchmark on host and guest alike (docs/device.md).
 fio reports per-job bandwidth over a runtime counted in whole milliseconds, so for the
 small files of the paper `throughput` (the sum of the jobs' write bandwidths, eq. 3's
 shape) is coarse; the commits and fsyncs come from tracefs as for every tool.
@@ -36,14 +38,42 @@ NOT_IN_GUEST = ("fio is not in the guest's initramfs: install fio (apt) and rebu
                 "(make -C backends/kernel)")
 
 
-def fio_argv(exe, point, data_dir, job="iozone") -> list:
-    """fio's command line: the iozone-like pattern, or a job file run in data_dir."""
+def fio_argv(exe, point, data_dir, job="iozone", pattern=None) -> list:
+    """fio's command line: the iozone-like pattern, or a job file run in data_dir.
+    pattern: the checked -o direct/rw/fsync (pattern_options)."""
     common = [exe, "--output-format=json", f"--directory={data_dir}"]
     if job != "iozone":
         return [*common, str(job)]
+    pat = pattern or {}
+    extra = ([f"--direct={pat['direct']}"] if pat.get("direct") else []) + (
+        [f"--fsync={pat['fsync']}"] if pat.get("fsync") else []) + (
+        ["--randrepeat=1", "--norandommap"] if pat.get("rw", "write") != "write" else [])
     return [*common, "--name=iozone", "--thread", f"--numjobs={point['threads']}",
-            "--rw=write", f"--size={point['file_size']}", f"--bs={point['record_size']}",
-            "--ioengine=psync", "--end_fsync=1", "--create_on_open=1"]
+            f"--rw={pat.get('rw', 'write')}", f"--size={point['file_size']}",
+            f"--bs={point['record_size']}", "--ioengine=psync", "--end_fsync=1",
+            "--create_on_open=1", *extra]
+
+
+def pattern_options(options) -> dict:
+    """-o direct, rw, fsync of the iozone pattern, checked: ConfigError naming the option."""
+    out = {}
+    direct = options.get("direct")
+    if direct not in (None, ""):
+        if str(direct) not in ("0", "1"):
+            raise ConfigError("direct", direct, "0 (buffered, the default) or 1 (O_DIRECT)")
+        out["direct"] = int(direct)
+    rw = options.get("rw")
+    if rw not in (None, ""):
+        if rw not in ("write", "randwrite"):
+            raise ConfigError("rw", rw, "write (the default) or randwrite")
+        out["rw"] = rw
+    fsync = options.get("fsync")
+    if fsync not in (None, ""):
+        if not str(fsync).isdigit() or isinstance(fsync, bool):
+            raise ConfigError("fsync", fsync, "a whole number N >= 0: an fsync every N records "
+                              "(0, the default: only the end's)")
+        out["fsync"] = int(fsync)
+    return out
 
 
 def _job(value):
@@ -61,6 +91,9 @@ class FioBackend(GuestGroups, Backend):
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
                "record_size": 32 * 1024, "device": "none", "machine": "host"}
     options = {"job": "iozone (default) or the path of a fio job file (host only)",
+               "direct": "1: the pattern's writes with O_DIRECT (time the disk, not the page cache)",
+               "rw": "write (default) or randwrite: the order of each job's records",
+               "fsync": "N: the pattern fsyncs every N records (default 0: at the end only)",
                "exe": "path of the fio executable (host only)", **SCRATCH_OPTIONS}
 
     def available(self):
@@ -68,6 +101,7 @@ class FioBackend(GuestGroups, Backend):
 
     def validate_options(self, options):
         options = {**options, "job": _job(options.get("job"))}
+        pattern_options(options)
         return check_tool_options(options, "fio", ENV)
 
     def validate_point(self, point):
@@ -84,7 +118,8 @@ class FioBackend(GuestGroups, Backend):
             return res
         from ..factors.machine import parse_machine
         exe = find_tool("fio", ENV, ctx.options.get("exe"))
-        run = run_tool(lambda d: fio_argv(exe, point, d, job), point, ctx,
+        pat = pattern_options(ctx.options)
+        run = run_tool(lambda d: fio_argv(exe, point, d, job, pat), point, ctx,
                        point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC))
         run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
         return _result(run, job)
@@ -97,7 +132,8 @@ class FioBackend(GuestGroups, Backend):
         for index, ((point, ctx), job) in enumerate(zip(runs, jobs), 1):
             _check_guest_options(ctx.options, job)
             items.append(prepare_tool_in_guest(
-                lambda d, p=point, j=job: fio_argv(GUEST_FIO, p, d, j), point, ctx,
+                lambda d, p=point, j=job, o=pattern_options(ctx.options):
+                fio_argv(GUEST_FIO, p, d, j, o), point, ctx,
                 point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC),
                 GUEST_FIO, OVERLAY, NOT_IN_GUEST, index))
         return [r if isinstance(r, Exception) else _result(r, job)
