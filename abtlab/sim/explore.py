@@ -98,7 +98,7 @@ def _check_axes(axes: dict) -> None:
 
 def sensitivity(axes: dict | None = None, freqs=(1.6, 3.3), delay="delayjc:window=16ms",
                 reps: int = 10, seed: int = 0, params=None, **base):
-    """Means of throughput, nonblocked threads, commits and mean write time for ext4 and
+    """Means of _MEASURES (throughput: the write op timed; unblocked threads) for ext4 and
     `delay` at freqs over the grid `axes` (field -> values; default DEFAULT_AXES; cells
     whose record exceeds the file stay NaN). params: a calibrated TOML file or dict of
     SimParams fields to start from; base: other fields, which win (default PAPER_POINT,

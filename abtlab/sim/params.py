@@ -11,6 +11,11 @@ decides how many threads one commit batches. With `dilation` (frequency emulated
 spinning after each call, as abtlab's emulated mode does) an op's CPU runs at f_ref inside
 the call and the thread then spins the rest: the same CPU time, but an fsync's
 write-back starts as early as at f_ref, and its dilation is spun after the commit.
+IOzone's start (`start="poll"`): each thread wakes at its own poll timer after the
+release (`poll_us`) and reads the flag (`poll_cpu_us`), so the release spread has a
+fixed part. The journal thread (`commit_cpu_us` > 0) needs CPU to start a commit and
+competes for the cores like any thread; it is a kernel thread, so dilation leaves its
+CPU at f_ref. The devices and their sources are abtlab.sim.devices.
 """
 from __future__ import annotations
 
