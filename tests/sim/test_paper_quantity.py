@@ -142,3 +142,22 @@ def test_the_evidence_counts_are_model_waits_on_the_lock_waits(kw):
     want.pop("write_wait_cpu")
     got = {k: r.scalars[k] for k in want}
     assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_the_paper_machine_preset_shows_the_papers_signature():
+    """examples/sim_paper_machine.toml at the paper's cell (docs/guide/simulator.md):
+    ext4's write op slower at 3.3 GHz, fewer writers unblocked, NOJC and delayJC not."""
+    from abtlab import about
+    preset = about.EXAMPLES / "sim_paper_machine.toml"
+    kw = dict(params=str(preset), device="hdd7200", threads=256, file_size=131072,
+              record_size=32768)
+
+    def mean(policy, f, var):
+        rs = sim.simulate_point(reps=3, seed=0, policy=policy, freq_ghz=f, **kw)
+        return np.mean([r.scalars[var] for r in rs])
+    ext4 = [mean("ext4", f, "throughput") for f in (1.6, 3.3)]
+    assert ext4[1] / ext4[0] < 0.85
+    assert mean("ext4", 3.3, "unblocked_threads") < 0.7 * mean("ext4", 1.6, "unblocked_threads")
+    nojc = [mean("nojc", f, "throughput") for f in (1.6, 3.3)]
+    assert nojc[1] / nojc[0] > 1.5
+    assert mean("delayjc:window=16ms", 3.3, "throughput") > 2 * ext4[1]
