@@ -42,11 +42,11 @@ MiB, KiB = 1 << 20, 1 << 10
 MACHINES = "host;guest;guest:kernel=3.4.2"
 # name: (threads, size, record, device, options, unit)
 ROWS = {
-    "seq-write": (1, "64m", "1m", "hdd7200", {"direct": 1}, "MB/s"),
-    "rand-write-off": (1, "32m", "4k", "hdd7200-nocache", {"direct": 1, "rw": "randwrite"}, "IOPS"),
-    "rand-write-on": (1, "32m", "4k", "hdd7200", {"direct": 1, "rw": "randwrite"}, "IOPS"),
-    "append+fsync": (1, "1m", "4k", "hdd7200", {"fsync": 1}, "fsync/s"),
-    "flush-after-32": (1, "8m", "4k", "hdd7200", {"direct": 1, "rw": "randwrite", "fsync": 32},
+    "seq-write": (1, "64m", "1m", "hdd7200", {"direct": "true"}, "MB/s"),
+    "rand-write-off": (1, "32m", "4k", "hdd7200-nocache", {"direct": "true", "rw": "randwrite"}, "IOPS"),
+    "rand-write-on": (1, "32m", "4k", "hdd7200", {"direct": "true", "rw": "randwrite"}, "IOPS"),
+    "append+fsync": (1, "1m", "4k", "hdd7200", {"fsync_every": 1}, "fsync/s"),
+    "flush-after-32": (1, "8m", "4k", "hdd7200", {"direct": "true", "rw": "randwrite", "fsync_every": 32},
                        "ms/fsync"),
 }
 SIZES = {"k": KiB, "m": MiB}
@@ -87,7 +87,7 @@ def predict(name: str, seed: int = 3) -> float:
     offs = [k * rec for k in range(n)]
     if opts.get("rw") == "randwrite":
         r.shuffle(offs)
-    every = opts.get("fsync", 0)
+    every = int(opts.get("fsync_every", 0))
     flush_ns = []
     for k, off in enumerate(offs, 1):
         t = d.write(off, rec, t)

@@ -3,8 +3,8 @@
 The pattern (`-o job=iozone`, the default): N jobs as threads, each writes its own
 S-byte file in R-byte records with psync and fsyncs it at the end (end_fsync=1).
 `-o job=PATH` runs a job file instead, with `directory=` set to the scratch filesystem.
-The pattern's `-o direct=1` (O_DIRECT), `-o rw=randwrite` and `-o fsync=N` (an fsync
-every N records) make it a disk benchmark on host and guest alike (docs/device.md).
+The pattern's `-o direct=true` (O_DIRECT), `-o rw=randwrite` and `-o fsync_every=N` (an
+fsync every N records) make it a disk benchmark on host and guest alike (docs/device.md).
 fio reports per-job bandwidth over a runtime counted in whole milliseconds, so for the
 small files of the paper `throughput` (the sum of the jobs' write bandwidths, eq. 3's
 shape) is coarse; the commits and fsyncs come from tracefs as for every tool.
@@ -24,7 +24,7 @@ from .guest_point import GuestGroups
 from .iozone import check_file_sizes
 from .realfs import SCRATCH_OPTIONS
 from .tool_output import parse_fio
-from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, boot_tools, check_policy, check_tool_options,
+from .toolrun import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, boot_tools, check_policy, check_tool_options,
                       find_tool, is_guest, prepare_tool_in_guest, run_tool, tool_available,
                       trace_scalars)
 
@@ -45,8 +45,8 @@ def fio_argv(exe, point, data_dir, job="iozone", pattern=None) -> list:
     if job != "iozone":
         return [*common, str(job)]
     pat = pattern or {}
-    extra = ([f"--direct={pat['direct']}"] if pat.get("direct") else []) + (
-        [f"--fsync={pat['fsync']}"] if pat.get("fsync") else []) + (
+    extra = (["--direct=1"] if pat.get("direct") else []) + (
+        [f"--fsync={pat['fsync_every']}"] if pat.get("fsync_every") else []) + (
         ["--randrepeat=1", "--norandommap"] if pat.get("rw", "write") != "write" else [])
     return [*common, "--name=iozone", "--thread", f"--numjobs={point['threads']}",
             f"--rw={pat.get('rw', 'write')}", f"--size={point['file_size']}",
@@ -54,25 +54,32 @@ def fio_argv(exe, point, data_dir, job="iozone", pattern=None) -> list:
             "--create_on_open=1", *extra]
 
 
+def _starts(pattern) -> tuple:
+    """Events that open the traced window: an O_DIRECT write passes no page-cache
+    write_begin, so there the file's creation (create_on_open) opens it."""
+    return (*WRITE_BEGIN, *CREATE) if pattern.get("direct") else WRITE_BEGIN
+
+
 def pattern_options(options) -> dict:
-    """-o direct, rw, fsync of the iozone pattern, checked: ConfigError naming the option."""
+    """-o direct, rw, fsync_every of the iozone pattern, checked: ConfigError naming the
+    option."""
     out = {}
     direct = options.get("direct")
-    if direct not in (None, ""):
-        if str(direct) not in ("0", "1"):
-            raise ConfigError("direct", direct, "0 (buffered, the default) or 1 (O_DIRECT)")
-        out["direct"] = int(direct)
+    if direct is not None:
+        if not isinstance(direct, bool):
+            raise ConfigError("direct", direct, "true (O_DIRECT) or false (buffered, the default)")
+        out["direct"] = direct
     rw = options.get("rw")
     if rw not in (None, ""):
         if rw not in ("write", "randwrite"):
             raise ConfigError("rw", rw, "write (the default) or randwrite")
         out["rw"] = rw
-    fsync = options.get("fsync")
-    if fsync not in (None, ""):
-        if not str(fsync).isdigit() or isinstance(fsync, bool):
-            raise ConfigError("fsync", fsync, "a whole number N >= 0: an fsync every N records "
-                              "(0, the default: only the end's)")
-        out["fsync"] = int(fsync)
+    every = options.get("fsync_every")
+    if every not in (None, ""):
+        if isinstance(every, bool) or not str(every).isdigit():
+            raise ConfigError("fsync_every", every, "a whole number N >= 0: an fsync every N "
+                              "records (0, the default: only the end's)")
+        out["fsync_every"] = int(every)
     return out
 
 
@@ -91,9 +98,9 @@ class FioBackend(GuestGroups, Backend):
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
                "record_size": 32 * 1024, "device": "none", "machine": "host"}
     options = {"job": "iozone (default) or the path of a fio job file (host only)",
-               "direct": "1: the pattern's writes with O_DIRECT (time the disk, not the page cache)",
+               "direct": "true: the pattern's writes with O_DIRECT (time the disk, not the page cache)",
                "rw": "write (default) or randwrite: the order of each job's records",
-               "fsync": "N: the pattern fsyncs every N records (default 0: at the end only)",
+               "fsync_every": "N: the pattern fsyncs every N records (default 0: at the end only)",
                "exe": "path of the fio executable (host only)", **SCRATCH_OPTIONS}
 
     def available(self):
@@ -120,7 +127,7 @@ class FioBackend(GuestGroups, Backend):
         exe = find_tool("fio", ENV, ctx.options.get("exe"))
         pat = pattern_options(ctx.options)
         run = run_tool(lambda d: fio_argv(exe, point, d, job, pat), point, ctx,
-                       point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC))
+                       point["threads"] * point["file_size"], _starts(pat), (*WRITE_END, *FSYNC))
         run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
         return _result(run, job)
 
@@ -134,8 +141,8 @@ class FioBackend(GuestGroups, Backend):
             items.append(prepare_tool_in_guest(
                 lambda d, p=point, j=job, o=pattern_options(ctx.options):
                 fio_argv(GUEST_FIO, p, d, j, o), point, ctx,
-                point["threads"] * point["file_size"], WRITE_BEGIN, (*WRITE_END, *FSYNC),
-                GUEST_FIO, OVERLAY, NOT_IN_GUEST, index))
+                point["threads"] * point["file_size"], _starts(pattern_options(ctx.options)),
+                (*WRITE_END, *FSYNC), GUEST_FIO, OVERLAY, NOT_IN_GUEST, index))
         return [r if isinstance(r, Exception) else _result(r, job)
                 for r, job in zip(boot_tools(items, workdir), jobs)]
 
