@@ -31,8 +31,9 @@ def ext4_hints(ds, f_low, f_high) -> dict:
     """Lab 1, check 1: why ext4's write-op throughput moved as it did, with the unblocked count."""
     u = pt.unblocked(ds, f_low, f_high, "ext4")
     seen = f" ({u.sentence()})" if u else ""
+    papers = " This is the paper's effect." if u is not None and u.change() == "down" else ""
     return {"down": "the faster clock shortened every write, yet the run got slower: the writers lost "
-                    f"more time stalled by journal commits{seen}. This is the paper's effect.",
+                    f"more time stalled by journal commits{seen}.{papers}",
             "up": "the write ops got shorter with the clock, and the commits' stalls did not grow enough "
                   f"to undo it{seen}. The paper measured the opposite on its machine; the last cells say why "
                   "this one differs.",

@@ -119,3 +119,11 @@ def test_kernel_history_answer_is_in_the_papers_terms(capsys):
     col = table.attrs["unblocked_column"]
     assert table.loc["simulator", col].startswith(u.text())
     assert table.loc["the paper", col] == "240 -> 40 of 256" and table.loc["host", col] == "-"
+
+
+def test_a_slowdown_hint_claims_the_papers_effect_only_when_fewer_writers_are_unblocked():
+    base = make_run({"ext4": 0.5, "nojc": 2.0}, reps=8, rsd=0.02, threads=(256,))
+    fewer = lab_notes.ext4_hints(_with_counts(base, "unblocked_threads", 240, 40), 1.6, 3.3)["down"]
+    same = lab_notes.ext4_hints(_with_counts(base, "unblocked_threads", 180, 181), 1.6, 3.3)["down"]
+    assert "This is the paper's effect." in fewer and "240 -> 40 of 256" in fewer
+    assert "paper's effect" not in same and "about as many at both clocks" in same
