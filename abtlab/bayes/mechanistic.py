@@ -45,6 +45,18 @@ LATENTS = ("log_D", "log_S", "log_L", "log_T")
 _MS = 1e3          # times are modelled in ms, so every latent is of order 1 on a log scale
 
 
+def unblocked_counts(t) -> np.ndarray:
+    """Per row of a table: unblocked_threads (eq. 4 on evidence) where it is finite, else
+    the span-overlap nonblocked_threads; a table's own `unblocked` column when it has one."""
+    if "unblocked" in t.columns:
+        return t["unblocked"].to_numpy(float)
+    span = t["nonblocked_threads"].to_numpy(float)
+    if "unblocked_threads" not in t.columns:
+        return span
+    ev = t["unblocked_threads"].to_numpy(float)
+    return np.where(np.isfinite(ev), ev, span)
+
+
 def mechanistic_table(ds, var="throughput"):
     """model_table plus threads, bytes per thread and trace commit durations; only
     runs of journaled policies (some commits observed)."""
@@ -52,10 +64,7 @@ def mechanistic_table(ds, var="throughput"):
     for need in ("nonblocked_threads", "commits", "threads", "file_size"):
         if need not in t.columns:
             raise ConfigError(need, None, "a dataset with " + need + " (an IOzone-like run)")
-    t["unblocked"] = t["nonblocked_threads"]
-    if "unblocked_threads" in t.columns:
-        ev = t["unblocked_threads"].to_numpy(float)
-        t["unblocked"] = np.where(np.isfinite(ev), ev, t["nonblocked_threads"].to_numpy(float))
+    t["unblocked"] = unblocked_counts(t)
     t = t[np.isfinite(t["unblocked"]) & np.isfinite(t["commits"])]
     jour = t.groupby("policy")["commits"].transform("max") > 0 if "policy" in t else t["commits"] > 0
     t = t[jour].reset_index(drop=True)
@@ -114,7 +123,7 @@ def build_model(t):
         kappa = pm.Gamma("kappa", 2.0, 0.1)
         pc = pm.math.clip(p, 1e-6, 1 - 1e-6)
         pm.BetaBinomial("k", alpha=pc * kappa, beta=(1 - pc) * kappa, n=N.astype(int),
-                        observed=np.rint(t["unblocked"].to_numpy()).astype(int))
+                        observed=np.rint(unblocked_counts(t)).astype(int))
         pm.NegativeBinomial("m", mu=mu_m, alpha=pm.Gamma("alpha_m", 2.0, 0.2),
                             observed=np.rint(t["commits"].to_numpy()).astype(int))
         has_d = np.isfinite(t["commit_s"].to_numpy())

@@ -88,6 +88,6 @@ def _fit_all(name, ds, kw, var):
     else:
         table = data.model_table(ds, var)
         fit = baselines.fit_baseline(table, name)
-        _show(f"{name} baseline: d log {var} / d log f per configuration",
+        _show(f"{name} baseline: d log y / d log f per configuration (y: {var})",
               fit.slopes(table).drop(columns=["label"]))
     return fit
