@@ -32,7 +32,8 @@ class RunArrays:
         return out
 
     def coord(self, dim) -> np.ndarray:
-        return np.asarray(self.coords[dim])
+        """dim's levels (0, 1, ... for a dimension without a coordinate, as xarray gives)."""
+        return np.asarray(self.coords[dim]) if dim in self.coords else np.arange(self.sizes[dim])
 
     def to_dataset(self):
         """The xarray.Dataset of these arrays (shared, not copied)."""
