@@ -162,8 +162,8 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
         why = ("the lag shrank more than the delay (a part of it the clock does not speed up, such "
                "as the disk's), so at the faster clock more writers finish before the commit")
     else:
-        why = ("both shrank alike, so the commit starts at the same point in "
-               "the stream of writers at either clock and catches as many of them")
+        why = ("both shrank about alike (within 10%), so the faster clock does not move the "
+               "commit's start earlier in the stream of writers, as the paper's account needs")
     return text + why + before
 
 
