@@ -62,6 +62,15 @@ class Backend:
         """Return the run options checked; raise ConfigError naming the option."""
         return options
 
+    def accepts_option(self, name: str) -> bool:
+        """Is `name` a run option of this backend (beyond `options`, for a backend whose
+        options come from elsewhere, as the simulator's from its parameters)?"""
+        return name in self.options
+
+    def option_names(self) -> str:
+        """The accepted option names, for an error message."""
+        return ", ".join(sorted(self.options)) or "none"
+
     def parse_factor(self, name: str, value) -> list:
         """Levels of a backend-specific factor from a string like '4k,1m' or a list."""
         if isinstance(value, (list, tuple)):

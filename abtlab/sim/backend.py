@@ -37,6 +37,12 @@ class SimBackend(Backend):
                     if k not in base and k not in ("params", "traces")}
         return make(params=base, **{**defaults, **opts, **point})
 
+    def accepts_option(self, name: str) -> bool:
+        return name in self.options or name in _param_fields()
+
+    def option_names(self) -> str:
+        return ", ".join(sorted(self.options)) + ", or a parameter of abtlab.sim.SimParams"
+
     def validate_options(self, options: dict) -> dict:
         if "traces" in options:        # op and commit tables kept (False: scalars only)
             options = {**options, "traces": _flag("traces", options["traces"])}
@@ -67,6 +73,12 @@ class SimBackend(Backend):
         import platform
         return {"kernel": f"simulated (host {platform.release()})",
                 "cpu": f"simulated, {attrs.get('sim_cores', '?')} cores"}
+
+
+def _param_fields() -> set:
+    from dataclasses import fields
+    from .params import SimParams
+    return {f.name for f in fields(SimParams)} - set(SimBackend.factors) - {"freq_ghz"}
 
 
 def _typed(name, value):

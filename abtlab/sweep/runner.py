@@ -41,11 +41,10 @@ def build_levels(backend, freq=None, **factors):
             levels[name] = parse(value)
         else:
             levels[name] = be.parse_factor(name, value)
-    allowed = set(getattr(be, "options", {}) or {}) | {"freq_mode"}
     for key in factors:
-        if key not in allowed:
+        if key != "freq_mode" and not be.accepts_option(key):
             raise ConfigError(key, factors[key], f"a factor ({', '.join(be.factors)}) or option "
-                              f"({', '.join(sorted(allowed - {'freq_mode'})) or 'none'}) of backend {be.name}")
+                              f"({be.option_names()}) of backend {be.name}")
     options.update(factors)
     if options.get("freq_mode") == "virtual":
         from ..factors.machine import check_virtual_freq

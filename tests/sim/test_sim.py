@@ -360,3 +360,14 @@ def test_shared_transfer_sends_requests_through_one_rate():
     apart = np.diff(ends(shared_transfer=True))
     assert np.ptp(ends()) < 100 and apart == pytest.approx([10240.0] * 3, abs=100)
     assert np.array_equal(ends(queue_depth=1), ends(queue_depth=1, shared_transfer=True))
+
+
+def test_run_takes_any_simulator_parameter_as_an_option():
+    """`abtlab run sim -o start=poll`: every SimParams field is a run option; others are
+    refused naming the option, before anything runs."""
+    import abtlab
+    ds = abtlab.run("sim", threads=8, reps=1, freq="1.6", start="poll", commit_cpu_us=500.0)
+    assert ds.attrs["sim_start"] == "poll" and float(ds.attrs["sim_commit_cpu_us"]) == 500.0
+    with pytest.raises(ConfigError) as e:
+        abtlab.run("sim", threads=8, reps=1, warp=1)
+    assert e.value.field == "warp" and "SimParams" in e.value.accepted
