@@ -83,11 +83,14 @@ def _guest_data(guest, reps, seed, quiet):
 
 
 def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext4,nojc",
-             freqs=(1.6, 3.3), reps=3, seed=0, guest_kernel="6.1-legacy", guest_depth=1, quiet=False):
+             freqs=(1.6, 3.3), reps=3, seed=0, guest_kernel="6.1-legacy", guest_depth=1, quiet=False,
+             sim_params=None):
     """A lab's IOzone point (the paper's cell by default: 256 writers x 128 KiB in 32 KiB
-    records) at each clock in `freqs` (GHz), on the data the lab was given: the simulator,
-    the host kernel (frequency by CPU-time dilation, no disk model), or a guest kernel in
-    virtual time (`guest_kernel`, its disk serving `guest_depth` requests at once)."""
+    records) at each clock in `freqs` (GHz), on the data the lab was given: the simulator
+    (its presets, or `sim_params`: a params file, "paper_machine" for
+    examples/sim_paper_machine.toml), the host kernel (frequency by CPU-time dilation, no
+    disk model), or a guest kernel in virtual time (`guest_kernel`, its disk serving
+    `guest_depth` requests at once)."""
     from ..factors.levels import parse_size
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ConfigError("threads", threads, "one thread count, an integer >= 1, e.g. 256")
@@ -101,8 +104,8 @@ def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext
     f = ",".join(f"{float(x):g}" for x in (freqs if isinstance(freqs, (list, tuple)) else [freqs]))
     point = dict(threads=threads, file_size=fs, record_size=rs, policy=policy)
     depth = f",depth={guest_depth}" if guest_depth != 1 else ""
-    ds = study_data(data, reps=reps, seed=seed, quiet=quiet,
-                    sim=dict(point, freq=f, device="hdd7200"),
+    sim = dict(point, freq=f, device="hdd7200", **_sim_params(sim_params))
+    ds = study_data(data, reps=reps, seed=seed, quiet=quiet, sim=sim,
                     real=dict(point, backend="iozone", freq=f"emulated:{f}", device="none"),
                     guest=dict(point, machine=f"guest:kernel={guest_kernel}{depth}",
                                freq=f"emulated:{f}", device="hdd7200", **_GUEST_BOOTS))
@@ -112,6 +115,17 @@ def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext
 # a boot runs at most 8 points and may take 30 min of host time: 20 points of 256 writers in
 # one boot outlasted the default 600 s at host load 10 (virtual time is not affected)
 _GUEST_BOOTS = {"guest_batch": 8, "guest_timeout": 1800}
+
+
+def _sim_params(sim_params) -> dict:
+    """The simulator option for a lab's `sim_params`: none, the paper's machine preset, or a file."""
+    from .. import about
+    if sim_params is None:
+        return {}
+    path = about.EXAMPLES / "sim_paper_machine.toml" if sim_params == "paper_machine" else Path(str(sim_params))
+    if not path.is_file():
+        raise ConfigError("sim_params", sim_params, 'None | "paper_machine" | the path of a simulator params file')
+    return {"params": str(path)}
 
 
 def _lab_policies(ds, policy):

@@ -127,3 +127,14 @@ def test_a_slowdown_hint_claims_the_papers_effect_only_when_fewer_writers_are_un
     same = lab_notes.ext4_hints(_with_counts(base, "unblocked_threads", 180, 181), 1.6, 3.3)["down"]
     assert "This is the paper's effect." in fewer and "240 -> 40 of 256" in fewer
     assert "paper's effect" not in same and "about as many at both clocks" in same
+
+
+def test_lab_1_on_the_papers_machine_preset_measures_the_papers_effect_and_says_so():
+    """sim_params="paper_machine" (examples/sim_paper_machine.toml): the lab's closing answer
+    follows the measurement, whichever way it goes."""
+    ds = studies.lab_data("sim", reps=2, sim_params="paper_machine", quiet=True)
+    note = lab_notes.faster_cpu_note(ds, 1.6, 3.3)
+    slower = paper_terms.direction(paper_terms.ratio(ds, "throughput", 1.6, 3.3)) == "down"
+    assert note.startswith("Answer: the paper's effect is measured here") == slower
+    with pytest.raises(ConfigError, match="sim_params"):
+        studies.lab_data("sim", sim_params="no-such-file.toml")
