@@ -149,18 +149,18 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
               f"{hi.writers_before_first_commit:.4g}")
     if max(lo.writer_lag, hi.writer_lag) < 1e-3 * max(lo.lead_to_commit, 1e-9):
         return (text + ", and every writer starts with the lead (lag 0): "
-                + ("the commit starts after a time the clock does not shorten, so at the faster clock "
-                   "more write ops end before it" if a < 0.8 * clock else
+                + ("the commit starts after a time the clock does not shorten while the writes "
+                   "shrink, the opposite of the paper's condition" if a < 0.8 * clock else
                    "the commit's start shrinks with the clock as the writes do") + before)
     b = lo.writer_lag / hi.writer_lag if hi.writer_lag > 0 else math.inf
     text += (f", the other writers' median lag {lo.writer_lag * 1e3:.3g} -> {hi.writer_lag * 1e3:.3g} "
              f"ms (x{b:.2f} shorter): ")
     if a > 1.1 * b:
-        why = ("the delay shrank more than the lag, the paper's condition: at the faster clock the "
-               "commit starts while more writers are still writing")
+        why = ("the delay shrank more than the lag, the paper's condition for the commit to start "
+               "while more writers are still writing")
     elif b > 1.1 * a:
         why = ("the lag shrank more than the delay (a part of it the clock does not speed up, such "
-               "as the disk's), so at the faster clock more writers finish before the commit")
+               "as the disk's), the opposite of the paper's condition")
     else:
         why = ("both shrank about alike (within 10%), so the faster clock does not move the "
                "commit's start earlier in the stream of writers, as the paper's account needs")
