@@ -20,7 +20,7 @@ from .figures import finish
 __all__ = ["delay_point", "frequency_point", "delay_figure", "frequency_figure",
            "delay_explorer", "frequency_explorer", "Explorer", "is_static"]
 
-_MEASURES = (("throughput_mib_s", "throughput (MiB/s)"), ("nonblocked_threads", "nonblocked threads"),
+_MEASURES = (("throughput_mib_s", "throughput (MiB/s)"), ("unblocked_threads", "unblocked threads (eq. 4)"),
              ("commit_wait_ms", "mean commit wait (ms)"))
 
 
@@ -41,7 +41,7 @@ def is_static(static=None) -> bool:
 def delay_point(window_ms=16.0, max_resets=64, threads=256, freq_ghz=3.3, reps=3, seed=0,
                 device="hdd7200", **sim) -> dict:
     """Simulated ext4 and delayJC (window, max resets) at one point.
-    Returns {"ext4": {...}, "delayjc": {...}} of throughput_mib_s, nonblocked_threads,
+    Returns {"ext4": {...}, "delayjc": {...}} of throughput_mib_s, unblocked_threads,
     commit_wait_ms (means over reps)."""
     from .studies import delay_sweep, delay_table
     if not isinstance(threads, int) or threads < 1:

@@ -13,7 +13,7 @@ def test_delay_point_values():
     assert r["params"] == dict(window_ms=8.0, max_resets=16, threads=32, freq_ghz=2.0, device="hdd7200")
     for pol in ("ext4", "delayjc"):
         assert r[pol]["throughput_mib_s"] > 0
-        assert 0 <= r[pol]["nonblocked_threads"] <= 32
+        assert 0 <= r[pol]["unblocked_threads"] <= 32
         assert r[pol]["commit_wait_ms"] > 0
 
 
