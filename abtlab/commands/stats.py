@@ -10,7 +10,8 @@ def register(sub):
                                    "with --slowdown, --test, --anova; --pyperf writes a pyperf "
                                    "JSON suite for `python -m pyperf compare_to`.")
     p.add_argument("run", help="a run dataset (.nc or .zarr) written by `abtlab run` or a sweep")
-    p.add_argument("--var", default="throughput", help="variable to analyse (default throughput)")
+    p.add_argument("--var", help="variable to analyse (default: the run's own, throughput for "
+                                 "IOzone-like runs, fcr for Metarates)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--slowdown", action="store_true",
                    help="ratio of the mean at each freq_ghz to the mean at --ref, with CI")
@@ -48,7 +49,9 @@ def main(args):
     from ..model.remeasure import upgrade
     from ..stats.iozone_view import has_both_throughputs, iozone_view
     from ..stats.values import provenance_label
+    from ..present.summary import headline
     ds = upgrade(load(args.run))
+    args.var = args.var or headline(ds) or "throughput"
     print(f"{args.run}: {args.var}, backend {ds.attrs.get('backend', '?')}, "
           f"{provenance_label(ds)} (freq_mode={ds.attrs.get('freq_mode', '?')})")
     if "remeasured" in ds.attrs:

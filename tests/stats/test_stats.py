@@ -311,3 +311,14 @@ def test_a_ratio_without_a_usable_ci_says_so_in_words():
     assert stats.format_ratio(0.534, 0.452, 0.611) == "0.53 [0.45, 0.61]"
     for lo, hi in ((-math.inf, math.inf), (-0.66, 2.97)):
         assert stats.format_ratio(1.15, lo, hi) == "1.15 [no CI: too few or too noisy repetitions]"
+
+
+def test_stats_reads_a_metarates_run_by_its_own_rate(tmp_path, capsys):
+    """Without --var, `abtlab stats` analyses the run's headline variable: fcr for Metarates."""
+    import abtlab
+    from abtlab.cli import main
+    path = tmp_path / "mr.nc"
+    abtlab.run("sim", workload="metarates", threads=4, files=4, reps=2, freq="1.6,3.3", out=str(path))
+    assert main(["stats", str(path), "--slowdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"{path}: fcr, backend sim") and "files/s" in out
