@@ -73,21 +73,19 @@ def save(ds, path) -> Path:
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise ConfigError("out", str(path), "a path in an existing, writable directory")
+    for stale in stale_temps(path):     # torn by a kill -9: this write replaces it
+        _remove(stale)
     if isinstance(ds, RunArrays):
         from . import netcdf
         if path.suffix != ".zarr" and netcdf.arrays_writable(ds):
             clean = RunArrays({k: (dims, data, _clean_attrs(a)) for k, (dims, data, a) in ds.variables.items()},
                               ds.coords, _clean_attrs(ds.attrs))
-            for stale in stale_temps(path):
-                _remove(stale)
             return _write_file_durably(path, lambda tmp: netcdf.write_arrays(clean, tmp))
         ds = ds.to_dataset()
     ds = ds.copy()
     ds.attrs = _clean_attrs(ds.attrs)
     for v in ds.variables.values():
         v.attrs = _clean_attrs(v.attrs)
-    for stale in stale_temps(path):     # torn by a kill -9: this write replaces it
-        _remove(stale)
     if path.suffix != ".zarr":
         from . import netcdf
         # the file xarray's h5netcdf engine writes, laid out in one pass of h5py (~0.1 s

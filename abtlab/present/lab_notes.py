@@ -21,7 +21,7 @@ _P = pt.PAPER_IOZONE
 
 def _mean_ms(ds, var, f, policy="ext4") -> float:
     import numpy as np
-    one = pt._one(ds, policy)
+    one = pt.of_policy(ds, policy)
     if var not in one:
         return math.nan
     return float(np.nanmean(one[var].sel(freq_ghz=f).values)) * 1e3
@@ -91,7 +91,7 @@ def faster_cpu_note(ds, f_low, f_high) -> str:
 def commit_hints(ds, f_low, f_high, threads) -> dict:
     """Lab 2, commits: each commit's share of the writers, measured."""
     import numpy as np
-    one = pt._one(ds, "ext4")
+    one = pt.of_policy(ds, "ext4")
     c = [float(np.nanmean(one["commits"].sel(freq_ghz=f).values)) for f in (f_low, f_high)]
     per = (f" (writers per commit {threads / c[0]:.3g} -> {threads / c[1]:.3g})"
            if min(c) > 0 else "")

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data import schema
 
-__all__ = ["PAPER", "PAPER_IOZONE", "Counts", "unblocked", "unblocked_var", "ratio", "direction",
+__all__ = ["PAPER", "PAPER_IOZONE", "Counts", "of_policy", "unblocked", "unblocked_var", "ratio", "direction",
            "terms_sentence", "throughput_sentence"]
 
 PAPER = "Chang, Li, Grove and Cameron, MASCOTS 2014"
@@ -28,7 +28,8 @@ EVIDENCE = "unblocked_threads"
 OVERLAP = "nonblocked_threads"
 
 
-def _one(ds, policy):
+def of_policy(ds, policy):
+    """ds at one policy (ds itself when it has no policy dimension)."""
     if schema.POLICY in ds.dims:
         return ds.sel({schema.POLICY: policy})
     return ds
@@ -83,7 +84,7 @@ def unblocked_var(ds) -> str:
 def unblocked(ds, f_low, f_high, policy="ext4") -> Counts | None:
     """Unblocked writers of `policy` at the two clocks: the evidence when the data has it,
     else span overlap; None when it has neither."""
-    one = _one(ds, policy)
+    one = of_policy(ds, policy)
     for var, evidence in ((EVIDENCE, True), (OVERLAP, False)):
         if var in one and np.isfinite(one[var].values).any():
             m = one[var].mean(schema.REP)
@@ -96,7 +97,7 @@ def unblocked(ds, f_low, f_high, policy="ext4") -> Counts | None:
 def ratio(ds, var, f_low, f_high, policy="ext4", level=0.95):
     """(ratio, ci_low, ci_high) of var at f_high over f_low; NaNs when var has no data."""
     from ..stats.iozone_view import ratios_between
-    one = _one(ds, policy)
+    one = of_policy(ds, policy)
     if var not in one or not np.isfinite(one[var].values).any():
         return (math.nan,) * 3
     return tuple(float(x[0]) for x in ratios_between(one, var, f_low, f_high, level)[1:])
