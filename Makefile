@@ -8,13 +8,13 @@ PY := $(VENV)/bin/python
 DEMO_OUT ?= demo-out
 export VENV
 
-.PHONY: demo test setup backends bench clean
+.PHONY: demo test setup native bench clean
 
 setup:
 	@bash scripts/setup.sh
 
-backends:
-	$(MAKE) -s -C backends
+native:
+	$(MAKE) -s -C native
 
 demo: setup
 	$(VENV)/bin/abtlab demo --out $(DEMO_OUT)
@@ -26,5 +26,5 @@ bench: setup
 	$(PY) -m benchmarks
 
 clean:
-	$(MAKE) -C backends clean
+	$(MAKE) -C native clean
 	rm -rf $(DEMO_OUT)

@@ -1,5 +1,5 @@
-"""The build step pyproject.toml cannot state: the wheel carries the checkout's backends/
-(C programs compiled here by `make -C backends`), notebooks/, examples/ and data/ under
+"""The build step pyproject.toml cannot state: the wheel carries the checkout's native/
+(C programs compiled here by `make -C native`), notebooks/, examples/ and data/ under
 abtlab/_data, where abtlab.about finds them in an installed package. An editable install
 skips it: abtlab.about uses the checkout itself."""
 import hashlib
@@ -16,11 +16,11 @@ except ImportError:
     from wheel.bdist_wheel import bdist_wheel
 
 HERE = Path(__file__).resolve().parent
-FOLDERS = ("backends", "notebooks", "examples", "data")
+FOLDERS = ("native", "notebooks", "examples", "data")
 
 
 def _source(path: Path) -> bool:
-    """False for what a build leaves in backends/ (programs, libraries, the guest's out/)."""
+    """False for what a build leaves in native/ (programs, libraries, the guest's out/)."""
     name = path.name
     if name in ("out", "__pycache__", ".ipynb_checkpoints") or name.endswith((".so", ".o", ".pyc")):
         return False
@@ -53,9 +53,9 @@ class BuildWithData(build_py):
             _copy(HERE / folder, data / folder)
         # -k: a program this machine cannot build (no FUSE headers, say) is left out and
         # the rest still built; build.log says why, and `abtlab doctor` reads it
-        proc = subprocess.run(["make", "-k", "-s", "-C", str(data / "backends")],
+        proc = subprocess.run(["make", "-k", "-s", "-C", str(data / "native")],
                               capture_output=True, text=True)
-        (data / "backends" / "build.log").write_text(proc.stdout + proc.stderr)
+        (data / "native" / "build.log").write_text(proc.stdout + proc.stderr)
         # names the cache copy abtlab.about makes (the same build, the same copy)
         (data / "BUILD").write_text(_digest(data) + "\n")
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from abtlab.errors import ConfigError, RunError
 
-BACKENDS = Path(__file__).resolve().parents[1] / "backends"
-PROG = BACKENDS / "iozone" / "abt-iozone"
+NATIVE = Path(__file__).resolve().parents[1] / "native"
+PROG = NATIVE / "iozone" / "abt-iozone"
 
 
 COLUMNS = ("wall", "elapsed", "cpu", "save")
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.reps < 1:
         raise ConfigError("--reps", a.reps, "an integer >= 1")
-    subprocess.run(["make", "-s", "-C", str(BACKENDS), "iozone/abt-iozone"], check=True)
+    subprocess.run(["make", "-s", "-C", str(NATIVE), "iozone/abt-iozone"], check=True)
     with tempfile.TemporaryDirectory(prefix="abt-overhead-", dir=a.dir) as d:
         args = ["--dir", d, "--threads", a.threads, "--file-size", a.file_size,
                 "--record-size", a.record_size] + (["--no-fsync"] if a.no_fsync else [])

@@ -66,20 +66,20 @@ if guest_wanted; then
     step "Debian packages for the guest kernel" debs "${KERNEL_DEBS[@]}"
     kernel_log="$log_dir/guest-kernel.log"; t_kernel=$(date +%s)
     say "guest kernel (Linux 6.1 + abtlab's patches): building in the background (cached per patch series)"
-    (make -s -C backends/kernel kernel && date +%s >"$log_dir/kernel.end") >"$kernel_log" 2>&1 &
+    (make -s -C native/kernel kernel && date +%s >"$log_dir/kernel.end") >"$kernel_log" 2>&1 &
     kernel_pid=$!
 fi
 step "Debian packages" debs "${DEBS[@]}"
 step "Python environment ($VENV)" python_env
-step "C programs" make -s -C backends
+step "C programs" make -s -C native
 if guest_wanted; then
-    step "qemu" bash -c 'read -r bin data < <(backends/kernel/qemu.sh) && "$bin" --version | head -n1'
+    step "qemu" bash -c 'read -r bin data < <(native/kernel/qemu.sh) && "$bin" --version | head -n1'
     say "qemu: $(head -n1 "$log_dir/qemu.log")"
-    step "guest initramfs" make -s -C backends/kernel out/initramfs.cpio.gz
+    step "guest initramfs" make -s -C native/kernel out/initramfs.cpio.gz
     wait "$kernel_pid" || fail "guest kernel" "$kernel_log"
-    say "guest kernel: $(readlink -f backends/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
-    if backends/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
-        step "Linux 3.4.2 kernel" backends/kernel/build-kernel-3.4.2.sh
+    say "guest kernel: $(readlink -f native/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
+    if native/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
+        step "Linux 3.4.2 kernel" native/kernel/build-kernel-3.4.2.sh
     else
         say "Linux 3.4.2 kernel: skipped, its source is not on this machine (its tests skip and say so)"
     fi

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BACKENDS = ROOT / "backends"
+NATIVE = ROOT / "native"
 
 
 HOST_MODULES = pytest.StashKey[set]()
@@ -88,11 +88,11 @@ def built_guest(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_backends(tmp_path_factory):
-    """Build the C backends once per session; return the backends directory."""
-    with _one_worker_at_a_time(tmp_path_factory, "built_backends"):
-        subprocess.run(["make", "-s", "-C", str(BACKENDS)], check=True)
-    return BACKENDS
+def built_native(tmp_path_factory):
+    """Build the C programs once per session; return the native directory."""
+    with _one_worker_at_a_time(tmp_path_factory, "built_native"):
+        subprocess.run(["make", "-s", "-C", str(NATIVE)], check=True)
+    return NATIVE
 
 
 @pytest.fixture

@@ -129,7 +129,7 @@ def test_lock_grid_bad_input(kw, field):
     assert exc.value.field == field
 
 
-def test_lock_grid_small_real(built_backends):
+def test_lock_grid_small_real(built_native):
     ds = sc.lock_grid(threads=[1, 3], work=[1, 10], reps=2, entries=20)
     assert ds.elapsed.dims == ("lock", "threads", "work", "rep")
     assert ds.elapsed.shape == (2, 2, 2, 2) and bool((ds.elapsed > 0).all())
@@ -162,7 +162,7 @@ def test_dio_grid_bad_input():
 
 
 @pytest.mark.root
-def test_dio_grid_small_real(built_backends, scratch_ext4, tmp_path):
+def test_dio_grid_small_real(built_native, scratch_ext4, tmp_path):
     ds = sc.dio_grid(scratch_ext4.mountpoint, block_sizes=[4096, 16384], workloads=[1, 3],
                      reps=2, max_bytes=64 << 10)
     assert ds.elapsed.shape == (2, 2, 2, 2) and bool((ds.elapsed > 0).all())
@@ -189,7 +189,7 @@ def test_dio_speedup_orientation():
     assert sc.PAPER_DIO["direct_speedup"] == 1.25 and sc.PAPER_DIO["block_size"] == 4096
 
 
-def test_lock_grid_is_a_durable_sweep(built_backends, tmp_path):
+def test_lock_grid_is_a_durable_sweep(built_native, tmp_path):
     """With out= the grid is a sweep's dataset on disk: resuming a finished grid reruns
     nothing (the same numbers), and another grid at the same path is refused."""
     kw = dict(threads=[1, 2], work=[1], reps=2, entries=10, out=tmp_path / "locks.nc")

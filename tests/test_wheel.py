@@ -75,8 +75,8 @@ def abtlab(installed, *args, timeout=600):
 def test_the_wheel_holds_the_compiled_programs_and_the_data(installed):
     *_, wheel = installed
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("backends/iozone/abt-iozone", "backends/trace/libabtrace.so", "backends/kernel/build-kernel.sh",
-                 "backends/kernel/delayjc.patch", "backends/kernel/k342/08-delayjc.patch",
+    for name in ("native/iozone/abt-iozone", "native/trace/libabtrace.so", "native/kernel/build-kernel.sh",
+                 "native/kernel/delayjc.patch", "native/kernel/k342/08-delayjc.patch",
                  "notebooks/lab_1_faster_cpu.ipynb", "examples/paper_cells.toml",
                  "data/reference/bps_published.csv", "BUILD"):
         assert f"abtlab/_data/{name}" in names, name
@@ -97,7 +97,7 @@ def test_doctor(installed):
     assert proc.returncode == 0, proc.stderr
     lines = {ln.split("  ")[2].strip(): ln for ln in proc.stdout.splitlines() if ln[2:4] in ("ok", "NO")}
     assert lines["abtlab files"].startswith("  ok") and "installed package" in lines["abtlab files"]
-    backends = lines["C backends"]
+    backends = lines["C programs"]
     assert backends.startswith("  ok") or "skipping" in backends, backends   # left out: says why
     assert "guest machine" in lines
 
@@ -132,6 +132,6 @@ def test_small_guest_run(installed):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (work / "x.nc").stat().st_size > 0
     # the guest build wrote into the cache folder's copy, not into site-packages
-    built = list(Path(env["ABTLAB_CACHE"]).glob("package/*/backends/kernel/out/initramfs.cpio.gz"))
+    built = list(Path(env["ABTLAB_CACHE"]).glob("package/*/native/kernel/out/initramfs.cpio.gz"))
     assert len(built) == 1, built
-    assert not list(venv.glob("lib/python*/site-packages/abtlab/_data/backends/kernel/out"))
+    assert not list(venv.glob("lib/python*/site-packages/abtlab/_data/native/kernel/out"))

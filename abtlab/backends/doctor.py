@@ -21,7 +21,7 @@ from ..system.scratchfs import loop_devices
 
 __all__ = ["Check", "report", "render"]
 
-BACKENDS = about.BACKENDS
+NATIVE = about.NATIVE
 
 
 @dataclass(frozen=True)
@@ -108,25 +108,25 @@ def _files():
 
 def _left_out(missing) -> str:
     """Why the package's build left programs out: its make output (setup.py's build.log)."""
-    log = BACKENDS / "build.log"
+    log = NATIVE / "build.log"
     lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
     why = [next((ln.strip() for ln in lines if m in ln), "") for m in missing]
     return "; ".join(w for w in dict.fromkeys(why) if w)
 
 
 def _backends():
-    if not BACKENDS.is_dir():
-        return Check("C backends", False, f"no backends directory at {BACKENDS}")
-    want = [Path(s).with_suffix("") for s in glob.glob(str(BACKENDS / "*/abt-*.c"))]
-    want += [Path(s).with_suffix(".so") for s in glob.glob(str(BACKENDS / "*/lib*.c"))]
+    if not NATIVE.is_dir():
+        return Check("C programs", False, f"no native directory at {NATIVE}")
+    want = [Path(s).with_suffix("") for s in glob.glob(str(NATIVE / "*/abt-*.c"))]
+    want += [Path(s).with_suffix(".so") for s in glob.glob(str(NATIVE / "*/lib*.c"))]
     missing = sorted(p.name for p in want if not p.exists())
     if not want:
-        return Check("C backends", False, f"no sources under {BACKENDS}")
+        return Check("C programs", False, f"no sources under {NATIVE}")
     if not missing:
-        return Check("C backends", True, f"{len(want)} built")
+        return Check("C programs", True, f"{len(want)} built")
     why = _left_out(missing)
-    return Check("C backends", False, f"not built: {missing}" + (f": {why}" if why else "")
-                 + f" (then make -C {BACKENDS})")
+    return Check("C programs", False, f"not built: {missing}" + (f": {why}" if why else "")
+                 + f" (then make -C {NATIVE})")
 
 
 # What a first guest build costs, measured on the 2-core VM this is developed on (load
@@ -139,7 +139,7 @@ QEMU = "qemu-system-x86_64"
 
 
 def _cache(var, default) -> Path:
-    """A build script's cache folder: its variable, else its default (backends/kernel/*.sh)."""
+    """A build script's cache folder: its variable, else its default (native/kernel/*.sh)."""
     return Path(os.environ.get(var) or about.SYSTEM_CACHE / default)
 
 
@@ -154,7 +154,7 @@ def _qemu_version(binary) -> tuple[int, str]:
 
 
 def _qemu():
-    """The qemu backends/kernel/qemu.sh would pick (the system's if 8+, else the cached
+    """The qemu native/kernel/qemu.sh would pick (the system's if 8+, else the cached
     bookworm-backports one, else the system's older one), without fetching anything."""
     from ..system.guest import ICOUNT_SMP_MAJOR
     cache = _cache("ABTLAB_QEMU_CACHE", "qemu")
@@ -182,11 +182,11 @@ def _kernel_key(kernel_dir: Path) -> str:
 
 
 def _kernel():
-    kdir, cache = BACKENDS / "kernel", _cache("ABTLAB_KERNEL_CACHE", "kernel")
+    kdir, cache = NATIVE / "kernel", _cache("ABTLAB_KERNEL_CACHE", "kernel")
     try:
         image = cache / _kernel_key(kdir) / "bzImage"
     except OSError as exc:
-        return Check("guest kernel 6.1", False, f"backends/kernel is incomplete: {exc}")
+        return Check("guest kernel 6.1", False, f"native/kernel is incomplete: {exc}")
     if image.is_file():
         return Check("guest kernel 6.1", True, f"cached {image} ({image.stat().st_size / 1e6:.1f} MB)")
     need = "" if os.geteuid() == 0 or Path("/usr/src/linux-source-6.1.tar.xz").is_file() else \
@@ -196,7 +196,7 @@ def _kernel():
 
 
 def _initramfs():
-    image = BACKENDS / "kernel" / "out" / "initramfs.cpio.gz"
+    image = NATIVE / "kernel" / "out" / "initramfs.cpio.gz"
     if image.is_file():
         return Check("guest initramfs", True, f"built {image} ({image.stat().st_size / 1e6:.1f} MB)")
     return Check("guest initramfs", False, f"not built: the first guest run builds it in {image.parent} "
@@ -205,7 +205,7 @@ def _initramfs():
 
 def _k342():
     """The paper's kernel: a cached build, or its source (build-kernel-3.4.2.sh --check)."""
-    script = BACKENDS / "kernel" / "build-kernel-3.4.2.sh"
+    script = NATIVE / "kernel" / "build-kernel-3.4.2.sh"
     src = Path(os.environ.get("ABTLAB_K342_SRC") or about.SYSTEM_CACHE / "linux-3.4.2")
     try:
         proc = subprocess.run([str(script), "--check"], capture_output=True, text=True, timeout=60)

@@ -1,4 +1,4 @@
-"""How abtlab's C programs answer (backends/include/abt_opts.h): results on stdout as
+"""How abtlab's C programs answer (native/include/abt_opts.h): results on stdout as
 `key: value` lines, and one exit-code convention: 0 done, 1 the run failed, 2 a bad
 argument (one stderr line "PROG: --opt: given 'X'; accepted: ..."; a preload library's
 bad variable: "LIB: VAR: given 'X'; accepted: ..."), 3 this filesystem cannot run it.
@@ -20,8 +20,8 @@ _BAD_ARG = re.compile(r"^[\w.-]+: (--[\w-]+|[A-Z][A-Z0-9_]+|option|argument): (.
 
 
 def path(name: str) -> Path:
-    """Where a C program is built: backends/<name without abt->/<name>, one folder each."""
-    return about.BACKENDS / name.removeprefix("abt-") / name
+    """Where a C program is built: native/<name without abt->/<name>, one folder each."""
+    return about.NATIVE / name.removeprefix("abt-") / name
 
 
 def built(name: str) -> bool:
@@ -32,14 +32,14 @@ def availability(name: str):
     """A backend's Availability as far as its program goes: built, or why not."""
     from .base import Availability
     if not built(name):
-        return Availability(False, f"{path(name)} not built (make -C {about.BACKENDS})")
+        return Availability(False, f"{path(name)} not built (make -C {about.NATIVE})")
     return Availability(True)
 
 
 def program(name: str) -> Path:
     """The program's path; UnavailableError when it is not built."""
     if not built(name):
-        raise UnavailableError(f"{path(name)} is not built: run `make -C {about.BACKENDS}`")
+        raise UnavailableError(f"{path(name)} is not built: run `make -C {about.NATIVE}`")
     return path(name)
 
 

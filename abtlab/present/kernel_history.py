@@ -35,7 +35,7 @@ __all__ = ["ROWS", "DATA_CHOICES", "Point", "History", "make_point", "history_da
 HOST, STOCK, LEGACY, SIM = "host", "guest 6.1", "guest 6.1-legacy", "simulator"
 ROWS = (HOST, STOCK, LEGACY, SIM)
 DATA_CHOICES = ("auto", "guest", "sim")
-_KERNEL_DIR = about.BACKENDS / "kernel"
+_KERNEL_DIR = about.NATIVE / "kernel"
 # as build-kernel.sh hashes them
 _SERIES = ("delayjc.patch", "legacy.patch", "nullblk-disk.patch", "../include/abt_disk.h",
            "guest.config", "build.env")
@@ -117,7 +117,7 @@ def guest_ready() -> tuple[bool, str]:
         return False, why
     cache = Path(os.environ.get("ABTLAB_KERNEL_CACHE", "/var/cache/abtlab/kernel"))
     if not (cache / kernel_key() / "bzImage").is_file():
-        return False, ("the guest kernel is not built yet (make -C backends/kernel, once; "
+        return False, ("the guest kernel is not built yet (make -C native/kernel, once; "
                        "or data='guest' builds it)")
     return True, ""
 

@@ -3,7 +3,7 @@ exploration, and the commit timeline. Notebooks call these; they hold no logic.
 
 `data` parameter of every study notebook:
     "auto"  real runs when this machine can do them (root, loop devices, the C
-            backends built), otherwise the simulator;
+            C programs built), otherwise the simulator;
     "sim"   the simulator (simulated data, labelled so);
     "guest" (studies that offer it) the qemu guest machine: a real Linux kernel in
             virtual time, no root needed (qemu runs unprivileged);

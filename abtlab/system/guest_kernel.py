@@ -1,11 +1,11 @@
 """Which Linux the guest boots, and what differs between them.
 
 `6.1` (and its presets) is Debian's linux-source-6.1 with abtlab's patches, built by
-`make -C backends/kernel`. `3.4.2` is the paper's own kernel (docs/kernel-3.4.2.md),
-built from the linux-3.4.2 import by backends/kernel/build-kernel-3.4.2.sh with the
+`make -C native/kernel`. `3.4.2` is the paper's own kernel (docs/kernel-3.4.2.md),
+built from the linux-3.4.2 import by native/kernel/build-kernel-3.4.2.sh with the
 k342/ patches; CI machines cannot fetch that source (they reach Debian's and the
 language registries only), so `check_kernels` refuses a run that needs it before any
-point does. The guest's /init is the same for both (backends/kernel/init.sh); what the
+point does. The guest's /init is the same for both (native/kernel/init.sh); what the
 host side must know: the dataset's label, the boot line (3.4.2's disk is brd in
 request mode, sized at boot), and how the trace prints microseconds.
 """
@@ -28,7 +28,7 @@ K342_LABEL = "guest linux 3.4.2 (TCG)"
 # no null_blk: one brd RAM disk in request mode (k342/07-brd-rq-mode.patch), as large as
 # the batch's largest image
 CMDLINE_342 = "console=ttyS0 panic=-1 quiet norandmaps brd.rq_mode=1 brd.rd_nr=1 brd.rd_size={kb}"
-K342_BUILD = about.BACKENDS / "kernel" / "build-kernel-3.4.2.sh"
+K342_BUILD = about.NATIVE / "kernel" / "build-kernel-3.4.2.sh"
 K342_SOURCE = ("the Linux 3.4.2 source: ABTLAB_K342_SRC=<a tree of the linux-3.4.2 import> "
                "(default /var/cache/abtlab/linux-3.4.2) or ABTLAB_K342_GIT=<a git directory of "
                "github.com/allenzhangt/linux-3.4.2> (docs/kernel-3.4.2.md, Source), or another "

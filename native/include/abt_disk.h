@@ -5,7 +5,7 @@
  * the same requests at the same times give the same completion times.
  *
  * Header only, integer arithmetic only, no libc: it is #included by the FUSE disk
- * (backends/slowdisk), by the ctypes library the tests load (backends/disk) and can
+ * (native/slowdisk), by the ctypes library the tests load (native/disk) and can
  * be by a kernel block driver (define ABT_DISK_KERNEL first: u64 from linux/types).
  *
  * What it models (docs/device.md has the table with sources and the validation):

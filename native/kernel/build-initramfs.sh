@@ -26,7 +26,7 @@ for a in $("$stage/bin/busybox" --list); do
 done
 install -m 755 "$here/init.sh" "$stage/init"
 # the same bytes from any checkout: no source paths in the binaries
-cflags="-O2 -std=gnu11 -Wall -pthread -I$src/include -ffile-prefix-map=$src=backends"
+cflags="-O2 -std=gnu11 -Wall -pthread -I$src/include -ffile-prefix-map=$src=native"
 for p in iozone/abt-iozone metarates/abt-metarates fsyncers/abt-fsyncers; do
     name=$(basename "$p")
     gcc $cflags -static -o "$stage/abt/$name" "$src/$p.c" -lm

@@ -45,8 +45,8 @@ def parse_kv(text):
 
 
 @pytest.mark.parametrize("prog", [IOZONE, METARATES])
-def test_describe_matches_python_dtype(built_backends, prog):
-    p = run(built_backends, prog, "--describe")
+def test_describe_matches_python_dtype(built_native, prog):
+    p = run(built_native, prog, "--describe")
     assert p.returncode == 0, p.stderr
     d = parse_kv(p.stdout)
     assert d["name"] == os.path.basename(prog)
@@ -55,8 +55,8 @@ def test_describe_matches_python_dtype(built_backends, prog):
     assert "index" in d["tid"]
 
 
-def test_iozone_ops_per_thread_and_bytes(built_backends, tmp_path):
-    recs, p = iozone(built_backends, tmp_path)
+def test_iozone_ops_per_thread_and_bytes(built_native, tmp_path):
+    recs, p = iozone(built_native, tmp_path)
     threads = per_tid(recs)
     assert sorted(threads) == [0, 1, 2, 3]
     want = [Op.OPEN, Op.BARRIER] + [Op.WRITE] * 4 + [Op.FSYNC, Op.CLOSE]
@@ -74,8 +74,8 @@ def test_iozone_ops_per_thread_and_bytes(built_backends, tmp_path):
     assert not list(tmp_path.glob("abt-iozone.*")), "files not removed without --keep"
 
 
-def test_iozone_barrier_separates_opens_from_writes(built_backends, tmp_path):
-    recs, _ = iozone(built_backends, tmp_path, threads=6)
+def test_iozone_barrier_separates_opens_from_writes(built_native, tmp_path):
+    recs, _ = iozone(built_native, tmp_path, threads=6)
     opens, bars = recs[recs["op"] == Op.OPEN], recs[recs["op"] == Op.BARRIER]
     writes = recs[recs["op"] == Op.WRITE]
     assert opens["t_end_ns"].max() <= writes["t_start_ns"].min()
@@ -85,10 +85,10 @@ def test_iozone_barrier_separates_opens_from_writes(built_backends, tmp_path):
         assert np.all(r[r["op"] == Op.WRITE]["t_start_ns"] >= bar_end)
 
 
-def test_iozone_poll_start_releases_every_thread_after_every_open(built_backends, tmp_path):
+def test_iozone_poll_start_releases_every_thread_after_every_open(built_native, tmp_path):
     """IOzone's start: each thread polls a flag (select, 1 us) that a parent sets once
     all are ready; the release is timer-paced, so first writes spread out in time."""
-    recs, p = iozone(built_backends, tmp_path, "--start", "poll", threads=8)
+    recs, p = iozone(built_native, tmp_path, "--start", "poll", threads=8)
     assert parse_kv(p.stdout)["ops"] == str(8 * 8)   # open, start wait, 4 writes, fsync, close
     opens, waits = recs[recs["op"] == Op.OPEN], recs[recs["op"] == Op.BARRIER]
     assert len(waits) == 8
@@ -96,13 +96,13 @@ def test_iozone_poll_start_releases_every_thread_after_every_open(built_backends
     for tid, r in per_tid(recs).items():
         wait_end = r[r["op"] == Op.BARRIER]["t_end_ns"][0]
         assert np.all(r[r["op"] == Op.WRITE]["t_start_ns"] >= wait_end)
-    d = subprocess.run([str(built_backends / IOZONE), "--describe", "--start", "poll"],
+    d = subprocess.run([str(built_native / IOZONE), "--describe", "--start", "poll"],
                        capture_output=True, text=True)
     assert parse_kv(d.stdout)["param.start"] == "poll"
 
 
-def test_iozone_no_fsync_keep_and_direct(built_backends, tmp_path):
-    recs, _ = iozone(built_backends, tmp_path, "--no-fsync", "--keep", "--direct",
+def test_iozone_no_fsync_keep_and_direct(built_native, tmp_path):
+    recs, _ = iozone(built_native, tmp_path, "--no-fsync", "--keep", "--direct",
                      threads=2, fsize="64k", rsize="16k")
     assert not np.any(recs["op"] == Op.FSYNC)
     assert np.all(recs[recs["op"] != Op.BARRIER]["flags"] & Flag.DIRECT)
@@ -111,21 +111,21 @@ def test_iozone_no_fsync_keep_and_direct(built_backends, tmp_path):
     assert all(f.stat().st_size == 65536 for f in files)
 
 
-def test_no_record_writes_no_trace(built_backends, tmp_path):
-    p = run(built_backends, IOZONE, "--dir", tmp_path, "--threads", 3, "--no-record")
+def test_no_record_writes_no_trace(built_native, tmp_path):
+    p = run(built_native, IOZONE, "--dir", tmp_path, "--threads", 3, "--no-record")
     assert p.returncode == 0, p.stderr
     out = parse_kv(p.stdout)
     assert out["records"] == "0" and out["ops"] == str(3 * 8)
-    p = run(built_backends, METARATES, "--dir", tmp_path, "--workers", 2, "--no-record")
+    p = run(built_native, METARATES, "--dir", tmp_path, "--workers", 2, "--no-record")
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path)) == []
 
 
 @pytest.mark.parametrize("processes", [False, True])
-def test_metarates_counts(built_backends, tmp_path, processes):
+def test_metarates_counts(built_native, tmp_path, processes):
     out = tmp_path / "m.trace"
     extra = ["--processes", "--dilate", "1.5"] if processes else []
-    p = subprocess.Popen([str(built_backends / METARATES), "--dir", str(tmp_path), "--workers",
+    p = subprocess.Popen([str(built_native / METARATES), "--dir", str(tmp_path), "--workers",
                           "3", "--files", "4", "--trace", str(out), *extra],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, err = p.communicate(timeout=60)
@@ -147,9 +147,9 @@ def test_metarates_counts(built_backends, tmp_path, processes):
     assert not list(tmp_path.glob("abt-metarates.*"))
 
 
-def test_metarates_write_bytes_writes_each_file_before_its_fsync(built_backends, tmp_path):
+def test_metarates_write_bytes_writes_each_file_before_its_fsync(built_native, tmp_path):
     out = tmp_path / "m.trace"
-    p = run(built_backends, METARATES, "--dir", tmp_path, "--workers", 2, "--files", 3,
+    p = run(built_native, METARATES, "--dir", tmp_path, "--workers", 2, "--files", 3,
             "--write-bytes", 5000, "--trace", out, "--keep")
     assert p.returncode == 0, p.stderr
     for r in per_tid(trace.read(out)).values():
@@ -159,10 +159,10 @@ def test_metarates_write_bytes_writes_each_file_before_its_fsync(built_backends,
     assert len(files) == 6 and {f.stat().st_size for f in files} == {5000}
 
 
-def test_open_failure_mid_run_is_recorded(built_backends, tmp_path):
+def test_open_failure_mid_run_is_recorded(built_native, tmp_path):
     (tmp_path / "abt-iozone.1").mkdir()  # open(O_WRONLY) of a directory fails: EISDIR
     out = tmp_path / "t"
-    p = run(built_backends, IOZONE, "--dir", tmp_path, "--threads", 3, "--trace", out)
+    p = run(built_native, IOZONE, "--dir", tmp_path, "--threads", 3, "--trace", out)
     assert p.returncode == 1 and "open" in p.stderr
     threads = per_tid(trace.read(out))
     bad = threads[1]
@@ -171,20 +171,20 @@ def test_open_failure_mid_run_is_recorded(built_backends, tmp_path):
     assert threads[0]["op"].tolist()[-1] == Op.CLOSE  # the others ran to the end
 
     (tmp_path / "abt-metarates.0.2").mkdir()
-    p = run(built_backends, METARATES, "--dir", tmp_path, "--workers", 2, "--trace", out)
+    p = run(built_native, METARATES, "--dir", tmp_path, "--workers", 2, "--trace", out)
     assert p.returncode == 1
     w0 = per_tid(trace.read(out))[0]
     assert w0["op"].tolist() == [Op.BARRIER] + [Op.OPEN, Op.FSYNC, Op.CLOSE] * 2 + [Op.OPEN]
     assert w0["flags"][-1] & Flag.ERROR and w0["bytes"][-1] == errno.EISDIR
 
 
-def test_write_failure_mid_run_is_recorded(built_backends, tmp_path):
+def test_write_failure_mid_run_is_recorded(built_native, tmp_path):
     def limit_file_size():  # writes past 64 KiB fail with EFBIG instead of SIGXFSZ
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
 
     out = tmp_path / "t"
-    p = run(built_backends, IOZONE, "--dir", tmp_path, "--threads", 2, "--trace", out,
+    p = run(built_native, IOZONE, "--dir", tmp_path, "--threads", 2, "--trace", out,
             preexec_fn=limit_file_size)
     assert p.returncode == 1 and "write" in p.stderr
     for r in per_tid(trace.read(out)).values():
@@ -202,13 +202,13 @@ def shm_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def test_dilation_stretches_cpu_bound_writes(built_backends, shm_dir, tmp_path):
+def test_dilation_stretches_cpu_bound_writes(built_native, shm_dir, tmp_path):
     """Buffered writes to tmpfs are pure CPU: with --dilate 4 they take clearly longer."""
     sums = {1: [], 4: []}
     for _ in range(5):
         for f in sums:  # interleaved, so machine load hits both alike
             out = tmp_path / f"d{f}.trace"
-            p = run(built_backends, IOZONE, "--dir", shm_dir, "--threads", 2, "--file-size",
+            p = run(built_native, IOZONE, "--dir", shm_dir, "--threads", 2, "--file-size",
                     "1m", "--record-size", "32k", "--no-fsync", "--dilate", f, "--trace", out)
             assert p.returncode == 0, p.stderr
             recs = trace.read(out)
@@ -250,11 +250,11 @@ MR_BAD = [
 
 @pytest.mark.parametrize("prog,args,opt", [(IOZONE, a, o) for a, o in IOZ_BAD]
                          + [(METARATES, a, o) for a, o in MR_BAD])
-def test_bad_arguments_exit_2_naming_option(built_backends, tmp_path, prog, args, opt):
+def test_bad_arguments_exit_2_naming_option(built_native, tmp_path, prog, args, opt):
     (tmp_path / "afile").write_text("")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     base = ["--dir", tmp_path, "--no-record"]
-    p = run(built_backends, prog, *base, *args)
+    p = run(built_native, prog, *base, *args)
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{opt}:" in lines[0] and "accepted" in lines[0], p.stderr

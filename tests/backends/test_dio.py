@@ -33,8 +33,8 @@ def expected_block(index, gen, bs=BS):
     return b
 
 
-def test_describe_record_size(built_backends):
-    proc, _ = dio(built_backends, "--describe")
+def test_describe_record_size(built_native):
+    proc, _ = dio(built_native, "--describe")
     assert f"record_size: {trace.RECORD_DTYPE.itemsize}\n" in proc.stdout
     assert "header_size: 32\n" in proc.stdout
 
@@ -47,12 +47,12 @@ CASES = {1: (8, 8, 0, 8, 0, 1), 2: (16, 0, 16, 0, 16, 0), 3: (5, 5, 0, 5, 0, 5),
 @pytest.mark.root
 @pytest.mark.parametrize("direct", [False, True], ids=["buffered", "direct"])
 @pytest.mark.parametrize("workload", [1, 2, 3, 4])
-def test_workload_bytes_and_verify(built_backends, scratch_ext4, tmp_path, workload, direct):
+def test_workload_bytes_and_verify(built_native, scratch_ext4, tmp_path, workload, direct):
     count, wblk, rblk, nw, nr, ns = CASES[workload]
     tpath = tmp_path / "t.trace"
     args = ["--workload", workload, "--block-size", BS, "--dir", scratch_ext4.mountpoint,
             "--count", count, "--file-size", 64 * BS, "--verify", "--trace", tpath]
-    proc, out = dio(built_backends, *args, *(["--direct"] if direct else []))
+    proc, out = dio(built_native, *args, *(["--direct"] if direct else []))
     assert proc.returncode == 0, proc.stderr
     assert (int(out["bytes_written"]), int(out["bytes_read"])) == (wblk * BS, rblk * BS)
     assert out["verified"] == "yes" and out["filesystem"] == "ext4"
@@ -71,10 +71,10 @@ def test_workload_bytes_and_verify(built_backends, scratch_ext4, tmp_path, workl
 
 @pytest.mark.root
 @pytest.mark.parametrize("workload,blocks,gen", [(1, 6, 1), (3, 1, 7)])
-def test_read_back_independently(built_backends, scratch_ext4, workload, blocks, gen):
+def test_read_back_independently(built_native, scratch_ext4, workload, blocks, gen):
     """--keep leaves the file; numpy checks every block's stamp and pattern."""
     count = blocks if workload == 1 else gen
-    proc, out = dio(built_backends, "--workload", workload, "--block-size", BS, "--direct",
+    proc, out = dio(built_native, "--workload", workload, "--block-size", BS, "--direct",
                     "--dir", scratch_ext4.mountpoint, "--count", count, "--keep")
     assert proc.returncode == 0, proc.stderr
     path = Path(out["file"])
@@ -87,9 +87,9 @@ def test_read_back_independently(built_backends, scratch_ext4, workload, blocks,
         path.unlink(missing_ok=True)
 
 
-def test_misaligned_direct_is_named(built_backends):
+def test_misaligned_direct_is_named(built_native):
     with tempfile.TemporaryDirectory(dir="/var/tmp") as d:  # root ext4: reports dio alignment
-        proc, _ = dio(built_backends, "--workload", 3, "--direct", "--block-size", 6000, "--dir", d)
+        proc, _ = dio(built_native, "--workload", 3, "--direct", "--block-size", 6000, "--dir", d)
         assert proc.returncode == 2
         assert proc.stderr.startswith("abt-dio: --block-size: given 6000")
         assert "a multiple of" in proc.stderr and "O_DIRECT" in proc.stderr
@@ -101,8 +101,8 @@ def test_misaligned_direct_is_named(built_backends):
         assert "multiple of" in str(exc.value)
 
 
-def test_tmpfs_direct_refused_by_name(built_backends):
-    proc, _ = dio(built_backends, "--workload", 3, "--direct", "--dir", "/dev/shm")
+def test_tmpfs_direct_refused_by_name(built_native):
+    proc, _ = dio(built_native, "--workload", 3, "--direct", "--dir", "/dev/shm")
     assert proc.returncode == 3
     assert "filesystem tmpfs at /dev/shm" in proc.stderr and "direct I/O" in proc.stderr
     with tempfile.TemporaryDirectory() as d:
@@ -110,17 +110,17 @@ def test_tmpfs_direct_refused_by_name(built_backends):
         with pytest.raises(UnavailableError, match="tmpfs"):
             get("dio").run_point({"workload": 3, "mode": "direct", "block_size": BS}, ctx)
     # buffered I/O on tmpfs is fine
-    proc, out = dio(built_backends, "--workload", 3, "--count", 2, "--dir", "/dev/shm", "--verify")
+    proc, out = dio(built_native, "--workload", 3, "--count", 2, "--dir", "/dev/shm", "--verify")
     assert proc.returncode == 0 and out["filesystem"] == "tmpfs" and out["verified"] == "yes"
 
 
 @pytest.mark.root
-def test_ramfs_open_einval_refused_by_name(built_backends, tmp_path):
+def test_ramfs_open_einval_refused_by_name(built_native, tmp_path):
     mnt = tmp_path / "ramfs"
     mnt.mkdir()
     subprocess.run(["mount", "-t", "ramfs", "none", str(mnt)], check=True)
     try:
-        proc, _ = dio(built_backends, "--workload", 3, "--direct", "--dir", mnt)
+        proc, _ = dio(built_native, "--workload", 3, "--direct", "--dir", mnt)
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
     assert proc.returncode == 3
@@ -131,9 +131,9 @@ def test_ramfs_open_einval_refused_by_name(built_backends, tmp_path):
     (["--workload", 5], "--workload"), (["--block-size", "100"], "--block-size"),
     (["--block-size", "17m"], "--block-size"), (["--count", "0"], "--count"),
     (["--workload", "2", "--block-size", "1m", "--file-size", "64k"], "--block-size")])
-def test_bad_options_exit_2(built_backends, args, option):
+def test_bad_options_exit_2(built_native, args, option):
     with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
-        proc, _ = dio(built_backends, "--dir", d, *args)
+        proc, _ = dio(built_native, "--dir", d, *args)
     assert proc.returncode == 2 and proc.stderr.startswith(f"abt-dio: {option}:")
 
 
@@ -149,7 +149,7 @@ def test_validate_point_names_field(point, field):
 
 
 @pytest.mark.root
-def test_no_space_is_a_count_error(built_backends, scratch_ext4, tmp_path):
+def test_no_space_is_a_count_error(built_native, scratch_ext4, tmp_path):
     ctx = RunContext(tmp_path, options={"directory": scratch_ext4.mountpoint, "count": 1000})
     with pytest.raises(ConfigError) as exc:
         get("dio").run_point({"workload": 1, "mode": "buffered", "block_size": 1 << 20}, ctx)
@@ -157,7 +157,7 @@ def test_no_space_is_a_count_error(built_backends, scratch_ext4, tmp_path):
 
 
 @pytest.mark.root
-def test_driver_run_point(built_backends, scratch_ext4, tmp_path):
+def test_driver_run_point(built_native, scratch_ext4, tmp_path):
     ctx = RunContext(tmp_path, options={"directory": scratch_ext4.mountpoint, "count": 4,
                                         "verify": True})
     res = get("dio").run_point({"workload": 4, "mode": "direct", "block_size": BS}, ctx)
@@ -169,7 +169,7 @@ def test_driver_run_point(built_backends, scratch_ext4, tmp_path):
 
 
 @pytest.mark.root
-def test_driver_makes_its_own_scratch(built_backends, tmp_path):
+def test_driver_makes_its_own_scratch(built_native, tmp_path):
     ctx = RunContext(tmp_path, options={"count": 2})
     res = get("dio").run_point({"workload": 3, "mode": "direct", "block_size": BS}, ctx)
     assert res.attrs["filesystem"].startswith("ext4") and "loop" in res.attrs["block_device"]

@@ -11,10 +11,10 @@ from abtlab.system import cpufreq, facts, guest
 
 NAMES = {"root", "loop devices", "mkfs.ext4", "tracefs + jbd2 events", "block throttling",
          "cpufreq", "RAPL energy", "perf", "iozone (backend iozone-tool)",
-         "mdtest (backend mdtest)", "fio (backend fio)", "MPI", "abtlab files", "C backends",
+         "mdtest (backend mdtest)", "fio (backend fio)", "MPI", "abtlab files", "C programs",
          "guest machine"}
 GUEST = {"qemu", "guest kernel 6.1", "guest initramfs", "guest kernel 3.4.2"}
-KERNEL = about.BACKENDS / "kernel"
+KERNEL = about.NATIVE / "kernel"
 
 
 def test_report_has_every_check_and_the_facts():
@@ -39,7 +39,7 @@ def test_render_says_ok_or_no_with_the_reason():
 def test_missing_backend_build_is_reported(tmp_path, monkeypatch):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "abt-x.c").write_text("int main(void){return 0;}\n")
-    monkeypatch.setattr(doctor, "BACKENDS", tmp_path)
+    monkeypatch.setattr(doctor, "NATIVE", tmp_path)
     check = doctor._backends()
     assert not check.ok and "abt-x" in check.detail
 
@@ -74,7 +74,7 @@ def test_left_out_programs_are_named_with_the_builds_reason(tmp_path, monkeypatc
     (tmp_path / "slowdisk").mkdir()
     (tmp_path / "slowdisk" / "abt-slowdisk.c").write_text("int main(void){return 0;}\n")
     (tmp_path / "build.log").write_text("skipping slowdisk/abt-slowdisk: pkg-config finds no fuse3\n")
-    monkeypatch.setattr(doctor, "BACKENDS", tmp_path)
+    monkeypatch.setattr(doctor, "NATIVE", tmp_path)
     check = doctor._backends()
     assert not check.ok and "pkg-config finds no fuse3" in check.detail and str(tmp_path) in check.detail
 
@@ -123,7 +123,7 @@ def test_kernel_cache_key_is_build_kernel_sh_s(tmp_path, monkeypatch):
 
 
 def test_initramfs_built_or_what_the_first_run_does(tmp_path, monkeypatch):
-    monkeypatch.setattr(doctor, "BACKENDS", tmp_path)
+    monkeypatch.setattr(doctor, "NATIVE", tmp_path)
     cold = doctor._initramfs()
     assert not cold.ok and "first guest run builds it" in cold.detail
     (tmp_path / "kernel" / "out").mkdir(parents=True)

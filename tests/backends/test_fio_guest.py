@@ -112,7 +112,7 @@ def test_guest_fio_gives_the_host_runs_variables(tmp_path, fake_guest):
     assert not list(tmp_path.glob("guest-*"))
 
 
-def test_guest_fio_under_delayjc_preloads_the_guests_library(tmp_path, fake_guest, built_backends):
+def test_guest_fio_under_delayjc_preloads_the_guests_library(tmp_path, fake_guest, built_native):
     _run(tmp_path, point={**POINT, "policy": "delayjc:window=2ms"})
     run = fake_guest["runs"][0]
     assert run.argv[0] == "/usr/bin/fio"     # fio is dynamic: no -dyn build to pick
@@ -136,7 +136,7 @@ def test_fio_missing_from_the_guest_build_says_how_to_get_it(tmp_path, fake_gues
     with pytest.raises(UnavailableError) as err:
         _run(tmp_path)
     assert str(err.value) == ("fio is not in the guest's initramfs: install fio (apt) and "
-                              "rebuild (make -C backends/kernel)")
+                              "rebuild (make -C native/kernel)")
     assert "runs" not in fake_guest
 
 

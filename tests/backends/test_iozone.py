@@ -29,7 +29,7 @@ def _leftovers(tag):
 
 
 @pytest.fixture(scope="module")
-def small_sweep(tmp_path_factory, built_backends):
+def small_sweep(tmp_path_factory, built_native):
     out = tmp_path_factory.mktemp("iozone") / "r.nc"
     abtlab.run("iozone", out=out, threads="64", file_size="128k", record_size="32k",
                policy="ext4,nojc", freq="emulated:1.6,3.3", reps=2, quiet=True)
@@ -118,7 +118,7 @@ def test_bad_geometry_is_refused_before_any_run(tmp_path, kw, field):
     assert not (tmp_path / "x.nc").exists() and not (tmp_path / "x.nc.parts").exists()
 
 
-def test_failure_mid_run_leaves_nothing(tmp_path, built_backends, monkeypatch):
+def test_failure_mid_run_leaves_nothing(tmp_path, built_native, monkeypatch):
     """A full filesystem makes the workload fail mid-run; everything is undone."""
     import tempfile
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -129,7 +129,7 @@ def test_failure_mid_run_leaves_nothing(tmp_path, built_backends, monkeypatch):
     assert (loops, mounts, insts) == ([], [], [])
 
 
-def test_sigterm_mid_run_leaves_nothing(tmp_path, built_backends):
+def test_sigterm_mid_run_leaves_nothing(tmp_path, built_native):
     out = tmp_path / "t.nc"
     proc = subprocess.Popen([sys.executable, "-m", "abtlab", "run", "iozone", "--threads", "64",
                              "--file-size", "1m", "--record", "4k", "--reps", "50", "--quiet",

@@ -19,15 +19,15 @@ def locks(backends, *args):
     return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
-def test_describe_record_size(built_backends):
-    out = locks(built_backends, "--describe").stdout
+def test_describe_record_size(built_native):
+    out = locks(built_native, "--describe").stdout
     assert f"record_size: {trace.RECORD_DTYPE.itemsize}\n" in out and "header_size: 32\n" in out
 
 
 @pytest.mark.parametrize("lock", ["spin", "mutex"])
-def test_holds_are_exclusive_and_complete(built_backends, tmp_path, lock):
+def test_holds_are_exclusive_and_complete(built_native, tmp_path, lock):
     tpath = tmp_path / "locks.trace"
-    proc = locks(built_backends, "--lock", lock, "--threads", 4, "--work", 2000,
+    proc = locks(built_native, "--lock", lock, "--threads", 4, "--work", 2000,
                  "--entries", 50, "--trace", tpath)
     assert proc.returncode == 0, proc.stderr
     out = parse_result(proc.stdout)
@@ -47,8 +47,8 @@ def test_holds_are_exclusive_and_complete(built_backends, tmp_path, lock):
     (["--threads", "4x"], "--threads"), (["--work", "0"], "--work"),
     (["--work", "1000001"], "--work"), (["--work", "-5"], "--work"),
     (["--lock", "rwlock"], "--lock"), (["--entries", "0"], "--entries")])
-def test_invalid_n_or_w_rejected(built_backends, args, option):
-    proc = locks(built_backends, *args)
+def test_invalid_n_or_w_rejected(built_native, args, option):
+    proc = locks(built_native, *args)
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"abt-locks: {option}:") and "accepted" in proc.stderr
     assert proc.stdout == ""
@@ -67,7 +67,7 @@ def test_validate_point_names_field(point, field):
     assert exc.value.field == field and exc.value.given == point[field]
 
 
-def test_driver_run_point(built_backends, tmp_path):
+def test_driver_run_point(built_native, tmp_path):
     be = get("locks")
     assert be.available()
     res = be.run_point({"lock": "mutex", "threads": 3, "work": 10},
@@ -81,7 +81,7 @@ def test_driver_run_point(built_backends, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_driver_entries_option_checked(built_backends, tmp_path):
+def test_driver_entries_option_checked(built_native, tmp_path):
     with pytest.raises(ConfigError) as exc:
         get("locks").run_point({"lock": "spin", "threads": 1, "work": 1},
                                RunContext(tmp_path, options={"entries": 0}))

@@ -23,7 +23,7 @@ def test_bad_write_bytes_is_refused_before_any_run(tmp_path, value):
 
 
 @pytest.mark.root
-def test_written_files_and_both_rates(tmp_path, built_backends):
+def test_written_files_and_both_rates(tmp_path, built_native):
     out = tmp_path / "m.nc"
     abtlab.run("metarates", out=out, threads="4", files="4", write_bytes="4k", reps=1, quiet=True)
     ds = abtlab.load(out)

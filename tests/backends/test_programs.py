@@ -24,8 +24,8 @@ def run(argv, **env):
 @pytest.mark.parametrize("args,what", [(["--bogus"], "unknown option"),
                                        (["--trace"], "missing value"),
                                        (["--trace", "/t", "extra"], "unexpected argument")])
-def test_bad_arguments_exit_2_naming_the_option(built_backends, prog, args, what):
-    p = run([built_backends / prog, *args])
+def test_bad_arguments_exit_2_naming_the_option(built_native, prog, args, what):
+    p = run([built_native / prog, *args])
     assert p.returncode == 2 and p.stdout == ""
     name, opt = os.path.basename(prog), args[-1]
     assert p.stderr.startswith(f"{name}: {opt}: {what}; accepted: ")
@@ -37,16 +37,16 @@ def test_bad_arguments_exit_2_naming_the_option(built_backends, prog, args, what
     ("metarates/abt-metarates", ["--workers", "2", "--no-record"]),
     ("fsyncers/abt-fsyncers", ["--threads", "2", "--size", "4k"]),
     ("dio/abt-dio", ["--workload", "1", "--count", "4"])])
-def test_results_are_key_value_lines(built_backends, tmp_path, prog, args):
-    p = run([built_backends / prog, "--dir", tmp_path, *args])
+def test_results_are_key_value_lines(built_native, tmp_path, prog, args):
+    p = run([built_native / prog, "--dir", tmp_path, *args])
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     out = parse_result(p.stdout)
     assert len(out) == len(lines) and int(out["elapsed_ns"]) > 0
 
 
-def test_locks_result_is_key_value_lines(built_backends):
-    p = run([built_backends / "locks/abt-locks", "--lock", "mutex", "--threads", "2",
+def test_locks_result_is_key_value_lines(built_native):
+    p = run([built_native / "locks/abt-locks", "--lock", "mutex", "--threads", "2",
              "--work", "5", "--entries", "3"])
     assert p.returncode == 0, p.stderr
     out = parse_result(p.stdout)
@@ -54,8 +54,8 @@ def test_locks_result_is_key_value_lines(built_backends):
     assert out == {"lock": "mutex", "threads": "2", "work": "5", "entries": "3"}
 
 
-def test_exit_2_is_a_config_error_naming_the_factor(built_backends, tmp_path):
-    argv = [built_backends / "iozone/abt-iozone", "--dir", tmp_path, "--no-record",
+def test_exit_2_is_a_config_error_naming_the_factor(built_native, tmp_path):
+    argv = [built_native / "iozone/abt-iozone", "--dir", tmp_path, "--no-record",
             "--record-size", "3x"]
     p = run(argv)
     with pytest.raises(ConfigError) as exc:
@@ -67,13 +67,13 @@ def test_exit_2_is_a_config_error_naming_the_factor(built_backends, tmp_path):
 @pytest.mark.parametrize("lib,var,value", [
     ("delayjc/libdelayjc.so", "ABT_DELAYJC_POLICY", "sometimes"),
     ("trace/libabtrace.so", "ABT_TRACE_MAX_RECORDS", "lots")])
-def test_a_refusing_library_is_a_config_error_naming_the_variable(built_backends, lib, var,
+def test_a_refusing_library_is_a_config_error_naming_the_variable(built_native, lib, var,
                                                                   value):
-    env = {"LD_PRELOAD": str(built_backends / lib), var: value}
+    env = {"LD_PRELOAD": str(built_native / lib), var: value}
     if "delayjc" in lib:
         env.update(ABT_DELAYJC_WINDOW_US="1000", ABT_DELAYJC_MAX_RESETS="1",
                    ABT_DELAYJC_MAX_AGE_US="1000")
-    argv = [built_backends / "locks/abt-locks", "--threads", "1"]
+    argv = [built_native / "locks/abt-locks", "--threads", "1"]
     p = run(argv, **env)
     assert p.returncode == 2 and p.stdout == ""
     with pytest.raises(ConfigError) as exc:

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 @pytest.fixture
-def dirs(tmp_path, built_backends):
+def dirs(tmp_path, built_native):
     work, tmpdir = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     tmpdir.mkdir()

@@ -1,4 +1,4 @@
-"""The disk model (backends/include/abt_disk.h) on a fake clock, through libabtdisk.so:
+"""The disk model (native/include/abt_disk.h) on a fake clock, through libabtdisk.so:
 each figure against the datasheet it was built from or the model's own closed form."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ MB = 10**6
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _built(built_backends):
-    return built_backends
+def _built(built_native):
+    return built_native
 
 
 def _seek_mean(d, span_tracks):

@@ -53,25 +53,25 @@ def _served_by_later_flush(ops, b):
     ("ABT_DELAYJC_MAX_AGE_US", "0"), ("ABT_DELAYJC_FAULT_ERRNO", "EWHATEVER"),
     ("ABT_DELAYJC_STATS", ""), ("ABT_DELAYJC_FLUSH", "sometimes"),
 ])
-def test_invalid_env_refused(built_backends, var, value):
+def test_invalid_env_refused(built_native, var, value):
     env = dict(FIXED)
     if value is None:
         env.pop(var)
         os.environ.pop(var, None)
     else:
         env[var] = value
-    p = _run(built_backends, ["/bin/true"], env, check=False)
+    p = _run(built_native, ["/bin/true"], env, check=False)
     assert p.returncode == 2
     assert var in p.stderr and "accepted" in p.stderr
 
 
-def test_adaptive_refuses_a_window(built_backends):
+def test_adaptive_refuses_a_window(built_native):
     env = {**FIXED, "ABT_DELAYJC_POLICY": "adaptive"}
-    p = _run(built_backends, ["/bin/true"], env, check=False)
+    p = _run(built_native, ["/bin/true"], env, check=False)
     assert p.returncode == 2 and "ABT_DELAYJC_WINDOW_US" in p.stderr
 
 
-def test_preload_env_matches_policy(built_backends, tmp_path):
+def test_preload_env_matches_policy(built_native, tmp_path):
     env = delayjc.preload_env("delayjc:window=16ms,max_resets=8", tmp_path / "s.bin")
     assert env["LD_PRELOAD"].endswith("libdelayjc.so")
     assert env["ABT_DELAYJC_WINDOW_US"] == "16000" and env["ABT_DELAYJC_MAX_RESETS"] == "8"
@@ -79,7 +79,7 @@ def test_preload_env_matches_policy(built_backends, tmp_path):
     with pytest.raises(ConfigError, match="policy"):
         delayjc.preload_env("ext4")
     # the library accepts exactly what the policy produces
-    _run(built_backends, ["/bin/true"], delayjc.preload_env("delayjc:adaptive"))
+    _run(built_native, ["/bin/true"], delayjc.preload_env("delayjc:adaptive"))
 
 
 def test_load_batches_rejects_a_non_trace(tmp_path):
@@ -112,10 +112,10 @@ ADAPTIVE = {"ABT_DELAYJC_POLICY": "adaptive", "ABT_DELAYJC_MAX_RESETS": "64",
 @pytest.mark.root
 @pytest.mark.parametrize("policy,flush", [(FIXED, "fsync"), (FIXED, "syncfs"),
                                           (ADAPTIVE, "fsync"), (ADAPTIVE, "syncfs")])
-def test_every_sync_waits_for_a_flush_that_began_after_it(built_backends, scratch_ext4, tmp_path,
+def test_every_sync_waits_for_a_flush_that_began_after_it(built_native, scratch_ext4, tmp_path,
                                                           policy, flush):
     env = {**policy, "ABT_DELAYJC_FLUSH": flush}
-    p, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
+    p, ops_path, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, env,
                                    "--threads", "8", "--files", "12")
     ops, b = trace.read(ops_path), delayjc.load_batches(stats)
     assert ops.size == 96 and not np.any(ops["flags"] & trace.Flag.ERROR)
@@ -126,9 +126,9 @@ def test_every_sync_waits_for_a_flush_that_began_after_it(built_backends, scratc
 
 @pytest.mark.root
 @pytest.mark.parametrize("flush", ["fsync", "syncfs"])
-def test_injected_error_reaches_every_member(built_backends, scratch_ext4, tmp_path, flush):
+def test_injected_error_reaches_every_member(built_native, scratch_ext4, tmp_path, flush):
     env = {**FIXED, "ABT_DELAYJC_FAULT_ERRNO": "EIO", "ABT_DELAYJC_FLUSH": flush}
-    p, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
+    p, ops_path, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, env,
                                    "--threads", "6", "--files", "4", "--sync", "fdatasync")
     ops, b = trace.read(ops_path), delayjc.load_batches(stats)
     assert ops.size == 24
@@ -138,11 +138,11 @@ def test_injected_error_reaches_every_member(built_backends, scratch_ext4, tmp_p
 
 
 @pytest.mark.root
-def test_max_resets_closes_a_batch_under_a_steady_stream(built_backends, scratch_ext4, tmp_path):
+def test_max_resets_closes_a_batch_under_a_steady_stream(built_native, scratch_ext4, tmp_path):
     # arrivals every 100 ms for 1.5 s, window 300 ms: only the reset bound closes batches
     env = {**FIXED, "ABT_DELAYJC_WINDOW_US": "300000", "ABT_DELAYJC_MAX_RESETS": "2",
            "ABT_DELAYJC_MAX_AGE_US": "60000000"}
-    _, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
+    _, ops_path, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, env,
                                    "--threads", "16", "--stagger-us", "100000")
     b = delayjc.load_batches(stats)
     assert b["resets"].max() <= 2
@@ -151,17 +151,17 @@ def test_max_resets_closes_a_batch_under_a_steady_stream(built_backends, scratch
 
 
 @pytest.mark.root
-def test_one_thread_does_not_deadlock(built_backends, scratch_ext4, tmp_path):
-    p, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, FIXED,
+def test_one_thread_does_not_deadlock(built_native, scratch_ext4, tmp_path):
+    p, ops_path, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, FIXED,
                                    "--threads", "1", "--files", "5", timeout=30)
     b = delayjc.load_batches(stats)
     assert list(b["members"]) == [1] * 5
 
 
 @pytest.mark.root
-def test_fork_mid_run_does_not_deadlock(built_backends, scratch_ext4, tmp_path):
+def test_fork_mid_run_does_not_deadlock(built_native, scratch_ext4, tmp_path):
     env = {**FIXED, "ABT_DELAYJC_WINDOW_US": "50000"}
-    _, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
+    _, ops_path, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, env,
                                    "--threads", "4", "--files", "3", "--fork", timeout=60)
     kids = list(tmp_path.glob("batches.bin.*"))
     assert len(kids) == 1                     # the child batched its own sync and wrote it
@@ -170,10 +170,10 @@ def test_fork_mid_run_does_not_deadlock(built_backends, scratch_ext4, tmp_path):
 
 
 @pytest.mark.root
-def test_exit_with_a_batch_open_flushes_it(built_backends, scratch_ext4, tmp_path):
+def test_exit_with_a_batch_open_flushes_it(built_native, scratch_ext4, tmp_path):
     # window 20 s: the batch is still open when main calls exit() after 300 ms
     env = {**FIXED, "ABT_DELAYJC_WINDOW_US": "20000000", "ABT_DELAYJC_MAX_AGE_US": "60000000"}
-    _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
+    _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, env,
               "--threads", "2", "--exit-after-ms", "300", timeout=15)
     b = delayjc.load_batches(tmp_path / "batches.bin")
     assert b["members"].sum() == 2 and np.all(b["flush_end"] > b["flush_start"])
@@ -181,7 +181,7 @@ def test_exit_with_a_batch_open_flushes_it(built_backends, scratch_ext4, tmp_pat
 
 
 @pytest.mark.root
-def test_fio_fsync_under_preload(built_backends, scratch_ext4, tmp_path):
+def test_fio_fsync_under_preload(built_native, scratch_ext4, tmp_path):
     if not shutil.which("fio"):
         pytest.skip("fio is not installed (make test installs it from Debian)")
     stats = tmp_path / "fio.bin"
@@ -189,7 +189,7 @@ def test_fio_fsync_under_preload(built_backends, scratch_ext4, tmp_path):
     args = ["fio", "--name=djc", f"--directory={scratch_ext4.mountpoint}", "--rw=write",
             "--bs=4k", "--size=128k", "--fsync=1", "--numjobs=4", "--thread",
             "--group_reporting", "--output-format=json"]
-    p = _run(built_backends, args, env, timeout=120)
+    p = _run(built_native, args, env, timeout=120)
     job = json.loads(p.stdout)["jobs"][0]
     assert job["error"] == 0 and job["sync"]["total_ios"] > 0
     b = delayjc.load_batches(stats)
@@ -206,10 +206,10 @@ def _windows_us(stats):
 
 
 @pytest.mark.root
-def test_adaptive_lone_thread_is_never_delayed(built_backends, scratch_ext4, tmp_path):
+def test_adaptive_lone_thread_is_never_delayed(built_native, scratch_ext4, tmp_path):
     # one thread: each arrival gap covers the previous flush, so the controller never
     # has evidence for a window: every batch is the caller alone, opened with window 0
-    _, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, ADAPTIVE,
+    _, ops_path, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, ADAPTIVE,
                                    "--threads", "1", "--files", "40", timeout=60)
     b = delayjc.load_batches(stats)
     assert list(b["members"]) == [1] * 40 and b["resets"].max() == 0
@@ -218,11 +218,11 @@ def test_adaptive_lone_thread_is_never_delayed(built_backends, scratch_ext4, tmp
 
 
 @pytest.mark.root
-def test_adaptive_window_is_bounded_and_recorded(built_backends, scratch_ext4, tmp_path):
+def test_adaptive_window_is_bounded_and_recorded(built_native, scratch_ext4, tmp_path):
     # many threads, many batches: the controller may probe, but a window never
     # exceeds max_age and every batch before the first period ends uses window 0
     env = {**ADAPTIVE, "ABT_DELAYJC_MAX_AGE_US": "3000"}
-    _, ops_path, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, env,
+    _, ops_path, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, env,
                                    "--threads", "16", "--files", "20")
     b, w = delayjc.load_batches(stats), _windows_us(stats)
     assert w.size == b["members"].size and b["members"].sum() == 320
@@ -232,7 +232,7 @@ def test_adaptive_window_is_bounded_and_recorded(built_backends, scratch_ext4, t
 
 
 @pytest.mark.root
-def test_fixed_records_its_window(built_backends, scratch_ext4, tmp_path):
-    _, _, stats = _fsyncers(built_backends, scratch_ext4.mountpoint, tmp_path, FIXED,
+def test_fixed_records_its_window(built_native, scratch_ext4, tmp_path):
+    _, _, stats = _fsyncers(built_native, scratch_ext4.mountpoint, tmp_path, FIXED,
                             "--threads", "4", "--files", "3")
     assert np.all(_windows_us(stats) == 2000)

@@ -54,7 +54,7 @@ def run_dd(tmp_path, env, count=3, out=None, **kw):
     return subprocess.Popen(argv, env={**os.environ, **env}, **kw)
 
 
-def test_switches_around_each_matching_call_and_restores(built_backends, tmp_path):
+def test_switches_around_each_matching_call_and_restores(built_native, tmp_path):
     root = fake_cpus(tmp_path / "cpu")
     env = sera.environment(table_file(tmp_path), tmp_path / "dec", root)
     assert run_dd(tmp_path, env).wait(30) == 0
@@ -66,7 +66,7 @@ def test_switches_around_each_matching_call_and_restores(built_backends, tmp_pat
     assert speeds(root) == [str(HIGH)]
 
 
-def test_hold_gives_one_switch_down_for_a_dense_run(built_backends, tmp_path):
+def test_hold_gives_one_switch_down_for_a_dense_run(built_native, tmp_path):
     """Reads and writes of 2 MB both map to 1.3 GHz: without hold each call switches down
     and up; with a long hold the run switches down once per CPU and up once at exit."""
     root = fake_cpus(tmp_path / "cpu")
@@ -86,7 +86,7 @@ def test_hold_gives_one_switch_down_for_a_dense_run(built_backends, tmp_path):
     assert 1 <= down <= os.cpu_count() and up == down
 
 
-def test_guard_skips_calls_predicted_short(built_backends, tmp_path):
+def test_guard_skips_calls_predicted_short(built_native, tmp_path):
     root = fake_cpus(tmp_path / "cpu")
     env = sera.environment(table_file(tmp_path, guard_ns=10**12), tmp_path / "dec", root)
     assert run_dd(tmp_path, env).wait(30) == 0
@@ -94,7 +94,7 @@ def test_guard_skips_calls_predicted_short(built_backends, tmp_path):
     assert speeds(root) == [str(HIGH)]
 
 
-def test_without_cpufreq_decisions_are_recorded_not_applied(built_backends, tmp_path):
+def test_without_cpufreq_decisions_are_recorded_not_applied(built_native, tmp_path):
     root = tmp_path / "nocpufreq"
     root.mkdir()
     env = sera.environment(table_file(tmp_path), tmp_path / "dec", root)
@@ -137,7 +137,7 @@ def endless_reads(tmp_path, root):
     return proc
 
 
-def test_sigterm_restores(built_backends, tmp_path):
+def test_sigterm_restores(built_native, tmp_path):
     root = fake_cpus(tmp_path / "cpu")
     proc = endless_low(tmp_path, root)
     try:
@@ -149,7 +149,7 @@ def test_sigterm_restores(built_backends, tmp_path):
     assert sera.read_decisions(tmp_path / "dec")["bytes"][-1] == HIGH
 
 
-def test_sigkill_leaves_last_setting_and_frequency_pin_restores(built_backends, tmp_path):
+def test_sigkill_leaves_last_setting_and_frequency_pin_restores(built_native, tmp_path):
     root = fake_cpus(tmp_path / "cpu", acpi=True)
     cf0 = root / "cpu0" / "cpufreq"
     with FrequencyPin(HIGH, root=str(root)):
@@ -163,7 +163,7 @@ def test_sigkill_leaves_last_setting_and_frequency_pin_restores(built_backends, 
     assert (cf0 / "scaling_max_freq").read_text().strip() == "2500000"
 
 
-def test_bad_table_refuses_to_run(built_backends, tmp_path):
+def test_bad_table_refuses_to_run(built_native, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("highest 2500000\nrule erase 0 10 800000\n")
     proc = run_dd(tmp_path, sera.environment(bad), stderr=subprocess.PIPE, text=True)

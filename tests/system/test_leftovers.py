@@ -84,11 +84,11 @@ def test_tracefs_instance_of_a_dead_process_is_removed():
 
 
 @pytest.mark.root
-def test_next_scratch_fs_undoes_what_a_sigkilled_run_left(built_backends, tmp_path, capsys):
+def test_next_scratch_fs_undoes_what_a_sigkilled_run_left(built_native, tmp_path, capsys):
     """A run killed with SIGKILL leaves its ext4 mounted on a loop device whose image lies
     on a mounted emulated disk served by a live daemon. The next ScratchFS in the same
     place undoes all of it, in order, and its own file system stays."""
-    if not (built_backends / "slowdisk" / "abt-slowdisk").exists():
+    if not (built_native / "slowdisk" / "abt-slowdisk").exists():
         pytest.skip("abt-slowdisk not built")
     proc, lines = spawn(_CHILD.format(workdir=str(tmp_path)))
     _, d, mnt, pid, image, ext4, loopdev = lines[-1].split()

@@ -21,11 +21,11 @@ from abtlab.system.slowdisk import SlowDisk, fuse_mounts, model_args
 from childproc import spawn
 
 ROOT = Path(__file__).resolve().parents[2]
-PROG = ROOT / "backends" / "slowdisk" / "abt-slowdisk"
+PROG = ROOT / "native" / "slowdisk" / "abt-slowdisk"
 
 
 @pytest.fixture(scope="module")
-def built(built_backends):
+def built(built_native):
     if not PROG.exists():
         pytest.skip("abt-slowdisk not built (needs fuse3, libfuse3-dev, pkg-config)")
     return PROG

@@ -18,7 +18,7 @@ from abtlab import trace
 from abtlab.errors import ConfigError, TraceError
 from abtlab.trace import Flag, Op
 
-BACKENDS = Path(__file__).resolve().parents[2] / "backends"
+NATIVE = Path(__file__).resolve().parents[2] / "native"
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 THREADS_C = r"""
@@ -81,8 +81,8 @@ int main(int argc, char **argv) {   /* size known only at run time: the compiler
 
 @pytest.fixture(scope="module")
 def lib():
-    subprocess.run(["make", "-s", "-C", str(BACKENDS), "trace/libabtrace.so"], check=True)
-    return BACKENDS / "trace" / "libabtrace.so"
+    subprocess.run(["make", "-s", "-C", str(NATIVE), "trace/libabtrace.so"], check=True)
+    return NATIVE / "trace" / "libabtrace.so"
 
 
 def build(tmp_path, name, src, *flags):
