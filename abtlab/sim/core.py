@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -21,11 +22,11 @@ from ..system.sleeps import CAUSES
 from ..errors import ConfigError
 from ..data.result import RunResult
 from ..trace import RECORD_DTYPE
+from . import aot
 from . import state as K
-from .kernel import run_batch
 from .params import SimParams, vector
 
-__all__ = ["program", "draws", "run_raw", "run_once", "run_reps"]
+__all__ = ["program", "draws", "run_batch", "run_raw", "run_once", "run_reps"]
 
 
 def program(p: SimParams) -> np.ndarray:
@@ -126,6 +127,16 @@ def _jobs(reps: int, jobs) -> int:
 _MIN_CHUNK = 8   # below this many repetitions per thread, a thread costs more than it saves
 
 
+def run_batch():
+    """The kernel's run_batch: compiled ahead of time when built for these sources (no
+    numba to load: abtlab.sim.aot), else numba's JIT (plain Python without numba)."""
+    fn = aot.load()
+    if fn is not None:
+        return partial(aot.run_batch, fn)
+    from .kernel import run_batch as jitted   # imports numba: over a second in a new process
+    return jitted
+
+
 def run_raw(p: SimParams, seeds, prog=None, pr=None, jobs=None):
     """Run the kernel for every seed, in one compiled call per thread (`jobs` threads;
     default: up to the usable cores, at least 8 repetitions each). Every repetition has
@@ -143,7 +154,9 @@ def run_raw(p: SimParams, seeds, prog=None, pr=None, jobs=None):
     def chunk(ix):
         lo, hi = ix[0], ix[-1] + 1
         spawn, nz, cn = draws(p, prog, seeds[lo:hi], cap)
-        run_batch(prog, pr, spawn, nz, cn, out_t[lo:hi], out_c[lo:hi], counts[lo:hi])
+        kernel(prog, pr, spawn, nz, cn, out_t[lo:hi], out_c[lo:hi], counts[lo:hi])
+
+    kernel = run_batch()
 
     parts = [c for c in np.array_split(np.arange(seeds.size), _jobs(seeds.size, jobs)) if c.size]
     if len(parts) == 1:

@@ -45,8 +45,8 @@ from .state import (COMMITTED, COMMITTING, DATA_COMMIT, DEADLINE, DEVQ, DIRTY, E
                     I_KPARAM, I_LOCK, I_MAX_AGE, I_MAX_RESETS, I_POLICY, I_SHADOW, I_WINDOW, LAST,
                     LOCKED, NCOMMIT, PENDING, PIPE, POL_ADAPT, POL_BATCH, POL_FIXED, QDEPTH,
                     RESETS, RUN, SHARED, TXN, I_CACHE, I_MEDIA_PER_BYTE, I_DESTAGE_FILE,
-                    I_DESTAGE_FIXED, I_FLUSH_FIXED, I_C_COMMIT, JBD2, JBD2_IDLE, JBD2_WAKE, MEDIA,
-                    jit, push)
+                    I_DESTAGE_FIXED, I_FLUSH_FIXED, I_C_COMMIT, JBD2, JBD2_IDLE, JBD2_WAKE, MEDIA)
+from .heap import jit, push
 
 
 @jit

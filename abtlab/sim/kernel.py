@@ -22,16 +22,16 @@ from __future__ import annotations
 import numpy as np
 
 from . import journal as J
-from .state import (I_JBD2_FRONT, I_C_COMMIT, I_C_POLL, I_POLL, I_POLL_US, JBD2, JBD2_IDLE, JBD2_QUEUED,
-                    JBD2_WAKE, BARRIER, COMMITTED, CORE, DATA_FSYNC, DIOREAD_NOLOCK, DIRTY, EV_COMMIT, EV_DEV, EV_START,
-                    EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES, HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT,
-                    I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE, I_CORES, I_DATA, I_DIOREAD, I_FLUSH_FIXED,
-                    I_FLUSH_PER_BYTE, I_FSYNC_ALLOC, I_FSYNC_SPIN, I_INODE_WRITE, I_POLICY,
-                    I_QUANTUM, I_RECORD_BYTES, I_WAKE_FRONT, LOCKED, NBAR, NJF, NJI, OPEN, PC,
-                    PHASE, SP,
-                    POL_NOJC, QH, QN, QT, REM, RUN, SEQ, SLICE, TXN, W_BARRIER, W_COMMIT, W_CPU,
-                    W_DEV, W_LOCK, W_NONE, WAIT, WRITE, WTXN, fifo_cap, fpush, jit, jit_inline, pop,
-                    push, reset)
+from .heap import fifo_cap, fpush, jit, jit_inline, pop, push, reset
+from .state import (I_JBD2_FRONT, I_C_COMMIT, I_C_POLL, I_POLL, I_POLL_US, JBD2, JBD2_IDLE,
+                    JBD2_QUEUED, JBD2_WAKE, BARRIER, COMMITTED, CORE, DATA_FSYNC, DIOREAD_NOLOCK,
+                    DIRTY, EV_COMMIT, EV_DEV, EV_START, EV_TIMER, EV_UNLOCK, FSYNC, GEN, HANDLES,
+                    HAVE_NUMBA, FH, FT, HSIZE, NCOMMIT, I_C_CLOSE, I_C_FSYNC, I_C_OPEN, I_C_WRITE,
+                    I_CORES, I_DATA, I_DIOREAD, I_FLUSH_FIXED, I_FLUSH_PER_BYTE, I_FSYNC_ALLOC,
+                    I_FSYNC_SPIN, I_INODE_WRITE, I_POLICY, I_QUANTUM, I_RECORD_BYTES, I_WAKE_FRONT,
+                    LOCKED, NBAR, NJF, NJI, OPEN, PC, PHASE, SP, POL_NOJC, QH, QN, QT, REM, RUN,
+                    SEQ, SLICE, TXN, W_BARRIER, W_COMMIT, W_CPU, W_DEV, W_LOCK, W_NONE, WAIT, WRITE,
+                    WTXN)
 
 __all__ = ["run_batch", "HAVE_NUMBA"]
 
