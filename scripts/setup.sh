@@ -52,7 +52,7 @@ python_env() {
     if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ]; then echo "up to date"; return 0; fi
     test -x "$PY" || python3 -m venv "$VENV" || return 1
     "$PY" -m pip install -q --upgrade pip || return 1
-    "$PY" -m pip install -q -e '.[test,fast]' || return 1
+    "$PY" -m pip install -q -e '.[all,test]' || return 1   # every extra: make demo and make test use them all
     "$PY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (abtlab)" || return 1
     touch "$STAMP"
 }
