@@ -10,7 +10,7 @@ PKG = Path(__file__).resolve().parents[1] / "abtlab"
 
 # lowest first; a module may import from its own layer and those below it
 LAYERS = [
-    {"about", "errors", "progress"},   # progress: what long work shows, at every layer
+    {"about", "errors", "extras", "progress"},   # progress: what long work shows, at every layer; extras: optional imports
     {"data", "trace"},
     {"system"},
     {"factors", "policies", "model"},
