@@ -6,15 +6,21 @@ __all__ = ["register"]
 
 def register(sub):
     p = sub.add_parser("calibrate", help="fit the simulator's parameters from a run's traces",
-                       description="Fits CPU time per op (at the reference frequency), the "
-                                   "commit's device cost and lock time, and the data flush "
-                                   "time from every run's op and commit traces; prints or "
-                                   "writes TOML for abtlab.sim (params=FILE, -o params=FILE).")
+                       description="Fits CPU time per op (at the reference frequency, on "
+                                   "the write op's quiet durations), the commit's device cost "
+                                   "and lock time, the journal thread's CPU and wake-up, and "
+                                   "the data flush time from every run's op and commit "
+                                   "traces; takes the start, cores, slices and disk from the "
+                                   "run's settings; prints or writes TOML for abtlab.sim "
+                                   "(params=FILE, -o params=FILE), whose [calibration] table "
+                                   "names what was measured and what is a default.")
     p.add_argument("run", help="a run dataset (NetCDF) with op and commit traces")
     p.add_argument("--out", help="write the parameters to this TOML file (default: print)")
     p.add_argument("--validate", action="store_true",
                    help="then simulate the run's points with them and print the relative "
-                        "error of each point's mean (abtlab.sim.validate)")
+                        "error of each point's mean (both throughputs, unblocked writers, "
+                        "commits) and the fast/slow clock ratios, measured vs simulated "
+                        "(abtlab.sim.validate)")
     p.add_argument("--sel", action="append", default=[], metavar="FACTOR=VALUE",
                    help="fit (and validate) only the runs at this level of a factor, e.g. "
                         "machine=guest:kernel=6.1-legacy or policy=ext4; repeatable")
@@ -48,9 +54,12 @@ def main(args):
     elif not args.validate:
         print(text, end="")
     if args.validate:
-        from ..sim.validate import compare, format_table, simulate_like
+        from ..sim.validate import compare, format_ratios, format_table, ratios, simulate_like
         sim = simulate_like(real, params, reps=args.reps, seed=args.seed)
-        print(format_table(compare(real, sim)))
+        cmp = compare(real, sim)
+        print(format_table(cmp))
+        if cmp.sizes.get("freq_ghz", 0) >= 2:
+            print(format_ratios(ratios(cmp)))
     return 0
 
 

@@ -14,8 +14,11 @@ import numpy as np
 
 from ..data import runs, schema
 from ..errors import ConfigError
+from .devices import DEVICES
+from .params import make
+from .run_evidence import journal_params, sched_quantum_us, shared_stream, start_params
 
-__all__ = ["calibrate", "to_toml", "guest_device", "not_fitted", "FITTED"]
+__all__ = ["calibrate", "to_toml", "guest_device", "not_fitted", "measured", "FITTED"]
 
 _CPU = ("open_us", "write_fixed_us", "close_us")
 _DEVICE = ("commit_fixed_us", "commit_us_per_block")
@@ -33,7 +36,7 @@ def _runs(ds, sel):
 
 
 def _fit_runs(ds, sel, f_ref, nonscaling, cores=None):
-    """(per-run fits, [(ops, freq_ghz)] of those runs): the op records are read once."""
+    """(per-run fits, [(ops, commits, freq_ghz)] of those runs): records are read once."""
     from ..model import fit_sim_params
     fits, seen = [], []
     for run, f in _runs(ds, sel):
@@ -41,7 +44,7 @@ def _fit_runs(ds, sel, f_ref, nonscaling, cores=None):
         if ops.size:
             fits.append(fit_sim_params(ops, com, freq_ghz=f, f_ref_ghz=f_ref, nonscaling=nonscaling,
                                        cores=cores))
-            seen.append((ops, f))
+            seen.append((ops, com, f))
     if not fits:
         raise ConfigError("dataset", "no op records", "runs with op traces")
     return fits, seen
@@ -76,7 +79,6 @@ def guest_device(ds) -> dict | None:
     fitted to that model (abtlab.sim.devices). None otherwise (a dataset joining several
     disks, a host disk)."""
     import re
-    from .devices import DEVICES
     attrs = getattr(ds, "attrs", ds)
     text = str(attrs.get("guest_disk", ""))
     if "|" in text:
@@ -102,9 +104,6 @@ def _bfq(attrs) -> bool:
     """BFQ serves one process's queue at a time (and idles on it): the writers' requests,
     one process each, reach the device one at a time whatever its depth."""
     return str(attrs.get("kernel_iosched", "")).strip() == "bfq"
-
-
-CFS34_MIN_GRANULARITY_US = 2250.0   # abtlab.system.kernel_knobs' cfs34: 3.4 on 4 CPUs
 
 
 def _fsync_cpu(ops, cores, write_us, scale, dilation=False):
@@ -133,9 +132,9 @@ def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
     holds the writes' CPU beyond their median (their tail, dilated with them), which at
     a lower clock would be taken for the fsync's, by dilation undilated."""
     from ..model.calibrate import cpu_scale
-    near = min((abs(f - f_ref) for _, f in seen if f), default=None)
+    near = min((abs(f - f_ref) for _, _, f in seen if f), default=None)
     est = []
-    for ops, f in seen:
+    for ops, _, f in seen:
         if near is not None and f and abs(f - f_ref) > near:
             continue
         v = _fsync_cpu(ops, cores, write_us, cpu_scale(f, f_ref, nonscaling), dilation)
@@ -144,12 +143,12 @@ def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
     return float(np.median(est)) if est else None
 
 
-def _per_kib(fits, out) -> None:
+def _per_kib(fits, out, share=1) -> None:
     """A buffered write's CPU is its copy: the guest's writes cost 10.9 / 40.8 / 80.9 us at
     4 / 16 / 32 KiB (2.5-2.7 us per KiB, little fixed), so a cost read at one record size
     is priced per KiB (median over runs), and a simulated 4 KiB record costs an eighth of
     a 32 KiB one, not the same."""
-    per = [f["write_fixed_us"] / f["write_kib"] for f in fits
+    per = [share * f["write_fixed_us"] / f["write_kib"] for f in fits
            if np.isfinite(f.get("write_fixed_us", np.nan)) and f.get("write_kib", 0) > 0]
     if per and "write_fixed_us" in out:
         out["write_fixed_us"], out["write_us_per_kib"] = 0.0, float(np.median(per))
@@ -169,13 +168,13 @@ def _dioread(attrs) -> str:
 def _machine_attrs(ds, sel) -> dict:
     """ds.attrs, and when sel picks one of several machines (whose attrs the dataset
     joins, 'a | b'): for a guest its own vCPUs, disk depth, kernel knobs and the mount
-    options they imply, from its spec (abtlab.factors.machine); for the host, no guest's."""
+    options they imply, from its spec (abtlab.machines.spec); for the host, no guest's."""
     attrs = dict(ds.attrs)
     label = sel.get("machine")
     if label is None or "machine" not in ds.dims or ds.sizes["machine"] < 2:
         return attrs
-    from ..factors.machine import parse_machine
-    from ..system.kernel_knobs import parse_knobs
+    from ..machines.spec import parse_machine
+    from ..machines.kernel_knobs import parse_knobs
     m = parse_machine(str(label))
     if not m.is_guest:                     # the host: none of the guests' settings
         return {k: v for k, v in attrs.items() if not k.startswith(("guest_", "kernel_"))}
@@ -204,16 +203,39 @@ def _device(fits, attrs, out) -> dict:
     return known
 
 
+def _cores(attrs) -> tuple[int | None, int]:
+    """(the simulator's cores, the vCPUs that share one instruction stream). A guest
+    run's cores are the guest's, not the host's that ran qemu. Under icount its vCPUs
+    take turns at one stream: each of N busy vCPUs runs at 1/N of it, so a cost read
+    undisturbed is N times as long on a core of the simulator (processor sharing)."""
+    cores = _one_int(attrs.get("guest_cpus")) or _one_int(attrs.get("cpu_logical"))
+    return cores, (cores if cores and shared_stream(attrs) else 1)
+
+
+def _share(out, n) -> None:
+    """Costs of one stream shared by n vCPUs, on n cores of the simulator."""
+    for k in ("open_us", "write_fixed_us", "write_us_per_kib", "close_us", "commit_cpu_us"):
+        if n > 1 and k in out:
+            out[k] *= n
+
+
+def _flush_one_file_us(dev, ds) -> float:
+    """Device time of one file's data write-back (the fsync before its commit)."""
+    kib = float(np.max(ds["file_size"].values)) / 1024 if "file_size" in ds.coords else 0.0
+    return dev.get("flush_fixed_us", 0.0) + dev.get("flush_us_per_kib", 0.0) * kib
+
+
 def calibrate(ds, **sel) -> dict:
     """SimParams keywords fitted from every run of ds (optionally a .sel() of its factors;
     one machine of several: that machine's attrs)."""
     attrs = _machine_attrs(ds, sel)
     emulated = attrs.get("freq_mode") == "emulated"
     f_ref = float(attrs.get("f_ref_ghz", 3.3))
-    nonscaling = 0.0 if emulated else 0.1     # emulation dilates all of a thread's CPU time
-    # a guest run's cores and disk are the guest's, not the host's that ran qemu
-    cores = _one_int(attrs.get("guest_cpus")) or _one_int(attrs.get("cpu_logical"))
-    fits, seen = _fit_runs(ds, sel, f_ref, nonscaling, cores)
+    # emulation dilates all of a thread's CPU time; icount, every instruction of the guest
+    nonscaling = 0.0 if emulated or attrs.get("freq_mode") == "virtual" else 0.1
+    cores, share = _cores(attrs)
+    # vCPUs taking turns at one stream: the write op's quiet duration, shared (_share)
+    fits, seen = _fit_runs(ds, sel, f_ref, nonscaling, cores if share == 1 else None)
     commits = int(sum(f.get("commit_count", 0) for f in fits))
     if commits == 0:           # the simulator's defaults would stand in for the commit
         raise ConfigError("dataset", f"{len(fits)} runs{_levels(ds, sel, 'policy')}, "
@@ -232,24 +254,51 @@ def calibrate(ds, **sel) -> dict:
             out[k] = max(v, 0.0)
     if emulated:             # the backends dilate an op's CPU time by spinning after the call
         out["dilation"] = True
+    if (quantum := sched_quantum_us(attrs)) is not None:   # the guest's slices (cfs34, x K)
+        out["quantum_us"] = quantum
+    out["dioread"] = _dioread(attrs)
+    out["device_overrides"] = _device(fits, attrs, out)
+    note = _run_settings(ds, attrs, seen, out, f_ref, nonscaling)
+    _share(out, share)
     if cores and "write_fixed_us" in out and (v := _median_fsync_cpu(
             seen, f_ref, nonscaling, cores, out["write_fixed_us"], emulated)) is not None:
         out["fsync_cpu_us"] = v
-    _per_kib(fits, out)
-    if str(attrs.get("kernel_sched", "")) == "cfs34":   # 3.4's slices: 2.25 ms at least
-        out["quantum_us"] = CFS34_MIN_GRANULARITY_US
-    out["dioread"] = _dioread(attrs)
-    out["device_overrides"] = _device(fits, attrs, out)
+    _per_kib(fits, out, share)
     out["calibration"] = {"source_command": str(attrs.get("command", "")),
                           "freq_mode": str(attrs.get("freq_mode", "")),
                           "runs": len(fits), "commits_seen": commits,
-                          "defaults": not_fitted(out)}
+                          "measured": measured(out), "defaults": not_fitted(out),
+                          "vcpus_per_stream": share, **note}
     return out
+
+
+def _run_settings(ds, attrs, seen, out, f_ref, nonscaling) -> dict:
+    """The start and the journal thread from the run (abtlab.sim.run_evidence), set in
+    out; what the [calibration] table says of them."""
+    note = {}
+    if attrs.get("backend", "iozone") == "iozone":
+        start, note["start_from"], defaults = start_params(attrs)
+        out.update(start)
+        note["start_defaults"] = defaults
+    threads = int(np.max(ds["threads"].values)) if "threads" in ds.coords else 64
+    quantum = out.get("quantum_us") or make(threads=threads, cores=out.get("cores", 4)).quantum()
+    dev = {**DEVICES["loop"], **out["device_overrides"]}
+    journal, evidence = journal_params(seen, f_ref, nonscaling, quantum,
+                                       _flush_one_file_us(dev, ds))
+    out.update(journal)
+    return {**note, **evidence}
 
 
 # what calibrate() fits; one it could not tell is left out (the simulator's default applies)
 FITTED = ("open_us", "write_fixed_us", "close_us", "fsync_cpu_us", "dev_cv", "commit_lock_us",
-          "blocks_per_handle", *_DEVICE, "flush_fixed_us")
+          "blocks_per_handle", *_DEVICE, "flush_fixed_us", "commit_cpu_us", "jbd2_front")
+
+
+def measured(params: dict) -> list[str]:
+    """The FITTED names calibrate() read from the runs' records (the rest of the file is
+    the run's settings: its start, cores, disk, slices)."""
+    dev = params.get("device_overrides", {})
+    return [k for k in FITTED if k in params or k in dev]
 
 
 def not_fitted(params: dict) -> list[str]:
