@@ -13,7 +13,12 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> argparse.ArgumentParser:
     from .commands import register_all
     parser = argparse.ArgumentParser(
-        prog="abtlab", description="Measure, model and fix the ABT slowdown of parallel I/O.")
+        prog="abtlab", description="Measure, model and fix the ABT slowdown of parallel I/O.",
+        epilog="pip install abtlab is the core (run, sweep, stats, the simulator); fit's Bayesian "
+               "models need "
+               "'abtlab[bayes]', report, lab and demo 'abtlab[notebooks]', a dask scheduler "
+               "'abtlab[dask]'; pip install 'abtlab[all]' installs every optional part, and "
+               "abtlab doctor lists those installed.")
     parser.add_argument("--version", action="version", version=f"abtlab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_all(sub)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .errors import UnavailableError
 
-__all__ = ["EXTRAS", "Extra", "MissingExtra", "require", "install_command", "missing", "status"]
+__all__ = ["EXTRAS", "Extra", "MissingExtra", "require", "check", "install_command", "missing", "status"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,15 @@ def require(module: str, extra: str, feature: str | None = None):
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtra(module, extra, feature or EXTRAS[extra].feature, exc) from exc
+
+
+def check(extra: str, feature: str | None = None) -> None:
+    """Raise MissingExtra for the first module of `extra` that is not installed, without
+    importing any: before work that would need them only half-way through (a batch of
+    notebooks whose HTML comes last)."""
+    gone = missing(extra)
+    if gone:
+        raise MissingExtra(gone[0], extra, feature or EXTRAS[extra].feature)
 
 
 def missing(extra: str) -> list[str]:

@@ -99,7 +99,6 @@ def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0,
     """Fit each model on the runs outside `holdout`, score it on the held-out runs
     (response `var`: the paper's write-op throughput, or throughput_fsync).
     Returns (scores DataFrame, {model: per-row predictions}, {model: fit})."""
-    import arviz as az
     import pandas as pd
     from .data import model_table
     from .mechanistic import mechanistic_table
@@ -111,7 +110,8 @@ def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0,
         scores, preds[name] = evaluate(fit, test, seed)
         scores["model"] = name
         if hasattr(fit, "idata"):
-            loo = az.loo(fit.idata)
+            from ..extras import require
+            loo = require("arviz", "bayes").loo(fit.idata)
             scores.update(elpd_loo=float(loo.elpd_loo), pareto_k_max=float(np.max(loo.pareto_k)),
                           fit_s=fit.diagnostics["total_s"], rhat_max=fit.diagnostics["rhat_max"],
                           divergences=fit.diagnostics["divergences"])

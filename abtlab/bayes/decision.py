@@ -92,8 +92,9 @@ def build_model(t):
     windows compare, and one shared scale, or ext4 tied to the base, took those changes
     for noise. The deviations sum to zero over configurations, so a shift of every base
     cannot trade against a shift of every effect (a ridge the sampler crawled along)."""
-    import pymc as pm
-    import pytensor.tensor as pt
+    from ..extras import require
+    pm = require("pymc", "bayes")
+    pt = require("pytensor.tensor", "bayes")
     configs, ci, opts, oi = _cells(t)
     C, O = len(configs), len(opts)
     ly, lw = t["log_y"].to_numpy(), t["log_wait"].to_numpy()

@@ -81,7 +81,8 @@ def build_model(table, slopes="auto"):
     """The PyMC model and what prediction needs (design, configs, centring).
     slopes: "auto" (default: centred when the runs pin each configuration's slope,
     else non-centred, see _centre), "centred" or "noncentred"."""
-    import pymc as pm
+    from ..extras import require
+    pm = require("pymc", "bayes")
     if slopes not in ("auto", "centred", "noncentred"):
         raise ConfigError("slopes", slopes, "auto | centred | noncentred")
     configs, idx = config_frame(table)

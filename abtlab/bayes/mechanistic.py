@@ -99,7 +99,8 @@ def _prior_centres(t):
 
 
 def build_model(t):
-    import pymc as pm
+    from ..extras import require
+    pm = require("pymc", "bayes")
     configs, idx = config_frame(t)
     design = ConfigDesign(configs)
     X = design.matrix(configs)

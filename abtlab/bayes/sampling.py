@@ -38,7 +38,8 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
     bar = shown() and _live_display()
     t0 = time.perf_counter()
     if use == "nutpie":
-        import nutpie
+        from ..extras import require
+        nutpie = require("nutpie", "fast")
         with _own_tempdir():
             with timed("compiling the model (nutpie)", quiet=not shown()):
                 compiled = nutpie.compile_pymc_model(model, var_names=var_names)
@@ -48,7 +49,8 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
                 idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
                                       seed=seed, progress_bar=bar, target_accept=target_accept)
     else:
-        import pymc as pm
+        from ..extras import require
+        pm = require("pymc", "bayes")
         t1 = t0
         # PyMC compiles inside pm.sample; its bar starts when sampling does
         with timed(f"compiling the model and sampling (PyMC): {chains} chains x ({tune} tune + "
@@ -83,7 +85,8 @@ def _own_tempdir():
 
 def diagnostics(idata, var_names, info=None):
     """Max R-hat, min bulk ESS, divergences, ESS per second of sampling."""
-    import arviz as az
+    from ..extras import require
+    az = require("arviz", "bayes")
     summ = az.summary(idata, var_names=var_names, kind="diagnostics")
     div = int(np.asarray(idata.sample_stats["diverging"]).sum())
     out = {"rhat_max": float(summ["r_hat"].max()), "ess_bulk_min": float(summ["ess_bulk"].min()),

@@ -3,7 +3,8 @@ __all__ = ["register"]
 
 
 def register(sub):
-    p = sub.add_parser("demo", help="run the study notebooks into an HTML report (DIR/index.html)")
+    p = sub.add_parser("demo", help="run the study notebooks into an HTML report (DIR/index.html; "
+                                    "pip install 'abtlab[notebooks]')")
     p.add_argument("--out", default="demo-out")
     p.add_argument("--sim", action="store_true", help="use the simulator even where root is available")
     p.add_argument("--quiet", action="store_true")

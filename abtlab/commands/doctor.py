@@ -16,6 +16,11 @@ def main(args):
     if left:
         print("\nleft by killed abtlab processes (`abtlab cleanup` undoes it):")
         print("\n".join(f"  {line}" for line in left))
+    from ..extras import status
+    print("\noptional parts (pip install 'abtlab[NAME]'; 'abtlab[all]': every one):")
+    for extra, gone, feature in status():
+        print(f"  {'no ' if gone else 'ok '} {extra:10s} {feature}"
+              + (f" (missing: {', '.join(gone)})" if gone else ""))
     print("\nbackends:")
     for n in names():
         try:

@@ -4,14 +4,19 @@ from __future__ import annotations
 __all__ = ["register"]
 
 MODELS = ("hierarchical", "mechanistic", "glm", "ols", "delay")
+BAYESIAN = ("hierarchical", "mechanistic", "delay")     # PyMC: abtlab's 'bayes' extra
 
 
 def register(sub):
-    p = sub.add_parser("fit", help="fit a slowdown predictor or the optimal-delay decision",
+    p = sub.add_parser("fit", help="fit a slowdown predictor or the optimal-delay decision "
+                                   "(Bayesian models: pip install 'abtlab[bayes]')",
                        description="hierarchical: P(slowdown) per configuration; mechanistic: "
                                    "ABT latent parameters; glm/ols: statsmodels baselines; "
                                    "delay: posterior of the optimal delayJC window. With "
-                                   "--holdout, fits on the other runs and scores the held-out ones.")
+                                   "--holdout, fits on the other runs and scores the held-out ones. "
+                                   "hierarchical, mechanistic and delay need PyMC and ArviZ: "
+                                   "pip install 'abtlab[bayes]' (nutpie, faster: 'abtlab[fast]'); "
+                                   "glm and ols need only the core.")
     p.add_argument("run", help="a run dataset (.nc or .zarr)")
     p.add_argument("--model", default="hierarchical", help=" | ".join(MODELS))
     p.add_argument("--holdout", help="FACTOR=V[,V][;FACTOR=V]: held-out runs, e.g. threads=64")
@@ -43,6 +48,9 @@ def main(args):
         raise ConfigError("model", args.model, " | ".join(MODELS))
     if args.var not in THROUGHPUTS:
         raise ConfigError("var", args.var, " | ".join(THROUGHPUTS))
+    if args.model in BAYESIAN:          # before the dataset loads: say what to install first
+        from ..extras import check
+        check("bayes", f"--model {args.model} (a Bayesian model)")
     ds = load(args.run)
     print(f"{args.run}: {provenance_label(ds)} (freq_mode={ds.attrs.get('freq_mode', '?')})")
     kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)

@@ -5,7 +5,8 @@ __all__ = ["register"]
 
 
 def register(sub):
-    p = sub.add_parser("lab", help="classroom labs: list, copy for students, check they run here")
+    p = sub.add_parser("lab", help="classroom labs: list, copy for students, check they run here "
+                                   "(pip install 'abtlab[notebooks]')")
     lsub = p.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
     lsub.add_parser("list", help="list the lab notebooks").set_defaults(func=_list)
     c = lsub.add_parser("copy", help="copy the lab notebooks into a folder for students")
@@ -26,8 +27,9 @@ def register(sub):
 
 
 def _list(args):
-    import nbformat
+    from ..extras import require
     from ..present.classroom import lab_notebooks
+    nbformat = require("nbformat", "notebooks", "abtlab lab list (the labs are notebooks)")
     for p in lab_notebooks():
         title = next((c.source.splitlines()[0].lstrip("# ") for c in nbformat.read(p, 4).cells
                       if c.cell_type == "markdown"), "")

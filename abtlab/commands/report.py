@@ -5,7 +5,8 @@ __all__ = ["register"]
 
 
 def register(sub):
-    p = sub.add_parser("report", help="execute parameterized notebooks into HTML reports",
+    p = sub.add_parser("report", help="execute parameterized notebooks into HTML reports "
+                                      "(pip install 'abtlab[notebooks]')",
                        description="Runs notebooks with papermill (in parallel; real-I/O ones alone), "
                                    "writes <name>.ipynb and <name>.html per item and DIR/index.html.")
     p.add_argument("notebooks", nargs="*", help="notebook paths, or names in notebooks/ (e.g. 01_slowdown)")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import about
 from ..errors import ConfigError
+from ..extras import check, require
 
 __all__ = ["Item", "Outcome", "execute", "run_batch", "load_grid", "write_index",
            "notebook_parameters", "parse_value", "answers", "NOTEBOOK_DIR", "STATIC_ENV"]
@@ -56,6 +57,10 @@ class Outcome:
     real_io: bool = False
 
 
+def _require(module):
+    return require(module, "notebooks", "abtlab report, lab and demo (notebooks executed into HTML)")
+
+
 def resolve_notebook(path) -> Path:
     """A notebook path as given, or a name in the repository's notebooks/ folder."""
     p = Path(path)
@@ -67,7 +72,7 @@ def resolve_notebook(path) -> Path:
 
 def notebook_parameters(notebook) -> dict:
     """Parameter name -> default (as source text) of the cell tagged `parameters`."""
-    import papermill as pm
+    pm = _require("papermill")
     return {k: v["default"] for k, v in pm.inspect_notebook(str(notebook)).items()}
 
 
@@ -96,7 +101,7 @@ def _check_parameters(item: Item) -> None:
 
 def is_real_io(item: Item) -> bool:
     """True when the item may run real I/O here (see module doc)."""
-    import nbformat
+    nbformat = _require("nbformat")
     meta = nbformat.read(item.notebook, as_version=4).metadata.get("abtlab", {})
     if not meta.get("real_io"):
         return False
@@ -117,8 +122,8 @@ def is_real_io(item: Item) -> bool:
 def _kernel_config():
     """Encrypt the kernel's local TCP channels where the kernel can (CurveZMQ), so that
     ipykernel >= 7.3 does not warn about plain text on every notebook; elsewhere as before."""
-    import zmq
-    from jupyter_client.manager import KernelManager
+    KernelManager = _require("jupyter_client.manager").KernelManager
+    import zmq                                 # jupyter_client's own dependency
     from traitlets.config import Config
     if not (zmq.has("curve") and KernelManager.class_traits().get("transport_encryption")):
         return Config()
@@ -128,7 +133,7 @@ def _kernel_config():
 def execute(item: Item, out, timeout: int = 900) -> Outcome:
     """Execute one item into out/<name>.ipynb and out/<name>.html; never raises on a
     notebook error (the Outcome says failed, with the error)."""
-    import papermill as pm
+    pm = _require("papermill")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ipynb, page = out / f"{item.name}.ipynb", out / f"{item.name}.html"
@@ -160,8 +165,8 @@ def execute(item: Item, out, timeout: int = 900) -> Outcome:
 
 
 def _to_html(ipynb: Path, page: Path) -> Path:
-    import nbformat
-    from nbconvert import HTMLExporter
+    nbformat = _require("nbformat")
+    HTMLExporter = _require("nbconvert").HTMLExporter
     nb = nbformat.read(ipynb, as_version=4)
     body, _ = HTMLExporter(template_name="lab", embed_images=True).from_notebook_node(nb)
     page.write_text(body)
@@ -177,6 +182,7 @@ def run_batch(items, out, workers: int = 2, title: str = "abtlab report", timeou
               progress=print) -> tuple[list[Outcome], Path]:
     """Execute items (real-I/O ones first, one at a time; then the rest in a pool of
     `workers` processes); write out/index.html. Returns (outcomes in item order, index)."""
+    check("notebooks", "abtlab report, lab check and demo (notebooks executed into HTML)")
     items = list(items)
     if not items:
         raise ConfigError("items", [], "at least one notebook to run")
@@ -219,7 +225,7 @@ ANSWER_MARKS = ("Answer:", "[ANSWER KEY]", "[CORRECT]", "[NOT QUITE]")
 
 def answers(ipynb) -> list[str]:
     """The answer lines an executed notebook printed, in cell order."""
-    import nbformat
+    nbformat = _require("nbformat")
     found = []
     for cell in nbformat.read(ipynb, as_version=4).cells:
         for o in cell.get("outputs", []):

@@ -101,11 +101,17 @@ def frequency_figure(df):
     return fig
 
 
+def _ipywidgets():
+    from ..extras import require
+    return require("ipywidgets", "notebooks", "the live explorers (static=True draws the figure "
+                   "without them)")
+
+
 class Explorer:
     """Controls + an output area; update() recomputes with the controls' values."""
 
     def __init__(self, compute, render, controls: dict):
-        import ipywidgets as W
+        W = _ipywidgets()
         self.compute, self.render, self.controls = compute, render, controls
         self.out = W.Output()
         self.result = None
@@ -131,7 +137,7 @@ def delay_explorer(static=None, **defaults):
     d = {**dict(window_ms=16.0, max_resets=64, threads=256, freq_ghz=3.3), **defaults}
     if is_static(static):
         return delay_figure(delay_point(**d))
-    import ipywidgets as W
+    W = _ipywidgets()
     style = dict(continuous_update=False)
     ex = Explorer(lambda **v: delay_point(**{**d, **v}), delay_figure, {
         "window_ms": W.FloatLogSlider(value=d["window_ms"], base=2, min=-2, max=8, description="window ms", **style),
@@ -148,7 +154,7 @@ def frequency_explorer(static=None, **defaults):
     d = {**dict(workload="iozone", tol=0.02, up_threshold=0.8), **defaults}
     if is_static(static):
         return frequency_figure(frequency_point(**d))
-    import ipywidgets as W
+    W = _ipywidgets()
     ex = Explorer(lambda **v: frequency_point(**{**d, **v}), frequency_figure, {
         "workload": W.Dropdown(options=list(sera.WORKLOADS), value=d["workload"], description="workload"),
         "tol": W.FloatSlider(value=d["tol"], min=0, max=0.2, step=0.01, description="ABT tol",
