@@ -129,7 +129,9 @@ class DaskExecutor:
     """scheduler: None (a LocalCluster of `workers` processes), an address, or a Client."""
 
     def __init__(self, scheduler=None, workers=2, real_io=False):
-        from dask.distributed import Client, LocalCluster
+        from ..extras import require
+        dd = require("dask.distributed", "dask", "a sweep on a dask cluster (scheduler=local or an address)")
+        Client, LocalCluster = dd.Client, dd.LocalCluster
         self._own = []
         if scheduler is None or scheduler == "local":
             # one worker holds the I/O resource, so real runs never overlap on this machine
