@@ -11,12 +11,14 @@ ratio to that (simulated data; wall seconds, the median of --repeat, measured in
       command once on a tiny point (the imports, the compiled kernel's load), with the
       share of the dataset's write; and as a new process each time, less the
       interpreter's start (`python -c pass`: the targets, <= 1 s and <= 2x, are on this
-      row); beside it, what any new process that runs the simulator pays before its
-      first repetition (numpy, numba and the compiled kernel's load from numba's cache:
-      `import abtlab.sim.core` and one repetition of one thread) and the command on one
-      tiny point (that, and the command's own imports, its dataset and file, its exit);
-      each new process's CPU seconds (user + system, less the interpreter's) beside it,
-      against the CPU seconds of the kernel + traces + measures path (all its threads)
+      row), with the kernel compiled ahead of time (abtlab.sim.aot, built first if it is
+      not) and with numba's JIT (ABTLAB_SIM_AOT=off) beside it; then what any new process
+      that runs the simulator pays before its first repetition (`import abtlab.sim.core`
+      and one repetition of one thread: the compiled module's load, or numba's and the
+      kernel's from numba's cache) and the command on one tiny point (that, and the
+      command's own imports, its dataset and file, its exit); each new process's CPU
+      seconds (user + system, less the interpreter's) beside it, against the CPU seconds
+      of the kernel + traces + measures path (all its threads)
   each lab notebook on the simulator with its default parameters (papermill, a new
       Jupyter kernel each), beside the kernel of its points and its dataset's sweep
       (studies.study_data) in this process (target: under 10 s), after a notebook that
@@ -42,6 +44,7 @@ import numpy as np
 
 import abtlab
 from abtlab.present import studies
+from abtlab.sim import aot
 from abtlab.sim import core as simcore
 from abtlab.sim import explore
 from abtlab.sim.backend import SimBackend
@@ -103,11 +106,11 @@ def cli_args(reps, out, **factors):
     return CLI + args + ["--reps", str(reps), "--out", str(out), "--quiet", "--force"]
 
 
-def run_process(argv, cpu=None):
+def run_process(argv, cpu=None, env=None):
     """Wall s of a new process; its CPU s (user + system) appended to `cpu` when given."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
     t = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if cpu is not None:
@@ -120,10 +123,28 @@ def row(label, t, ref=None, note=""):
     print(f"  {label:46s} {t:7.3f} s{ratio} {note}".rstrip())
 
 
-# what a new process pays before the simulator's first repetition: numba's import and
-# the compiled kernel's load from numba's cache
+# what a new process pays before the simulator's first repetition: the compiled module's
+# load (or, with JIT, numba's import and the kernel's load from numba's cache)
+JIT = {**os.environ, "ABTLAB_SIM_AOT": "off"}
 KERNEL_LOAD = ("from abtlab.sim import core, params; "
                "core.run_raw(params.make(threads=1), [0])")
+
+
+def aot_status() -> str:
+    """Builds the ahead-of-time kernel when it is absent (before any timing); says which."""
+    try:
+        return f"ahead-of-time kernel: {aot.build(if_absent=True)}"
+    except RuntimeError as e:
+        return f"ahead-of-time kernel NOT built ({e}): its rows run numba's JIT"
+
+
+def jit_raw(runs):
+    """The kernel alone with numba's JIT in this process (ABTLAB_SIM_AOT=off)."""
+    os.environ["ABTLAB_SIM_AOT"] = "off"
+    try:
+        return median(lambda: [simcore.run_raw(p, s) for p, s in runs], 1)[0]
+    finally:
+        del os.environ["ABTLAB_SIM_AOT"]
 
 
 def cli_section(a, work):
@@ -139,11 +160,13 @@ def cli_section(a, work):
     quiet = contextlib.redirect_stdout(io.StringIO())
     with quiet:
         cli_main(small[1:])     # this process has paid the CLI's fixed start: imports, first file
-    times = {k: [] for k in ("raw", "full", "api", "main", "save", "cli", "python", "load", "start")}
-    cpu = {k: [] for k in ("full", "cli", "python", "load", "start")}     # CPU s (all threads)
+    times = {k: [] for k in ("raw", "raw_jit", "full", "api", "main", "save", "cli", "cli_jit",
+                             "python", "load", "load_jit", "start")}
+    cpu = {k: [] for k in ("full", "cli", "cli_jit", "python", "load", "load_jit", "start")}
     for _ in range(a.repeat):      # in turns, so load on the machine falls on every path alike
         raw, full = kernel_rows(points, 1)
         times["raw"].append(raw)
+        times["raw_jit"].append(jit_raw(points))
         times["full"].append(full)
         t0 = time.process_time()
         [simcore.run_reps(p, s) for p, s in points]
@@ -155,14 +178,17 @@ def cli_section(a, work):
         times["save"].append(median(lambda: store.save(run, work / "copy.nc"), 1)[0])
         times["python"].append(run_process([sys.executable, "-c", "pass"], cpu["python"]))
         times["cli"].append(run_process(big, cpu["cli"]))
+        times["cli_jit"].append(run_process(big, cpu["cli_jit"], JIT))
         times["load"].append(run_process([sys.executable, "-c", KERNEL_LOAD], cpu["load"]))
+        times["load_jit"].append(run_process([sys.executable, "-c", KERNEL_LOAD], cpu["load_jit"], JIT))
         times["start"].append(run_process(small, cpu["start"]))
     t = {k: float(np.median(v)) for k, v in times.items()}
     c = {k: float(np.median(v)) for k, v in cpu.items()}
 
     def cpu_note(k):
         return f"(CPU {c[k] - c['python']:.2f} s = {(c[k] - c['python']) / c['full']:.2f}x)"
-    row("kernel (run_raw)", t["raw"])
+    row("kernel (run_raw), compiled ahead of time", t["raw"])
+    row("kernel (run_raw), numba's JIT", t["raw_jit"], t["raw"], "(ratio to the line above)")
     row("kernel + traces + measures (run_reps)", t["full"], t["full"], f"(CPU {c['full']:.2f} s)")
     row('abtlab.run("sim"), without --out', t["api"], t["full"])
     row("the CLI with --out, its main() in this process", t["main"], t["full"])
@@ -171,8 +197,12 @@ def cli_section(a, work):
     row("the CLI with --out as a new process", t["cli"])
     row("  less the interpreter's start", t["cli"] - t["python"], t["full"],
         f"{cpu_note('cli')} (target: <= 1 s and <= 2x)")
+    row("  the same with numba's JIT, less that start", t["cli_jit"] - t["python"], t["full"],
+        cpu_note("cli_jit"))
     row("  a new process's kernel load, less that start", t["load"] - t["python"], t["full"],
-        f"{cpu_note('load')} (numba, the cached kernel)")
+        f"{cpu_note('load')} (the compiled module)")
+    row("  the same with numba's JIT", t["load_jit"] - t["python"], t["full"],
+        f"{cpu_note('load_jit')} (numba, its cached kernel)")
     row("  the CLI on one tiny point, less that start", t["start"] - t["python"], t["full"],
         cpu_note("start"))
     print(f"  the dataset: {dict(RunArrays.of(abtlab.load(out)).sizes)}")
@@ -232,9 +262,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     print(f"simulated data; wall time, median of {a.repeat}; {os.cpu_count()} CPUs, load average "
           f"{_load()} (compare within this run only)")
+    print(aot_status())     # built before the first run, so this process loads it
     # what the CLI's fixed start pays, paid here before any timing: the compiled kernel's
-    # load, xarray's first dataset
+    # load, xarray's first dataset; and numba's JIT's load for its rows
     abtlab.run("sim", reps=1, threads=8, quiet=True)
+    jit_raw(sweep_params(1, threads="8"))
     with tempfile.TemporaryDirectory(prefix="abtlab-bench-") as tmp:
         cli_section(a, Path(tmp))
         print(f"  load average after: {_load()}")

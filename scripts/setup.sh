@@ -72,6 +72,16 @@ fi
 step "Debian packages" debs "${DEBS[@]}"
 step "Python environment ($VENV)" python_env
 step "C programs" make -s -C native
+# the simulator's kernel compiled ahead of time (abtlab.sim.aot), so a new process runs it
+# without loading numba; without it the simulator uses numba's JIT, so a failure only warns
+t0=$(date +%s)
+if "$PY" -c 'import sys; from abtlab.sim.aot import main; sys.exit(main())' build --if-absent \
+        >"$log_dir/sim-aot.log" 2>&1; then
+    say "simulator kernel, compiled ahead of time: done in $(( $(date +%s) - t0 )) s"
+else
+    say "simulator kernel, compiled ahead of time: NOT built, the simulator uses numba's JIT" \
+        "(log: $log_dir/sim-aot.log)"
+fi
 if guest_wanted; then
     step "qemu" bash -c 'read -r bin data < <(native/kernel/qemu.sh) && "$bin" --version | head -n1'
     say "qemu: $(head -n1 "$log_dir/qemu.log")"

@@ -25,12 +25,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from .. import about
+from .state import HAVE_NUMBA
 
 __all__ = ["run_batch", "key", "module_path", "load", "build", "status"]
 
@@ -45,6 +47,7 @@ _DTYPES = (np.int64, np.float64, np.float64, np.float64, np.float64)   # the inp
 # as abtlab.sim imports it)
 COMMAND = "import sys; from abtlab.sim.aot import main; sys.exit(main())"
 _loaded: dict = {}          # key -> run_batch of the compiled module, or None
+_loading = threading.Lock()
 _warned: set = set()
 
 
@@ -107,23 +110,31 @@ def load(k: str | None = None, start_build: bool = True):
     if os.environ.get("ABTLAB_SIM_AOT", "").lower() in ("off", "0", "no"):
         return None
     k = key() if k is None else k
-    if k in _loaded:
+    with _loading:                  # run_raw may be called from several threads at once
+        if k not in _loaded:
+            _loaded[k] = _load(k, start_build)
         return _loaded[k]
+
+
+def _load(k: str, start_build: bool):
     path = module_path(k)
     fn = None
     if path.is_file():
-        spec = importlib.util.spec_from_file_location(_name(k), path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        fn = mod.run_batch
+        try:
+            spec = importlib.util.spec_from_file_location(_name(k), path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            fn = mod.run_batch
+        except (ImportError, OSError, AttributeError) as e:   # a damaged file: rebuild it
+            _say_once(k, f"the simulator's ahead-of-time kernel {path} does not load ({e}); "
+                         f"using numba's JIT. Remove it to rebuild it.")
     elif _failure_note(k).is_file():
         _say_once(k, f"the simulator's ahead-of-time kernel could not be built "
-                     f"({_failure_note(k).read_text().strip().splitlines()[-1]}; full note: "
-                     f"{_failure_note(k)}); using numba's JIT (a new process starts about a "
-                     f"second slower). Retry: python -c {COMMAND!r} build")
-    elif start_build:
+                     f"({_failure_note(k).read_text().strip()}, noted in {_failure_note(k)}); "
+                     f"using numba's JIT (a new process starts about a second slower). "
+                     f"Retry: python -c {COMMAND!r} build")
+    elif start_build and HAVE_NUMBA:      # without numba: plain Python, as backend says
         _start_background_build()
-    _loaded[k] = fn
     return fn
 
 
@@ -231,7 +242,6 @@ def _compile(k: str, dest: Path) -> None:
     in place, so a reader sees the whole module or none."""
     import warnings
     from . import kernel
-    from .state import HAVE_NUMBA
     if not HAVE_NUMBA:
         raise RuntimeError("numba is not installed (pip install numba)")
     with warnings.catch_warnings():

@@ -112,3 +112,13 @@ def test_a_failed_build_says_why_and_the_jit_runs(tmp_path, monkeypatch, capsys)
 def test_the_build_command_refuses_unknown_arguments(capsys):
     assert aot.main(["bild"]) == 2
     assert "build [--if-absent] | status" in capsys.readouterr().err
+
+
+def test_a_damaged_module_says_so_and_the_jit_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(aot, "folder", lambda: tmp_path)
+    monkeypatch.setattr(aot, "_loaded", {})
+    monkeypatch.setattr(aot, "_warned", set())
+    aot.module_path().write_bytes(b"not an ELF file")
+    assert aot.load() is None
+    assert "does not load" in capsys.readouterr().err
+    assert core.run_raw(params.make(threads=4), [0])[2][0] > 0
