@@ -18,7 +18,8 @@ ratio to that (simulated data; wall seconds, the median of --repeat, measured in
       kernel's from numba's cache) and the command on one tiny point (that, and the
       command's own imports, its dataset and file, its exit); each new process's CPU
       seconds (user + system, less the interpreter's) beside it, against the CPU seconds
-      of the kernel + traces + measures path (all its threads)
+      of the kernel + traces + measures path (all its threads); new processes write and
+      read their bytecode as a user's do (one has run first), PYTHONDONTWRITEBYTECODE aside
   each lab notebook on the simulator with its default parameters (papermill, a new
       Jupyter kernel each), beside the kernel of its points and its dataset's sweep
       (studies.study_data) in this process (target: under 10 s), after a notebook that
@@ -110,7 +111,7 @@ def run_process(argv, cpu=None, env=None):
     """Wall s of a new process; its CPU s (user + system) appended to `cpu` when given."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env or USER)
     t = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if cpu is not None:
@@ -125,7 +126,10 @@ def row(label, t, ref=None, note=""):
 
 # what a new process pays before the simulator's first repetition: the compiled module's
 # load (or, with JIT, numba's import and the kernel's load from numba's cache)
-JIT = {**os.environ, "ABTLAB_SIM_AOT": "off"}
+# New processes keep their bytecode (__pycache__) as a user's do, whatever this one's
+# PYTHONDONTWRITEBYTECODE: else each would compile abtlab's modules from source again.
+USER = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+JIT = {**USER, "ABTLAB_SIM_AOT": "off"}
 KERNEL_LOAD = ("from abtlab.sim import core, params; "
                "core.run_raw(params.make(threads=1), [0])")
 
@@ -160,6 +164,7 @@ def cli_section(a, work):
     quiet = contextlib.redirect_stdout(io.StringIO())
     with quiet:
         cli_main(small[1:])     # this process has paid the CLI's fixed start: imports, first file
+    run_process(small)          # and the new processes' bytecode is written
     times = {k: [] for k in ("raw", "raw_jit", "full", "api", "main", "save", "cli", "cli_jit",
                              "python", "load", "load_jit", "start")}
     cpu = {k: [] for k in ("full", "cli", "cli_jit", "python", "load", "load_jit", "start")}

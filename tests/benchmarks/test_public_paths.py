@@ -24,3 +24,13 @@ def test_explore_rows_run_explores_cells():
     means = [np.mean([r.scalars["commits"] for r in core.run_reps(p, s)]) for p, s in runs]
     want = ds.commits.transpose("write_fixed_us", "commit_fixed_us", "policy", "freq_ghz").values
     np.testing.assert_array_equal(means, want.ravel())
+
+
+def test_jit_rows_run_numbas_jit_and_leave_the_compiled_kernel_on(monkeypatch):
+    monkeypatch.delenv("ABTLAB_SIM_AOT", raising=False)
+    seen = []
+    monkeypatch.setattr(core, "run_raw", lambda p, s: seen.append(core.aot.load()))
+    public_paths.jit_raw(public_paths.sweep_params(1, threads="8"))
+    assert seen == [None] and "ABTLAB_SIM_AOT" not in public_paths.os.environ
+    assert public_paths.JIT["ABTLAB_SIM_AOT"] == "off"
+    assert "PYTHONDONTWRITEBYTECODE" not in public_paths.USER
