@@ -276,7 +276,7 @@ def _run_settings(ds, attrs, seen, out, f_ref, nonscaling) -> dict:
     """The start and the journal thread from the run (abtlab.sim.run_evidence), set in
     out; what the [calibration] table says of them."""
     note = {}
-    if attrs.get("backend", "iozone") == "iozone":
+    if "iozone" in (attrs.get("backend"), attrs.get("sim_workload")):
         start, note["start_from"], defaults = start_params(attrs)
         out.update(start)
         note["start_defaults"] = defaults

@@ -2,7 +2,7 @@
 
 abtlab.sim.calibration fits costs; this module reads the settings a run was made with
 and the journal thread's behaviour from its commit records:
-- the start: abt-iozone's `start` option (the dataset's `start` attr, else its sweep
+- the start (a simulated run's own, read back): abt-iozone's `start` option (the dataset's `start` attr, else its sweep
   spec, else the program's default, the barrier). A barrier-started thread takes its
   clock when it runs after the barrier, not at the release: in the simulator that is
   the polled start with no timer (`start="poll"`, `poll_us=0`, `poll_cpu_us=0`). IOzone's
@@ -52,6 +52,9 @@ def _start_option(attrs) -> tuple[str, str]:
 def start_params(attrs) -> tuple[dict, str, list]:
     """(SimParams of the start, where the mode was read, names left to defaults)."""
     from ..errors import ConfigError
+    if attrs.get("backend") == "sim" and "sim_start" in attrs:     # the simulator's own
+        return ({"start": str(attrs["sim_start"]), "poll_us": float(attrs["sim_poll_us"]),
+                 "poll_cpu_us": float(attrs["sim_poll_cpu_us"])}, "the simulated run's", [])
     mode, source = _start_option(attrs)
     if mode == "barrier":
         return {"start": "poll", "poll_us": 0.0, "poll_cpu_us": 0.0}, source, []

@@ -80,6 +80,7 @@ def test_cli_validates_against_the_run(run_ds, tmp_path, capsys):
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.strip().startswith(("1.65", "3.3"))]
     assert len(rows) == 2 and "throughput" in out and "%" in rows[0]
+    assert "(3.3 / 1.65 GHz), measured vs simulated" in out and "unblocked_threads" in out
     assert "[device_overrides]" not in out              # no --out: the table only
     assert main(["calibrate", str(path), "--validate", "--reps", "0"]) == 2
     assert "reps" in capsys.readouterr().err
@@ -266,3 +267,89 @@ def test_fsyncs_closer_than_their_writes_give_no_fsync_cpu():
     assert _fsync_cpu(ops, 2, 100.0, 1.0) is None                # 8 - 2 x 100 us < 0
     ops["t_start_ns"] = np.repeat(np.arange(8) * 150_000, 3)
     assert _fsync_cpu(ops, 2, 100.0, 1.0) == pytest.approx(100.0)   # 300 - 200 us
+
+
+def test_the_write_op_fit_recovers_known_costs_when_threads_outnumber_cores():
+    """Simulated with known costs and each thread's clock from when it runs (as
+    abt-iozone's barrier), 16 threads on 4 cores with noisy CPU: the write op's quiet
+    duration gives a write's CPU, and the opens' and closes' give theirs."""
+    truth = {**TRUE, "threads": 16, "cpu_dist": "lognormal", "cpu_cv": 0.1,
+             "write_fixed_us": 0.0, "write_us_per_kib": 2.5}
+    ds = sim.simulate(reps=2, freq_ghz=[1.65, 3.3], **truth, **RUNS_CLOCK)
+    ds.attrs.update(freq_mode="emulated", f_ref_ghz=3.3)
+    p = calibrate(ds)
+    assert p["write_us_per_kib"] == pytest.approx(2.5, rel=0.1)
+    assert p["open_us"] == pytest.approx(TRUE["open_us"], rel=0.1)
+    assert p["close_us"] == pytest.approx(TRUE["close_us"], rel=0.1)
+
+
+@pytest.mark.parametrize("attrs, want, defaults", [
+    ({}, {"start": "poll", "poll_us": 0.0, "poll_cpu_us": 0.0}, []),
+    ({"sweep_spec": '{"options": {"start": "poll"}}'}, {"start": "poll", "poll_us": 51.0},
+     ["poll_us", "poll_cpu_us"]),
+    ({"start": "barrier", "sweep_spec": '{"options": {"start": "poll"}}'},
+     {"start": "poll", "poll_us": 0.0, "poll_cpu_us": 0.0}, [])])
+def test_the_start_is_read_from_the_run(run_ds, attrs, want, defaults):
+    """abt-iozone's barrier: a thread's clock starts when it runs (the simulator's poll
+    with no timer); IOzone's poll: its timer, a default the file names."""
+    p = calibrate(run_ds.copy().assign_attrs(backend="iozone", **attrs))
+    assert {k: p[k] for k in want} == want
+    assert p["calibration"]["start_defaults"] == defaults
+
+
+def test_a_start_the_simulator_does_not_know_is_refused(run_ds):
+    """A simulated run's start is its own; a real run's must be abt-iozone's."""
+    assert calibrate(run_ds)["start"] == "barrier"
+    with pytest.raises(ConfigError) as e:
+        calibrate(run_ds.copy().assign_attrs(backend="iozone", start="fork"))
+    assert e.value.field == "dataset.start" and "barrier | poll" in str(e.value)
+
+
+def _journal_run(lag_ms, lock_step_us):
+    """One thread's ops (write, fsync at 1 ms) and two commits: the first starts lag_ms
+    after the fsync began, each locks lock_step_us after it starts."""
+    import numpy as np
+
+    from abtlab.trace import RECORD_DTYPE, Op
+    ops = np.zeros(2, RECORD_DTYPE)
+    ops["op"] = [int(Op.WRITE), int(Op.FSYNC)]
+    ops["t_start_ns"], ops["t_end_ns"] = [0, 1_000_000], [1_000_000, 2_000_000]
+    start = np.array([1_000_000 + lag_ms * 1_000_000, 900_000_000], np.int64)
+    lock = start + int(lock_step_us * 1000)
+    return ops, {"start": start, "locking": lock, "flushing": lock + 10, "end": lock + 1000}
+
+
+def test_the_journal_thread_is_read_from_the_commit_records():
+    """commit_cpu_us: jbd2's start -> locking step at f_ref; jbd2_front: whether the first
+    commit started within a slice of the first fsync (less its data write-back)."""
+    from abtlab.sim.run_evidence import journal_params
+    ops, com = _journal_run(lag_ms=300, lock_step_us=2.0)
+    out, note = journal_params([(ops, com, 1.65)], 3.3, 0.0, 36_000.0, flush_us=500.0)
+    assert out["commit_cpu_us"] == pytest.approx(1.0) and out["jbd2_front"] is False
+    assert note["wake_lag_ms"] == [299.5]
+    ops, com = _journal_run(lag_ms=5, lock_step_us=2.0)
+    assert journal_params([(ops, com, 1.65)], 3.3, 0.0, 36_000.0, 500.0)[0]["jbd2_front"] is True
+    del com["locking"]            # no locking phase traced: left to the default
+    assert "commit_cpu_us" not in journal_params([(ops, com, 1.65)], 3.3, 0.0, 36_000.0, 0.0)[0]
+
+
+def test_a_guests_vcpus_sharing_one_icount_stream_share_its_costs(run_ds):
+    """Under qemu's icount the vCPUs take turns at one instruction stream: each of 4 busy
+    vCPUs runs at a quarter of it, so the costs on the simulator's 4 cores are 4x the
+    undisturbed ones; the file says so."""
+    ds = run_ds.copy().assign_attrs(guest_cpus="4", clock="virtual", icount=(
+        "-icount shift=1,sleep=off: one guest instruction = 2 ns of virtual time, shared by "
+        "all 4 vCPUs on one host thread"))
+    p, plain = calibrate(ds), calibrate(run_ds.copy().assign_attrs(guest_cpus="4"))
+    assert p["cores"] == plain["cores"] == 4 and p["calibration"]["vcpus_per_stream"] == 4
+    for k in ("open_us", "close_us", "write_fixed_us"):
+        assert p[k] == pytest.approx(4 * plain[k]), k
+    assert plain["calibration"]["vcpus_per_stream"] == 1
+
+
+def test_the_file_says_what_was_measured_and_what_is_a_default(run_ds):
+    from abtlab.sim.calibration import FITTED
+    cal = calibrate(run_ds)["calibration"]
+    assert set(cal["measured"]) | set(cal["defaults"]) == set(FITTED)
+    assert not set(cal["measured"]) & set(cal["defaults"])
+    assert "commit_cpu_us" in cal["measured"] and "jbd2_front" in cal["measured"]

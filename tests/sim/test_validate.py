@@ -46,3 +46,20 @@ def test_simulate_like_uses_the_real_levels():
     assert compare(real, sim).sizes == {"freq_ghz": 2, "threads": 2}
     with pytest.raises(ConfigError):
         simulate_like(real.assign_attrs(backend="fio"), {})
+
+
+def test_clock_ratios_side_by_side():
+    """Each metric at the fast clock over the slow one, measured beside simulated."""
+    from abtlab.sim.validate import format_ratios, ratios
+    real = _ds([[[10, 30], [40, 40]], [[5, 5], [1, 3]]], [[[2, 2], [4, 4]], [[1, 3], [5, 5]]], "virtual")
+    sim = _ds([[[22, 22], [20, 20]], [[5, 5], [4, 4]]], [[[2, 2], [2, 2]], [[4, 4], [5, 5]]],
+              "simulated", device="loop")
+    r = ratios(compare(real, sim))
+    np.testing.assert_allclose(r.real_throughput.values, [5 / 20, 2 / 40])
+    np.testing.assert_allclose(r.sim_throughput.values, [5 / 22, 4 / 20])
+    np.testing.assert_allclose(r.sim_commits.values, [4 / 2, 5 / 2])
+    text = format_ratios(r)
+    assert "3.3 / 1.6 GHz" in text and "threads=8: throughput 0.05 vs 0.20" in text
+    with pytest.raises(ConfigError) as e:
+        ratios(compare(real, sim).sel(freq_ghz=[3.3]))
+    assert e.value.field == "freq_ghz"
