@@ -268,6 +268,7 @@ def calibrate(ds, **sel) -> dict:
                           "freq_mode": str(attrs.get("freq_mode", "")),
                           "runs": len(fits), "commits_seen": commits,
                           "measured": measured(out), "defaults": not_fitted(out),
+                          "settings": [k for k in SETTINGS if k in out],
                           "vcpus_per_stream": share, **note}
     return out
 
@@ -292,6 +293,11 @@ def _run_settings(ds, attrs, seen, out, f_ref, nonscaling) -> dict:
 # what calibrate() fits; one it could not tell is left out (the simulator's default applies)
 FITTED = ("open_us", "write_fixed_us", "close_us", "fsync_cpu_us", "dev_cv", "commit_lock_us",
           "blocks_per_handle", *_DEVICE, "flush_fixed_us", "commit_cpu_us", "jbd2_front")
+
+
+# what calibrate() takes from the run's settings (its attrs), not from its records
+SETTINGS = ("nonscaling", "cores", "queue_depth", "quantum_us", "dioread", "dilation", "start",
+            "poll_us", "poll_cpu_us", "shared_transfer", "shadow_wait", "device_overrides")
 
 
 def measured(params: dict) -> list[str]:

@@ -353,3 +353,4 @@ def test_the_file_says_what_was_measured_and_what_is_a_default(run_ds):
     assert set(cal["measured"]) | set(cal["defaults"]) == set(FITTED)
     assert not set(cal["measured"]) & set(cal["defaults"])
     assert "commit_cpu_us" in cal["measured"] and "jbd2_front" in cal["measured"]
+    assert {"cores", "start", "device_overrides"} <= set(cal["settings"])
