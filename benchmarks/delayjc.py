@@ -18,8 +18,8 @@ import numpy as np
 
 from abtlab.policies import delayjc
 from abtlab import policies, trace
-from abtlab.backends.programs import parse_result
-from abtlab.backends.realfs import scratch_on_device
+from abtlab.machines.programs import parse_result
+from abtlab.machines.host import scratch_on_device
 
 PROG = Path(__file__).resolve().parents[1] / "native" / "fsyncers" / "abt-fsyncers"
 DEFAULT = "ext4;delayjc:window=16ms,max_resets=64;delayjc:adaptive"

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from abtlab.backends.realfs import scratch_on_device
+from abtlab.machines.host import scratch_on_device
 from abtlab.system import cleanup
 from abtlab.system.tracefs import JournalTrace
 

@@ -39,8 +39,8 @@ from pathlib import Path
 
 from abtlab.backends import get
 from abtlab.backends.base import RunContext
-from abtlab.backends.guest_point import run_batch
-from abtlab.factors.machine import parse_machine
+from abtlab.machines.guest_point import run_batch
+from abtlab.machines.spec import parse_machine
 from abtlab.system import cleanup
 
 POINTS = {"iozone 256x128k/32k": ("iozone", {"policy": "ext4", "threads": 256, "file_size": 128 * 1024,
@@ -136,7 +136,7 @@ def _workers(machine, device, points, workers) -> int:
 
 def _dilation(machine, device, points, cells) -> int:
     """Host and virtual seconds per point at 3.3 GHz (no spin) and 1.6 GHz (spun), a boot each."""
-    from abtlab.system import guest
+    from abtlab.machines import guest
     guest.ensure_built(kernel=machine.kernel)     # a build is not a boot's cost
     print(f"machine {machine.label}, device {device}, {points} points per boot, "
           f"--freq emulated:1.6,3.3 (f_ref {F_REF} GHz)")

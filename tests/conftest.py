@@ -76,7 +76,7 @@ def built_guest(tmp_path_factory):
     """The guest kernel and initramfs, built once per session; skip where this machine
     cannot build or boot the guest (the reason is the skip message)."""
     from abtlab.errors import UnavailableError
-    from abtlab.system import guest
+    from abtlab.machines import guest
     ok, why = guest.available()
     if not ok:
         pytest.skip(why)

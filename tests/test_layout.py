@@ -13,7 +13,10 @@ LAYERS = [
     {"about", "errors", "extras", "progress"},   # progress: what long work shows, at every layer; extras: optional imports
     {"data", "trace"},
     {"system"},
-    {"factors", "policies", "model"},
+    # machines: where a point runs. Beside factors, policies and model, not above them: the
+    # machine factor's parser is listed with the others (factors.typed), and a machine
+    # runs policies and adds the model's measures
+    {"factors", "policies", "model", "machines"},
     {"backends"},
     {"stats"},
     {"sweep"},

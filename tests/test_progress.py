@@ -127,7 +127,7 @@ def test_a_sim_run_ends_with_its_count(capsys, monkeypatch):
 
 
 def test_boot_watch_reads_the_phase_from_the_guest_files(tmp_path):
-    from abtlab.backends.guest_point import BootWatch
+    from abtlab.machines.guest_point import BootWatch
     w = BootWatch(tmp_path, 3, "guest:clock=virtual")
     assert w() == ("kernel build: make of the guest kernel and initramfs", 0)
     (tmp_path / "guest-initrd.gz").write_bytes(b"x")

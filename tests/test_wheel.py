@@ -10,7 +10,7 @@ sys.path after the new environment's own site-packages; the .pth files of the di
 add are not read, so this environment's editable install of the checkout stays out, and
 the first test checks that abtlab is imported from the new environment. ABTLAB_WHEEL_DEPS=1
 installs the dependencies instead (minutes). The guest part is skipped, with the reason,
-where the guest cannot run (abtlab.system.guest.available); its kernel build is cached in
+where the guest cannot run (abtlab.machines.guest.available); its kernel build is cached in
 /var/cache/abtlab by the clone's set-up, so the installed package builds only its initramfs.
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ def test_simulated_run(installed, monkeypatch):
 
 def test_small_guest_run(installed):
     env, work, venv, _ = installed
-    probe = _run([venv / "bin/python", "-c", "from abtlab.system import guest; print(*guest.available(), sep='|')"],
+    probe = _run([venv / "bin/python", "-c", "from abtlab.machines import guest; print(*guest.available(), sep='|')"],
                  cwd=work, env=env)
     ok, why = probe.stdout.strip().split("|", 1)
     if ok != "True":

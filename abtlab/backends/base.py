@@ -10,17 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..data.result import RunResult
+from ..machines.availability import Availability
 
 __all__ = ["Backend", "Availability", "RunContext"]
-
-
-@dataclass
-class Availability:
-    ok: bool
-    reason: str = ""
-
-    def __bool__(self):
-        return self.ok
 
 
 @dataclass

@@ -18,9 +18,9 @@ from ..data.result import RunResult
 from ..system import mounts
 from ..system.scratchfs import loop_devices
 from .base import Backend
-from . import programs
+from ..machines import programs
 from .locks import _int_in, run_kv
-from .programs import program
+from ..machines.programs import program
 
 __all__ = ["DioBackend", "MODES", "WORKLOADS", "MIN_BLOCK", "MAX_BLOCK", "mount_of"]
 

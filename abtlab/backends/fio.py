@@ -20,11 +20,11 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..data.result import RunResult
 from .base import Backend
-from .guest_point import GuestGroups
+from ..machines.guest_point import GuestGroups
 from .iozone import check_file_sizes
-from .realfs import SCRATCH_OPTIONS
+from ..machines.host import SCRATCH_OPTIONS
 from .tool_output import parse_fio
-from .toolrun import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, boot_tools, check_policy, check_tool_options,
+from ..machines.tool_runner import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, boot_tools, check_policy, check_tool_options,
                       find_tool, is_guest, prepare_tool_in_guest, run_tool, tool_available,
                       trace_scalars)
 
@@ -123,7 +123,7 @@ class FioBackend(GuestGroups, Backend):
             if isinstance(res, Exception):
                 raise res
             return res
-        from ..factors.machine import parse_machine
+        from ..machines.spec import parse_machine
         exe = find_tool("fio", ENV, ctx.options.get("exe"))
         pat = pattern_options(ctx.options)
         run = run_tool(lambda d: fio_argv(exe, point, d, job, pat), point, ctx,

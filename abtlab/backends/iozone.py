@@ -4,11 +4,11 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from .base import Backend
-from .guest_point import GuestGroups
-from .realfs import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options,
+from ..machines.guest_point import GuestGroups
+from ..machines.host import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options,
                      real_available)
-from .dispatch import run_and_measure
-from .programs import program
+from ..machines.dispatch import run_and_measure
+from ..machines.programs import program
 
 __all__ = ["IozoneBackend", "check_file_sizes"]
 

@@ -15,9 +15,9 @@ from ..errors import ConfigError
 from ..data.result import RunResult
 from .base import Backend
 from .iozone import check_file_sizes
-from .realfs import SCRATCH_OPTIONS
+from ..machines.host import SCRATCH_OPTIONS
 from .tool_output import parse_iozone
-from .toolrun import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, first_fsyncs,
+from ..machines.tool_runner import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, first_fsyncs,
                       run_tool, tool_available, trace_scalars)
 
 __all__ = ["IozoneToolBackend", "iozone_argv"]
@@ -85,7 +85,7 @@ class IozoneToolBackend(Backend):
         return point
 
     def run_point(self, point, ctx):
-        from .toolrun import find_tool
+        from ..machines.tool_runner import find_tool
         exe = find_tool("iozone", ENV, ctx.options.get("exe"))
         fsync = _flag(ctx.options, "fsync")
         mode = dict(fsync=fsync, stonewall=_flag(ctx.options, "stonewall"),

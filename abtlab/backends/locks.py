@@ -15,8 +15,8 @@ from .. import trace
 from ..errors import ConfigError, RunError
 from ..data.result import RunResult
 from .base import Backend
-from . import programs
-from .programs import check_exit, parse_result, program
+from ..machines import programs
+from ..machines.programs import check_exit, parse_result, program
 
 __all__ = ["LocksBackend", "run_kv", "LOCKS", "MAX_THREADS", "MAX_WORK"]
 

@@ -16,9 +16,9 @@ from ..errors import ConfigError
 from ..data.result import RunResult
 from .base import Backend
 from .metarates import write_bytes
-from .realfs import SCRATCH_OPTIONS
+from ..machines.host import SCRATCH_OPTIONS
 from .tool_output import parse_mdtest
-from .toolrun import (CREATE, FSYNC, WRITE_END, check_policy, check_tool_options, find_tool,
+from ..machines.tool_runner import (CREATE, FSYNC, WRITE_END, check_policy, check_tool_options, find_tool,
                       run_tool, tool_available, trace_scalars)
 
 __all__ = ["MdtestBackend", "mdtest_argv", "forward_flags", "unique_dirs"]

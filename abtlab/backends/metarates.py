@@ -5,10 +5,10 @@ from .. import policies
 from ..errors import ConfigError
 from ..factors.levels import parse_size
 from .base import Backend
-from .guest_point import GuestGroups
-from .realfs import SCRATCH_OPTIONS, Prepared, check_scratch_options, real_available
-from .dispatch import run_and_measure
-from .programs import program
+from ..machines.guest_point import GuestGroups
+from ..machines.host import SCRATCH_OPTIONS, Prepared, check_scratch_options, real_available
+from ..machines.dispatch import run_and_measure
+from ..machines.programs import program
 
 __all__ = ["MetaratesBackend", "write_bytes"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import policies
 from .levels import MAX_THREADS, parse_ints, parse_sizes, parse_words
-from .machine import parse_machines
+from ..machines.spec import parse_machines
 
 __all__ = ["PARSERS", "typed_levels"]
 

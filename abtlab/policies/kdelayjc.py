@@ -1,5 +1,5 @@
 """The kernel delayJC policy value, `kdelayjc:window=2ms,max_resets=8` (window 0 = the
-stock kernel): the delayjc jbd2 patch's two knobs. How it runs: abtlab.backends.kdelayjc."""
+stock kernel): the delayjc jbd2 patch's two knobs. How it runs: abtlab.machines.kernel_delayjc."""
 from __future__ import annotations
 
 from dataclasses import dataclass

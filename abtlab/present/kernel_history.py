@@ -102,7 +102,7 @@ def _freq(text) -> float:
 
 def guest_machines(depth: int) -> dict:
     """Row -> --machine spec of the two guests (canonical labels)."""
-    from ..factors.machine import parse_machine
+    from ..machines.spec import parse_machine
     tail = f",depth={depth}" if depth != 1 else ""
     return {STOCK: parse_machine(f"guest:kernel=6.1{tail}").label,
             LEGACY: parse_machine(f"guest:kernel=6.1-legacy{tail}").label}
@@ -111,7 +111,7 @@ def guest_machines(depth: int) -> dict:
 def guest_ready() -> tuple[bool, str]:
     """(ok, reason): the guest can boot here without a kernel build (its image for the
     current patch series and config is in the cache): a build takes tens of minutes."""
-    from ..system import guest
+    from ..machines import guest
     ok, why = guest.available()
     if not ok:
         return False, why

@@ -65,8 +65,8 @@ def _guest_data(guest, reps, seed, quiet):
     """The study's point on a guest machine; UnavailableError when it cannot boot here."""
     from . import accessor  # noqa: F401  (registers ds.abt)
     from ..sweep.runner import run as run_sweep
-    from ..factors.machine import parse_machine
-    from ..system import guest as qemu_guest
+    from ..machines.spec import parse_machine
+    from ..machines import guest as qemu_guest
     if not guest:
         raise ConfigError("data", "guest", "auto | sim | the path of a dataset (this study has no guest runs)")
     factors = dict(guest)

@@ -30,7 +30,7 @@ def _backend(task):
 def _in_guest(group) -> bool:
     """A group of virtual-time guest points: the guest's own disk and clock, so another
     run beside it changes nothing it measures (a clock=host guest is timed by the host)."""
-    from ..factors.machine import parse_machine
+    from ..machines.spec import parse_machine
     t = group[0]
     m = parse_machine(t.point.get("machine", "host"))
     return not _backend(t).simulated and m.is_guest and m.clock == "virtual"

@@ -89,7 +89,7 @@ def _availability(be, levels):
     machines = levels.get("machine")
     if not be.simulated and machines and all(str(m).startswith("guest") for m in machines):
         from ..backends.base import Availability
-        from ..system import guest
+        from ..machines import guest
         return Availability(*guest.available())
     return be.available()
 
@@ -110,7 +110,7 @@ def _check(be, reps, levels, options):
         if k in options and not isinstance(options[k], (bool, np.bool_)):
             raise ConfigError(k, options[k], "true or false (a boolean, not a string)")
     if not be.simulated and "machine" in levels:   # each guest's kernel buildable here
-        from ..backends.guest_point import check_levels
+        from ..machines.guest_point import check_levels
         check_levels(levels)
 
 
@@ -185,7 +185,7 @@ def _on_host_devices(be, levels, options) -> bool:
         return False
     if all(str(m).startswith("guest") for m in levels.get("machine", ["host"])):
         return False
-    from ..backends.kdelayjc import knobs_present
+    from ..machines.kernel_delayjc import knobs_present
     from ..policies.kdelayjc import KIND
     kinds = [str(getattr(p, "kind", p)).strip().lower() for p in levels.get("policy", ["ext4"])]
     return knobs_present() or not all(k.startswith(KIND) for k in kinds)
@@ -241,8 +241,8 @@ def _finish(be, done, levels, meta, out):
     meta = {**collect(), **meta, "end_time": timestamp()}
     ds = assemble_arrays(list(done.values()), levels, meta)
     ds.attrs.update(be.dataset_labels(ds.attrs))
-    if "machine" in levels:  # each machine level's clock and kernel (abtlab.factors.machine)
-        from ..factors.machine import machine_coords
+    if "machine" in levels:  # each machine level's clock and kernel (abtlab.machines.spec)
+        from ..machines.spec import machine_coords
         ds = ds.to_dataset().assign_coords(machine_coords(levels["machine"]))
     if out is not None:
         store.save(ds, out)

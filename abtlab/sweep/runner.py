@@ -47,7 +47,7 @@ def build_levels(backend, freq=None, **factors):
                               f"({be.option_names()}) of backend {be.name}")
     options.update(factors)
     if options.get("freq_mode") == "virtual":
-        from ..factors.machine import check_virtual_freq
+        from ..machines.spec import check_virtual_freq
         check_virtual_freq(levels.get("machine", ["host"]))
     return levels, options
 

@@ -22,7 +22,7 @@ Profile values and where they come from:
   native/include/abt_disk.h (`disk="hdd7200"`): a Seagate Barracuda 7200.12 250 GB with
   its 8 MiB write cache on, seek by distance, rotation from the clock, zoned transfer,
   FLUSH paying for what the cache holds; parameters and sources in docs/device.md.
-  The 6.1 guest's null_blk runs the same model (abtlab.system.guest_disk). Its average
+  The 6.1 guest's null_blk runs the same model (abtlab.machines.guest_disk). Its average
   figures stay in the legacy fields, which the 3.4.2 guest's brd still uses: 8.5 ms
   average seek (Barracuda 7200.12 product manual) + 4.17 ms half a turn at 7200 rpm =
   12.67 ms per request and per flush, transfer at 125 MB/s.

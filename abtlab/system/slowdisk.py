@@ -13,7 +13,7 @@ mount of this directory), the process is waited for and killed if it lingers, an
 the directories this object made are removed. The daemon runs in its own session, so
 a Ctrl-C at the terminal reaches Python (which unwinds in order), not the daemon.
 
-The loop device on it runs with `--direct-io=on` (realfs.scratch_on_device): in
+The loop device on it runs with `--direct-io=on` (abtlab.machines.host.scratch_on_device): in
 buffered mode its worker sends one request at a time, so the disk serves the 64
 fsyncs' writes of a run in whatever order they were submitted and each out-of-order
 one pays a seek (8 to 47 seeks over the same ~138 requests, run time following them

@@ -14,7 +14,7 @@ import pytest
 from abtlab import trace
 from abtlab.backends import get
 from abtlab.backends.base import RunContext
-from abtlab.backends.programs import parse_result
+from abtlab.machines.programs import parse_result
 from abtlab.errors import ConfigError, UnavailableError
 
 BS = 4096

@@ -7,7 +7,8 @@ import subprocess
 
 from abtlab import about
 from abtlab.backends import doctor
-from abtlab.system import cpufreq, facts, guest
+from abtlab.machines import guest
+from abtlab.system import cpufreq, facts
 
 NAMES = {"root", "loop devices", "mkfs.ext4", "tracefs + jbd2 events", "block throttling",
          "cpufreq", "RAPL energy", "perf", "iozone (backend iozone-tool)",

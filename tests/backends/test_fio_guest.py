@@ -8,10 +8,10 @@ import pytest
 
 import abtlab
 from abtlab.backends import fio as fio_backend
-from abtlab.backends import guest_point
+from abtlab.machines import guest_point
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, UnavailableError
-from abtlab.system import guest
+from abtlab.machines import guest
 from guest_builds import assert_same_guest_build
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures"
@@ -191,7 +191,7 @@ def test_a_sweeps_fio_points_share_one_boot(tmp_path, built_guest, monkeypatch):
     (the sweep batches a guest machine's consecutive points), each point traced on its
     own fresh ext4 (NOJC commits nothing, ext4 commits)."""
     import numpy as np
-    from abtlab.system import guest
+    from abtlab.machines import guest
     if not (Path(built_guest[1]).parent / fio_backend.OVERLAY).exists():
         pytest.skip(fio_backend.NOT_IN_GUEST)
     boots, real = [], guest.boot_batch

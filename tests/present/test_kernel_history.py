@@ -117,7 +117,7 @@ def test_sim_only_says_why_each_row_is_missing():
 
 def test_guest_rows_in_auto_without_a_built_kernel(monkeypatch, tmp_path):
     monkeypatch.setenv("ABTLAB_KERNEL_CACHE", str(tmp_path))
-    from abtlab.system import guest
+    from abtlab.machines import guest
     monkeypatch.setattr(guest, "available", lambda: (True, ""))
     ok, why = kh.guest_ready()
     assert not ok and "not built" in why

@@ -88,7 +88,7 @@ def test_study_data_guest(monkeypatch):
     """data='guest' runs the study's guest factors; a study without them, a host spec or
     a machine that cannot boot the guest is refused before anything runs."""
     from abtlab.errors import UnavailableError
-    from abtlab.system import guest
+    from abtlab.machines import guest
     with pytest.raises(ConfigError) as e:
         studies.study_data("guest", sim=dict(threads="16"))
     assert e.value.field == "data"

@@ -109,7 +109,7 @@ def test_cli_bad_axes_are_named(argv, field):
 
 def test_the_signature_spec_runs_the_simulated_cells_on_both_kernels():
     from pathlib import Path
-    from abtlab.factors.machine import parse_machines
+    from abtlab.machines.spec import parse_machines
     from abtlab.sweep.runner import build_levels
     from abtlab.sweep.spec import load_spec
     spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "kernel_history_signature.toml")

@@ -122,7 +122,7 @@ def test_accessor_slowdown_on_simulated_run():
 def test_guest_only_sweeps_need_the_guest_not_root(monkeypatch):
     """Runs that all go to a qemu guest are checked against the guest (qemu runs
     unprivileged), not against the host's root and loop devices."""
-    from abtlab.system import guest
+    from abtlab.machines import guest
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr(guest, "available", lambda: (True, ""))
     be = backends.get("iozone")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from abtlab.backends import dispatch, kdelayjc
+from abtlab.machines import dispatch, kernel_delayjc
 from abtlab.backends.base import RunContext
 from abtlab.policies.kdelayjc import parse_kdelayjc
 from abtlab.errors import ConfigError, RunError
@@ -46,8 +46,8 @@ def _fake_sysfs(tmp_path, window="0", resets="0"):
 
 def test_knobs_written_and_restored(tmp_path):
     root = _fake_sysfs(tmp_path, "7", "3")
-    assert kdelayjc.knobs_present(root)
-    with kdelayjc.KernelKnobs("kdelayjc:window=2ms,max_resets=8", root):
+    assert kernel_delayjc.knobs_present(root)
+    with kernel_delayjc.KernelKnobs("kdelayjc:window=2ms,max_resets=8", root):
         assert (root / "delayjc_window_us").read_text() == "2000\n"
         assert (root / "delayjc_max_resets").read_text() == "8\n"
         assert any("delayjc knobs" in p for p in cleanup.pending())
@@ -59,15 +59,15 @@ def test_knobs_written_and_restored(tmp_path):
 def test_knobs_restored_when_the_run_fails(tmp_path):
     root = _fake_sysfs(tmp_path)
     with pytest.raises(ValueError):
-        with kdelayjc.KernelKnobs("kdelayjc:window=5ms,max_resets=1", root):
+        with kernel_delayjc.KernelKnobs("kdelayjc:window=5ms,max_resets=1", root):
             raise ValueError("workload failed")
     assert (root / "delayjc_window_us").read_text().strip() == "0"
 
 
 def test_knobs_refused_on_an_unpatched_kernel(tmp_path):
-    assert not kdelayjc.knobs_present(tmp_path)
+    assert not kernel_delayjc.knobs_present(tmp_path)
     with pytest.raises(RunError, match="lacks the delayjc patch"):
-        with kdelayjc.KernelKnobs("kdelayjc:window=2ms", tmp_path):
+        with kernel_delayjc.KernelKnobs("kdelayjc:window=2ms", tmp_path):
             pass
 
 
@@ -76,16 +76,16 @@ def _argv(data_dir, dilate, tpath):
 
 
 def test_bare_metal_kernel_sets_knobs_around_the_host_run(tmp_path, monkeypatch):
-    from abtlab.backends import realfs
+    from abtlab.machines import host
     root = _fake_sysfs(tmp_path, "0", "0")
-    monkeypatch.setattr(kdelayjc, "SYSFS_KNOBS", root)
+    monkeypatch.setattr(kernel_delayjc, "SYSFS_KNOBS", root)
     during = {}
 
     def fake_run_workload(argv_for, point, ctx, data_bytes):
         during.update(point=point, window=(root / "delayjc_window_us").read_text().strip(),
                       resets=(root / "delayjc_max_resets").read_text().strip())
-        return realfs.RunResult(scalars={"jbd2_info_commits": 3.0})
-    monkeypatch.setattr(realfs, "run_workload", fake_run_workload)
+        return host.RunResult(scalars={"jbd2_info_commits": 3.0})
+    monkeypatch.setattr(host, "run_workload", fake_run_workload)
     res = dispatch.run_any(_argv, {"policy": "kdelayjc:window=10ms,max_resets=8"},
                            RunContext(workdir=tmp_path), 1)
     assert during == {"point": {"policy": "ext4"}, "window": "10000", "resets": "8"}
@@ -94,11 +94,11 @@ def test_bare_metal_kernel_sets_knobs_around_the_host_run(tmp_path, monkeypatch)
 
 
 def test_run_any_sends_kdelayjc_to_the_guest_without_knobs(tmp_path, monkeypatch):
-    from abtlab.backends import realfs
-    monkeypatch.setattr(kdelayjc, "SYSFS_KNOBS", tmp_path / "absent")
+    from abtlab.machines import host
+    monkeypatch.setattr(kernel_delayjc, "SYSFS_KNOBS", tmp_path / "absent")
     calls = []
-    monkeypatch.setattr(realfs, "run_workload",
-                        lambda *a, **k: calls.append("host") or realfs.RunResult(scalars={}))
+    monkeypatch.setattr(host, "run_workload",
+                        lambda *a, **k: calls.append("host") or host.RunResult(scalars={}))
     monkeypatch.setattr(dispatch, "run_in_guest", lambda *a, **k: calls.append(a[4]) or "g")
     ctx = RunContext(workdir=tmp_path)
     assert dispatch.run_any(_argv, {"policy": "kdelayjc:window=2ms"}, ctx, 1) == "g"

@@ -1,4 +1,4 @@
-"""The C programs' one convention (abtlab.backends.programs): results as `key: value`
+"""The C programs' one convention (abtlab.machines.programs): results as `key: value`
 lines, exit 2 with one stderr line naming a bad option or variable, mapped to
 ConfigError by check_exit; the preload libraries refuse bad settings the same way."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from abtlab.backends.programs import check_exit, parse_result
+from abtlab.machines.programs import check_exit, parse_result
 from abtlab.errors import ConfigError, RunError, UnavailableError
 
 PROGRAMS = ["iozone/abt-iozone", "metarates/abt-metarates", "fsyncers/abt-fsyncers",

@@ -1,4 +1,4 @@
-"""The machine a point runs on: the host, or the qemu TCG guest (abtlab.system.guest).
+"""The machine a point runs on: the host, or the qemu TCG guest (abtlab.machines.guest).
 
 `--machine host` (the default) is today's behaviour. `--machine guest[:key=value,...]`:
 
@@ -10,7 +10,7 @@
   thread (qemu's round-robin TCG), so 4 busy vCPUs each run at a quarter of the
   instruction rate. One vCPU repeats exactly; several usually do, but not always (attr
   `repeatable`: the host can force qemu to switch vCPUs at an instruction it picks). More than one needs qemu 8+ (qemu 7.2's icount guest hangs bringing
-  up the second vCPU): abtlab.system.guest.qemu() finds or fetches one, and a boot on an
+  up the second vCPU): abtlab.machines.guest.qemu() finds or fetches one, and a boot on an
   older qemu is refused naming `guest:cpus`.
 * `kernel=NAME` (6.1): a named guest kernel build: `6.1`, its preset `6.1-legacy`, or
   `3.4.2`, the paper's own kernel (docs/kernel-3.4.2.md), whose disk serves one request
@@ -18,7 +18,7 @@
 * `shift=S` (0): icount shift, 0 to 10 (virtual clock only).
 * `mem=MB` (1024): guest memory; the in-guest disk lives in it (null_blk memory_backed).
 * `depth=N` (1): hardware queue depth of the in-guest disk (1 = one request at a time).
-* the kernel knobs of abtlab.system.kernel_knobs (`legacy=`, `sched=`, `iosched=`,
+* the kernel knobs of abtlab.machines.kernel_knobs (`legacy=`, `sched=`, `iosched=`,
   `bfq=`), kept as written and handed to its `parse_knobs` when that module is present.
 
 Lists: `;` separates specs (commas belong to a spec); plain names may also be
@@ -134,7 +134,7 @@ def _items(body, spec) -> dict:
 
 def _kernels() -> tuple:
     try:
-        from ..system.kernel_knobs import KERNELS as names
+        from .kernel_knobs import KERNELS as names
     except ImportError:
         return KERNELS
     return tuple(names)
@@ -172,11 +172,11 @@ def parse_machine(spec) -> Machine:
 def _check_knobs(m: Machine, text: str) -> None:
     """Hand kernel and knob items to kernel_knobs.parse_knobs when it exists."""
     try:
-        from ..system.kernel_knobs import parse_knobs
+        from .kernel_knobs import parse_knobs
     except ImportError:
         if m.knobs:
             raise ConfigError(f"{FIELD} guest:{m.knobs[0][0]}", text,
-                              "no kernel knobs in this build (abtlab.system.kernel_knobs)") from None
+                              "no kernel knobs in this build (abtlab.machines.kernel_knobs)") from None
         return
     parse_knobs(m.kernel, **dict(m.knobs))
 
@@ -210,7 +210,7 @@ def _kernel_label(m: Machine) -> str:
     if not m.is_guest:
         return "host"
     try:
-        from ..system.kernel_knobs import parse_knobs
+        from .kernel_knobs import parse_knobs
     except ImportError:
         return m.kernel
     return parse_knobs(m.kernel, **dict(m.knobs)).label

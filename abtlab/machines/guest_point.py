@@ -14,9 +14,9 @@ from pathlib import Path, PurePosixPath
 
 from .. import policies, trace
 from ..errors import AbtError, ConfigError, RunError
-from ..factors.machine import Machine, parse_machine
+from .spec import Machine, parse_machine
 from ..data.result import RunResult
-from ..system.guest_kernel import guest_kernel
+from .kernels import guest_kernel
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
            "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups",
@@ -39,8 +39,8 @@ def _policy(spec):
 def check_levels(levels: dict) -> None:
     """Before any point runs: each guest machine's kernel can be built here (3.4.2: its
     source is present, or its build cached)."""
-    from ..factors.machine import parse_machines
-    from ..system.guest import check_kernels
+    from .spec import parse_machines
+    from .guest import check_kernels
     check_kernels([m for m in parse_machines(levels.get("machine") or ["host"]) if m.is_guest])
 
 
@@ -49,8 +49,8 @@ def _mkfs_args(pol, ctx, seed: int, kernel: str = "6.1") -> list:
     drawn from the run's seed, so the same seed makes the same filesystem. Every point
     gets a fresh disk, whose unwritten blocks read as zeros; the kernel gets the ext4
     features it mounts (3.4.2: geometry.FEATURES_342)."""
-    from .realfs import _geometry
-    args = _geometry(ctx.options).mkfs_args(pol.journal, zeroed=True,
+    from .host import scratch_geometry
+    args = scratch_geometry(ctx.options).mkfs_args(pol.journal, zeroed=True,
                                             features=guest_kernel(kernel).mkfs_features)
     fs_uuid = str(uuid.UUID(int=(seed * 0x9E3779B97F4A7C15 + 1) % 2 ** 128, version=4))
     i = args.index("-E")
@@ -72,7 +72,7 @@ def _knobs(pol, kk, index: int):
 
 def _kernel_knobs(machine: Machine):
     try:
-        from ..system.kernel_knobs import parse_knobs
+        from .kernel_knobs import parse_knobs
     except ImportError:
         return None
     return parse_knobs(machine.kernel, **dict(machine.knobs))
@@ -87,7 +87,7 @@ def _dilate(point, ctx) -> float:
 
 def machine_for(point, ctx, machine=None) -> Machine:
     """The point's guest machine; under `--freq virtual:F` its icount shift is F's."""
-    from ..factors.machine import at_virtual_freq
+    from .spec import at_virtual_freq
     m = parse_machine(machine or point.get("machine") or "guest")
     return at_virtual_freq(m, point["freq_ghz"]) if ctx.freq_mode == "virtual" else m
 
@@ -96,16 +96,16 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     """The GuestRun of one point (index: its place in the batch, its null_blk index).
     exe: the program's path in the guest when it is not one of abtlab's /abt/NAME (a
     dynamically linked tool, which the delayJC preload needs no -dyn build of)."""
-    from ..system import guest, guest_disk
-    from .realfs import _image_mb, _mount_options
+    from . import guest, guest_disk
+    from .host import image_mb, mount_options_of
     pol = _policy(point["policy"])
     out = PurePosixPath(_OUT.format(index))
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
-    disk = guest_disk.for_profile(point.get("device", "none"), _image_mb(ctx.options, data_bytes),
+    disk = guest_disk.for_profile(point.get("device", "none"), image_mb(ctx.options, data_bytes),
                                   machine.depth, machine.mem, machine.kernel)
     kk = _kernel_knobs(machine)
     writes, resets = _knobs(pol, kk, index)
-    mount = ",".join(o for o in (_mount_options(pol, ctx), kk.mount_options() if kk else "") if o)
+    mount = ",".join(o for o in (mount_options_of(pol, ctx), kk.mount_options() if kk else "") if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.kernel), env={},
@@ -160,14 +160,14 @@ def guest_events(files: dict, printed: str = "truncated") -> list:
 def _commits(files, ops, printed: str = "truncated"):
     """Commits from the first op on; all of them for a program without op records."""
     from ..system.tracefs import commits_table
-    from .realfs import _window
+    from .host import from_first_op
     table = commits_table(guest_events(files, printed))
-    return table if ops is None else _window(table, ops)
+    return table if ops is None else from_first_op(table, ops)
 
 
 def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> RunResult:
     """A guest PointResult -> RunResult (RunError naming the step that failed; the
-    workload's own exit as on the host: backends.programs.check_exit)."""
+    workload's own exit as on the host: machines.programs.check_exit)."""
     from .programs import check_exit
     argv0 = PurePosixPath(str(argv[0])).name
     from ..policies.delayjc import load_batches
@@ -231,12 +231,12 @@ def shadow_waits(files: dict) -> dict:
 
 
 def _empty_commits():
-    from .realfs import _no_commits
-    return _no_commits()
+    from .host import no_commits
+    return no_commits()
 
 
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
-    from ..system.guest import initramfs_build, kernel_build, qemu
+    from .guest import initramfs_build, kernel_build, qemu
     gk = guest_kernel(machine.kernel)
     label = gk.label
     attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": qemu().describe(),
@@ -261,7 +261,7 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
                                    "right after the call (guest CPU time); device and blocked "
                                    "time not dilated")
     if ctx.freq_mode == "virtual":
-        from ..factors.machine import VIRTUAL_REF_GHZ
+        from .spec import VIRTUAL_REF_GHZ
         attrs["freq_emulation"] = (f"virtual: F GHz = icount shift log2({VIRTUAL_REF_GHZ:g}/F), one "
                                    "guest instruction every 1/F ns, for all guest code (kernel "
                                    "threads too); instructions, not cycles: 1 GHz at one "
@@ -272,7 +272,7 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
 def run_batch(items, machine, workdir, timeout=None) -> list:
     """items: (argv_for, point, ctx, data_bytes) each; one boot runs them all in order.
     Returns a RunResult or the RunError of each point."""
-    from ..system import guest
+    from . import guest
     machine = parse_machine(machine)
     built = [guest_run(a, p, c, d, machine, i) for i, (a, p, c, d) in enumerate(items, 1)]
     ctx0 = items[0][2]
@@ -293,7 +293,7 @@ def run_batch(items, machine, workdir, timeout=None) -> list:
 
 
 class BootWatch:
-    """The phase of one boot, read each second from the files abtlab.system.guest writes
+    """The phase of one boot, read each second from the files abtlab.machines.guest writes
     in its workdir: no initramfs yet (make checks, or builds, the guest kernel and
     initramfs), then the results port, where each point's slot ends as soon as the point
     does. The console says nothing while it boots (`quiet`), so the boot and the first
@@ -368,7 +368,7 @@ class GuestGroups:
         return guest_key(task.point, task)
 
     def run_group(self, runs, workdir) -> list:
-        from .realfs import add_measures
+        from .host import add_measures
         preps = [self.prepare(p, c) for p, c in runs]
         items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
         machine = machine_for(*runs[0])

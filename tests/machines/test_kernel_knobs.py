@@ -1,10 +1,10 @@
 """The guest kernel's legacy knobs: presets, spec items, what the guest writes, the attrs."""
 import pytest
 
-from abtlab.backends.guest_point import shadow_waits
+from abtlab.machines.guest_point import shadow_waits
 from abtlab.errors import ConfigError
 from abtlab.data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
-from abtlab.system import kernel_knobs as kk
+from abtlab.machines import kernel_knobs as kk
 
 SHADOW = "/sys/module/jbd2/parameters/legacy_shadow_wait"
 HANDLE = "/sys/module/ext4/parameters/legacy_write_handle"
@@ -85,7 +85,7 @@ def test_bfq_tunables_ride_on_the_legacy_preset_and_default_writes_none():
 
 
 def test_a_machine_spec_carries_bfq_tunables_to_the_knobs():
-    from abtlab.factors.machine import parse_machine
+    from abtlab.machines.spec import parse_machine
     m = parse_machine("guest:cpus=4,iosched=bfq,bfq=low_latency=0+slice_idle=0")
     assert dict(m.knobs)["bfq"] == "low_latency=0+slice_idle=0"
     knobs = kk.parse_knobs(m.kernel, **dict(m.knobs))
@@ -97,7 +97,7 @@ def test_a_machine_spec_carries_bfq_tunables_to_the_knobs():
 
 def test_the_bfq_example_spec_names_one_tunable_a_machine():
     from pathlib import Path
-    from abtlab.factors.machine import parse_machines
+    from abtlab.machines.spec import parse_machines
     from abtlab.sweep.spec import load_spec
     spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "bfq_tunables.toml")
     knobs = [kk.parse_knobs(m.kernel, **dict(m.knobs)) for m in parse_machines(spec.factors["machine"])]
@@ -217,8 +217,8 @@ import os  # noqa: E402
 import re  # noqa: E402
 
 import abtlab  # noqa: E402
-from abtlab.factors.machine import parse_machine  # noqa: E402
-from abtlab.system import guest, guest_disk  # noqa: E402
+from abtlab.machines.spec import parse_machine  # noqa: E402
+from abtlab.machines import guest, guest_disk  # noqa: E402
 
 slow_guest = [pytest.mark.slow, pytest.mark.timeout(2400),
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for the guest build")]

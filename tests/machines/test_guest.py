@@ -10,7 +10,8 @@ import tarfile
 import pytest
 
 from abtlab.errors import ConfigError, RunError
-from abtlab.system import cleanup, guest
+from abtlab.machines import guest
+from abtlab.system import cleanup
 from guest_builds import assert_same_guest_build
 
 INFO = ("12 transactions (10 requested), each up to 2048 blocks\n"
@@ -36,7 +37,7 @@ def test_run_cpio_unpacks_with_cpio(tmp_path):
 
 
 def test_point_env_quotes_every_word_and_sets_the_disk(tmp_path):
-    from abtlab.system.guest_disk import NullBlk
+    from abtlab.machines.guest_disk import NullBlk
     run = guest.GuestRun(argv=["printf", "%s|", "a b", "it's", "$HOME"], env={"X": "y z"},
                          disk=NullBlk(128, 12_667_000, 125, 1, 16), mkfs_args=["-E", "a=1,b=2"],
                          knobs=[("/sys/x", 5)], knobs_reset=[("/sys/x", 0)])
@@ -60,7 +61,7 @@ def test_batch_env_lists_points_and_events():
 
 
 def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
-    from abtlab.factors.machine import parse_machine
+    from abtlab.machines.spec import parse_machine
     argv = guest.qemu_argv(parse_machine("guest:shift=3,mem=2048"), "bz", "rd", "c.log", "r.txt")
     assert argv[:2] == [guest.QEMU, "-accel"] and argv[2] == "tcg,thread=single"
     assert argv[argv.index("-icount") + 1] == "shift=3,sleep=off"
@@ -84,7 +85,7 @@ def test_qemu_argv_virtual_clock_uses_icount_on_one_thread():
 
 
 def test_disk_profiles_map_to_null_blk():
-    from abtlab.system import guest_disk
+    from abtlab.machines import guest_disk
     # the paper's drive: abt_disk.h's model times each request (null_blk's latency off,
     # the model is the write cache); fixed:<time> is the guests' older disk
     hdd = guest_disk.for_profile("hdd7200", 256, depth=1)
@@ -157,7 +158,7 @@ def test_qemu_dies_with_a_run_killed_by_sigkill(tmp_path):
     import sys
     import time
     pid_file = tmp_path / "pid"
-    code = ("import pathlib, sys; from abtlab.system import guest; "
+    code = ("import pathlib, sys; from abtlab.machines import guest; "
             f"guest._start_qemu(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 60', 'x'], "
             f"pathlib.Path({str(tmp_path / 'c.log')!r}), 120)")
     run = subprocess.Popen([sys.executable, "-c", code], env={**os.environ})
@@ -241,7 +242,7 @@ def test_guest_window_gives_fewer_commits(tmp_path, built_guest):
 
 
 def test_several_vcpus_under_the_virtual_clock_need_qemu_8():
-    from abtlab.factors.machine import parse_machine
+    from abtlab.machines.spec import parse_machine
     old, new = guest.Qemu(version="7.2.19"), guest.Qemu(version="10.0.2")
     with pytest.raises(ConfigError) as err:
         guest.check_smp(parse_machine("guest:cpus=2"), old)

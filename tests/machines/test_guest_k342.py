@@ -8,10 +8,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from abtlab.backends import guest_point
+from abtlab.machines import guest_point
 from abtlab.errors import ConfigError
-from abtlab.factors.machine import parse_machine
-from abtlab.system import guest, guest_disk, kernel_knobs as kk, tracefs
+from abtlab.machines.spec import parse_machine
+from abtlab.machines import guest, guest_disk, kernel_knobs as kk
+from abtlab.system import tracefs
 from abtlab.system.geometry import FEATURES_342, Geometry
 from guest_builds import assert_same_guest_build
 

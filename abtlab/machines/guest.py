@@ -6,10 +6,10 @@ k342/, docs/kernel-3.4.2.md), through the same /init and the same code.
 `make -C native/kernel`; `boot_batch()` starts qemu under TCG (software emulation:
 /dev/kvm is not usable on the machines this is built on) once for a batch of points.
 The guest's /init (native/kernel/init.sh) runs each point on a fresh ext4 made inside
-the guest on a fresh null_blk disk (abtlab.system.guest_disk), with the jbd2/ext4
+the guest on a fresh null_blk disk (abtlab.machines.guest_disk), with the jbd2/ext4
 tracepoints on, and sends each point's results out on the second serial port as soon
 as the point ends. `qemu()` is the qemu it runs with (native/kernel/qemu.sh: 8 or
-later, which the virtual clock needs for more than one vCPU). With `clock=virtual` (abtlab.factors.machine) guest time is
+later, which the virtual clock needs for more than one vCPU). With `clock=virtual` (abtlab.machines.spec) guest time is
 instruction counted (`-icount shift=S,sleep=off`) and nothing on the host enters a
 point's timing. qemu and the temporary files go on every exit path
 (abtlab.system.cleanup), and a run whose console shows a kernel BUG or WARNING
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
-from . import cleanup
-from .guest_kernel import (CMDLINE_342, K342, K342_BUILD, K342_LABEL, K342_SOURCE, KERNEL_LABEL,
+from ..system import cleanup
+from .kernels import (CMDLINE_342, K342, K342_BUILD, K342_LABEL, K342_SOURCE, KERNEL_LABEL,
                            check_kernels, k342_build, kernel_label, trace_times)
 
 __all__ = ["KERNEL_LABEL", "K342_LABEL", "kernel_label", "check_kernels", "boot_cmdline", "trace_times",
@@ -227,7 +227,7 @@ def _words(pairs) -> str:
 def point_env(run: GuestRun, index: int) -> str:
     """/abt/pN.env: point N's settings and its workload as a function, every word quoted."""
     from .guest_disk import NullBlk
-    from .sleeps import comm_of
+    from ..system.sleeps import comm_of
     disk = run.disk or NullBlk(256)
     # these are split on blanks by /init's shell, unquoted: no blanks, quotes or $ in them
     for k, v in list(run.knobs) + list(run.knobs_reset) + disk.settings(index) + [
@@ -278,7 +278,7 @@ def boot_cmdline(machine, runs=()) -> str:
 
 def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu(),
               cmdline: str = CMDLINE) -> list:
-    """The qemu command line for a guest Machine (abtlab.factors.machine): TCG, no disk on the
+    """The qemu command line for a guest Machine (abtlab.machines.spec): TCG, no disk on the
     host, the console on ttyS0 and the results on ttyS1 (files), no reboot; clock=virtual adds
     `-icount shift=S,sleep=off` (single-threaded TCG), clock=host multi-threaded TCG."""
     if not getattr(machine, "is_guest", False):

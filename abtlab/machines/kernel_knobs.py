@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
-from .guest_kernel import K342
+from .kernels import K342
 
 __all__ = ["KERNELS", "K342", "IOSCHEDS_342", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "sched_settings", "IOSCHEDS", "BFQ_TUNABLES",
            "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]

@@ -1,4 +1,4 @@
-"""Run one C workload on a fresh scratch ext4 with tracing, throttling and frequency set.
+"""The host machine: run one C workload on a fresh scratch ext4 with tracing, throttling and frequency set.
 
 Shared by the iozone and metarates drivers: everything that touches the machine is
 entered as a context manager, so it is undone on every exit path.
@@ -18,12 +18,13 @@ from .. import policies, trace
 from ..data.result import RunResult
 from ..system.scratchfs import loop_devices
 from . import programs
-from .base import Availability
+from .availability import Availability
 from .programs import check_exit
 
 __all__ = ["SCRATCH_OPTIONS", "check_data_fits", "real_available",
            "run_workload", "scratch_on_device", "check_scratch_options",
-           "Prepared", "add_measures"]
+           "Prepared", "add_measures", "scratch_geometry", "image_mb", "mount_options_of",
+           "drop_caches", "no_commits", "from_first_op"]
 
 # run options every real workload driver accepts (not swept)
 SCRATCH_OPTIONS = {
@@ -55,21 +56,23 @@ def _dilation(point, ctx):
     return 1.0, contextlib.nullcontext()
 
 
-def _mount_options(policy, ctx) -> str:
+def mount_options_of(policy, ctx) -> str:
     """The policy's own options plus any the user passed (-o mount_options=nodelalloc)."""
     extra = str(ctx.options.get("mount_options") or "")
     return ",".join(o for o in (policy.mount_options(), extra) if o)
 
 
-def _geometry(options):
+def scratch_geometry(options):
+    """The scratch ext4's block size and journal (run options block_size, journal_mb)."""
     from ..system.geometry import parse_geometry
     return parse_geometry(options.get("block_size"), options.get("journal_mb"))
 
 
-def _image_mb(options, data_bytes: int) -> int:
+def image_mb(options, data_bytes: int) -> int:
+    """The scratch image's size: the image_mb option, else room for the data and journal."""
     if options.get("image_mb") is not None:
         return int(options["image_mb"])
-    journal = _geometry(options).journal_mb
+    journal = scratch_geometry(options).journal_mb
     return max(256, 4 * journal, 3 * data_bytes // 2 ** 20 + 128 + journal)
 
 
@@ -77,8 +80,8 @@ def check_data_fits(data_bytes: int, field: str, given, per: str) -> None:
     """Refuse, before any run, a point whose data cannot fit the largest scratch image."""
     from ..errors import ConfigError
     from ..factors.levels import MAX_IMAGE_MB
-    if _image_mb({}, data_bytes) > MAX_IMAGE_MB:
-        most = (MAX_IMAGE_MB - 128 - 4 * _geometry({}).journal_mb) // 3
+    if image_mb({}, data_bytes) > MAX_IMAGE_MB:
+        most = (MAX_IMAGE_MB - 128 - 4 * scratch_geometry({}).journal_mb) // 3
         raise ConfigError(field, given, f"a size whose data fits the largest scratch image "
                                         f"({MAX_IMAGE_MB} MiB): at most {most} MiB {per}")
 
@@ -87,12 +90,12 @@ def check_scratch_options(options: dict) -> dict:
     """Check the scratch filesystem's run options before anything runs; ConfigError
     naming the option. Returns options unchanged."""
     from ..errors import ConfigError
-    geometry = _geometry(options)
+    geometry = scratch_geometry(options)
     image = options.get("image_mb")
     if image is not None:
         if isinstance(image, bool) or not str(image).strip().isdigit() or not 16 <= int(image) <= 65536:
             raise ConfigError("image_mb", image, "an integer from 16 to 65536 (MiB)")
-    geometry.check_fits(_image_mb(options, 0))  # the default image always fits
+    geometry.check_fits(image_mb(options, 0))  # the default image always fits
     return options
 
 
@@ -107,11 +110,11 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
     policy = policies.parse(point["policy"])
     profile = parse_profile(point.get("device", "none"))
     dilate, freq_cm = _dilation(point, ctx)
-    _drop_caches()
+    drop_caches()
     with contextlib.ExitStack() as stack:
         fs, thr = stack.enter_context(scratch_on_device(
-            profile, _image_mb(ctx.options, data_bytes), policy.journal, _mount_options(policy, ctx),
-            ctx.workdir, _geometry(ctx.options)))
+            profile, image_mb(ctx.options, data_bytes), policy.journal, mount_options_of(policy, ctx),
+            ctx.workdir, scratch_geometry(ctx.options)))
         data_dir = Path(fs.mountpoint) / "data"
         data_dir.mkdir()
         os.sync()
@@ -133,7 +136,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         disk = _disk_delta(disk0, thr.snapshot()) if disk0 is not None else {}
         check_exit(argv, proc.returncode, proc.stderr)
         ops = trace.read(tpath, kind=trace.Kind.OPS)
-        commits = _window(jt.commits(), ops) if jt is not None else _no_commits()
+        commits = from_first_op(jt.commits(), ops) if jt is not None else no_commits()
         waits = (wait_measures(ops, offcpu_table(jt.lines(), jt.sleeps_of), commits)
                  if jt is not None and jt.stacks else {})
         batches = _batches(bpath) if policy.kind == "delayjc" else None
@@ -192,21 +195,23 @@ def add_measures(res: RunResult, prep: Prepared) -> RunResult:
     return res
 
 
-def _drop_caches():
+def drop_caches():
+    """Start a run from cold caches (a best effort: needs root)."""
     with contextlib.suppress(OSError):
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
 
 
-def _no_commits():
+def no_commits():
+    """The commit table of a run without a journal."""
     z = np.zeros(0, np.int64)
     return {k: z for k in ("tid", "start", "locking", "flushing", "logging", "end", "handles", "blocks")}
 
 
-def _window(commits: dict, ops) -> dict:
+def from_first_op(commits: dict, ops) -> dict:
     """Commits that end after the workload's first op began (earlier ones are set-up)."""
     if ops.size == 0 or len(commits.get("end", [])) == 0:
-        return commits if len(commits.get("end", [])) else _no_commits()
+        return commits if len(commits.get("end", [])) else no_commits()
     keep = np.asarray(commits["end"]) >= int(ops["t_start_ns"].min())
     return {k: np.asarray(v)[keep] for k, v in commits.items()}
 

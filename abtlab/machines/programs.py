@@ -30,7 +30,7 @@ def built(name: str) -> bool:
 
 def availability(name: str):
     """A backend's Availability as far as its program goes: built, or why not."""
-    from .base import Availability
+    from .availability import Availability
     if not built(name):
         return Availability(False, f"{path(name)} not built (make -C {about.NATIVE})")
     return Availability(True)

@@ -40,7 +40,7 @@ class GuestKernel:
     """What a point on this guest kernel does differently, in one place."""
     label: str              # the dataset's "kernel" attr before the knobs
     printed: str            # how its trace prints microseconds (abtlab.system.tracefs.PRINTED)
-    disk: str               # the in-guest disk driver (abtlab.system.guest_disk)
+    disk: str               # the in-guest disk driver (abtlab.machines.guest_disk)
     mkfs_features: str      # mke2fs -O items its ext4 needs (abtlab.system.geometry)
     commit_records: str     # where the commits come from, for the dataset
 
@@ -51,7 +51,7 @@ class GuestKernel:
 
 def guest_kernel(kernel: str) -> GuestKernel:
     """The GuestKernel of a kernel name (6.1 and its presets, or 3.4.2)."""
-    from .geometry import FEATURES_342
+    from ..system.geometry import FEATURES_342
     if kernel == K342:     # 3.4 rounds printed times to the nearest us (ns2usecs adds 500 ns)
         return GuestKernel(K342_LABEL, "rounded", "brd", FEATURES_342,
                            "debugfs tracing in the guest (trace_clock mono, k342/06; times "

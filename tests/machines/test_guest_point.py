@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from abtlab import trace
-from abtlab.backends import guest_point
+from abtlab.machines import guest_point
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, RunError
-from abtlab.factors.machine import parse_machine
-from abtlab.system import cleanup, guest
+from abtlab.machines.spec import parse_machine
+from abtlab.machines import guest
+from abtlab.system import cleanup
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures"
 INFO0 = "3 transactions (1 requested), each up to 8192 blocks\n0 delayjc windows, 0 delayjc resets\n"
@@ -71,7 +72,7 @@ def test_guest_point_has_ops_commits_and_machine_attrs(tmp_path, monkeypatch):
     run = seen["runs"][0]
     assert run.argv[:3] == ["/abt/abt-iozone", "--threads", "2"] and "2.000000" in run.argv
     assert run.knobs[:2] == [(guest_point.DELAYJC_KNOBS[0], 8), (guest_point.DELAYJC_KNOBS[1], 2000)]
-    # then the kernel knobs of abtlab.system.kernel_knobs, for this point's disk nullb1
+    # then the kernel knobs of abtlab.machines.kernel_knobs, for this point's disk nullb1
     assert run.knobs[-1] == ("/sys/block/nullb1/queue/scheduler", "none")
     assert res.attrs["kernel_preset"] == "6.1" and res.attrs["kernel_iosched"] == "none"
     assert run.disk.disk_model == "hdd7200" and "jbd2/jbd2_end_commit" in seen["events"]

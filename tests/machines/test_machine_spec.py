@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from abtlab.factors import machine
+from abtlab.machines import spec as machine
 from abtlab.errors import ConfigError
 from abtlab.sweep.runner import build_levels
 
@@ -84,7 +84,7 @@ def test_coords_give_each_level_its_clock_and_kernel():
 
 def test_knob_items_need_the_knobs_module_or_reach_it():
     try:
-        import abtlab.system.kernel_knobs  # noqa: F401
+        import abtlab.machines.kernel_knobs  # noqa: F401
     except ImportError:
         with pytest.raises(ConfigError) as err:
             machine.parse_machine("guest:legacy=shadow_wait")
@@ -95,7 +95,7 @@ def test_knob_items_need_the_knobs_module_or_reach_it():
 
 def test_virtual_frequency_is_an_icount_shift_of_guests_only():
     from abtlab.backends.base import RunContext
-    from abtlab.backends.guest_point import machine_for
+    from abtlab.machines.guest_point import machine_for
     from abtlab.factors.levels import parse_freq
     assert parse_freq("virtual:1,0.5,0.125").levels == [1.0, 0.5, 0.125]
     with pytest.raises(ConfigError):

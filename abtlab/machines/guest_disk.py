@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .device import Profile, parse_profile
+from ..system.device import Profile, parse_profile
 
 __all__ = ["NullBlk", "Brd", "for_profile", "GUEST_RESERVE_MB", "BRD_PARAMS"]
 
@@ -143,9 +143,9 @@ class Brd:
 def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None,
                 kernel: str = "6.1"):
     """The in-guest disk serving `profile` (a device spec or Profile): null_blk, or brd
-    on kernel 3.4.2 (depth 1 only: abtlab.factors.machine refuses more)."""
+    on kernel 3.4.2 (depth 1 only: abtlab.machines.spec refuses more)."""
     disk = _null_blk(profile, size_mb, depth, mem_mb)
-    from .guest_kernel import K342
+    from .kernels import K342
     if kernel != K342:
         return disk
     if depth != 1:

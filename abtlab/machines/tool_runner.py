@@ -1,6 +1,6 @@
 """Run a real third-party tool (IOzone, mdtest, fio) on a fresh scratch ext4.
 
-The set-up is abtlab's own workloads' (realfs.run_workload): same device profile,
+The set-up is abtlab's own workloads' (host.run_workload): same device profile,
 geometry, mount options, `mkdir data; sync` preparation, dropped caches and delayJC
 preload. The tool writes no abtlab trace, so its timed window is read from tracefs: the
 device's ext4 events (first write or file create to the last write or fsync), on the
@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import policies
 from ..errors import AbtError, ConfigError, RunError, UnavailableError
-from .base import Availability
+from .availability import Availability
 
 __all__ = ["find_tool", "tool_available", "check_tool_options", "Window", "window",
            "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "run_tool", "WINDOW_EVENTS",
@@ -71,7 +71,7 @@ def tool_available(name: str, env: str, how: str) -> Availability:
 def check_tool_options(options: dict, name: str, env: str) -> dict:
     """Scratch options as abtlab's workloads, plus `exe`; no `guest` option (fio reaches
     the guest machine through its `machine` factor; the other tools run on the host)."""
-    from .realfs import check_scratch_options
+    from .host import check_scratch_options
     if options.get("guest"):
         raise ConfigError("guest", options["guest"], f"false: {name} runs on the host only")
     if options.get("exe") not in (None, ""):
@@ -80,7 +80,7 @@ def check_tool_options(options: dict, name: str, env: str) -> dict:
 
 
 def is_guest(point: dict) -> bool:
-    from ..factors.machine import parse_machine
+    from .spec import parse_machine
     return parse_machine(point.get("machine") or "host").is_guest
 
 
@@ -187,21 +187,21 @@ class ToolRun:
 
 def run_tool(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, timeout=900,
              event_filter=None) -> ToolRun:
-    """argv_for(".") -> argv, run in the scratch data directory as realfs.run_workload
+    """argv_for(".") -> argv, run in the scratch data directory as host.run_workload
     runs abtlab's programs; the window spans start_kinds..end_kinds events (`window`) of
     the traced events, passed through event_filter(events) first when given."""
-    from .realfs import _drop_caches, _geometry, _image_mb, _mount_options, scratch_on_device
+    from .host import drop_caches, scratch_geometry, image_mb, mount_options_of, scratch_on_device
     from ..system.device import parse_profile
     from ..system.scratchfs import jbd2_commits
     from ..system.tracefs import EVENTS, JournalTrace
     policy = policies.parse(point["policy"])
     if ctx.freq_mode == "emulated":
         raise ConfigError("freq", "emulated", "native or real: a real tool cannot dilate its CPU time")
-    _drop_caches()
+    drop_caches()
     with contextlib.ExitStack() as stack:
         fs, thr = stack.enter_context(scratch_on_device(
-            parse_profile(point.get("device", "none")), _image_mb(ctx.options, data_bytes),
-            policy.journal, _mount_options(policy, ctx), ctx.workdir, _geometry(ctx.options)))
+            parse_profile(point.get("device", "none")), image_mb(ctx.options, data_bytes),
+            policy.journal, mount_options_of(policy, ctx), ctx.workdir, scratch_geometry(ctx.options)))
         data_dir = Path(fs.mountpoint) / "data"
         data_dir.mkdir()
         os.sync()
@@ -251,10 +251,10 @@ class GuestTool:
 def prepare_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kinds, exe: str,
                           overlay: str, missing: str, index: int = 1) -> GuestTool:
     """argv_for(data_dir) -> argv, to run as the guest's `exe` on the guest machine's fresh
-    ext4 (abtlab.backends.guest_point) as point `index` of a boot. overlay: the archive
+    ext4 (abtlab.machines.guest_point) as point `index` of a boot. overlay: the archive
     beside the initramfs that carries the tool; UnavailableError(missing) when the build
     made none."""
-    from ..system import guest
+    from . import guest
     from .guest_point import guest_run, machine_for
     if ctx.freq_mode == "emulated":
         raise ConfigError("freq", "emulated", "virtual or native in the guest: a real tool "
@@ -271,7 +271,7 @@ def prepare_tool_in_guest(argv_for, point, ctx, data_bytes, start_kinds, end_kin
 def boot_tools(items: list, workdir, timeout=None) -> list:
     """One guest boot for the prepared tool points (one machine, one overlay): a ToolRun
     or the RunError of each point, in order."""
-    from ..system import guest
+    from . import guest
     from ..system.tracefs import EVENTS
     first = items[0]
     res = guest.boot_batch([i.run for i in items], first.machine, workdir,
@@ -287,7 +287,7 @@ def boot_tools(items: list, workdir, timeout=None) -> list:
 
 
 def _tool_run(item: GuestTool, pres, workdir) -> ToolRun:
-    from ..system.guest_kernel import trace_times
+    from .kernels import trace_times
     from .guest_point import guest_events, to_result
     base = to_result(pres, item.pol, item.machine, item.ctx, workdir, item.run.argv)  # raises for a failed point
     events = guest_events(pres.files, trace_times(item.machine.kernel))

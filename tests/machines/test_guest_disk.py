@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from abtlab.system import guest_disk
+from abtlab.machines import guest_disk
 
 
 @pytest.mark.parametrize("profile", ["hdd7200", "hdd7200-nocache", "ssd-sata"])

@@ -1,7 +1,7 @@
 """Kernel delayJC on the host: the delayjc jbd2 patch's knobs (the policy value is
 abtlab.policies.kdelayjc). Where the running kernel carries the patch, `KernelKnobs`
 writes /sys/module/jbd2/parameters/delayjc_* and restores them on exit; elsewhere the
-point runs inside the qemu guest (abtlab.backends.dispatch) and is labelled so.
+point runs inside the qemu guest (abtlab.machines.dispatch) and is labelled so.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from abtlab.backends import toolrun
-from abtlab.backends.toolrun import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, Window, commits_in,
+from abtlab.machines import tool_runner
+from abtlab.machines.tool_runner import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, Window, commits_in,
                                      find_tool, fsyncs_in, trace_scalars, window)
 from abtlab.errors import ConfigError, RunError, UnavailableError
 from abtlab.system.tracefs import commits_table, fsyncs_table, parse_line
@@ -100,8 +100,8 @@ def test_find_tool_option_env_path(tmp_path, monkeypatch):
 
 
 def test_is_regular_reads_the_octal_mode():
-    assert toolrun.is_regular({"mode": 100644}) and not toolrun.is_regular({"mode": 40755})
-    assert not toolrun.is_regular({"mode": "x"})
+    assert tool_runner.is_regular({"mode": 100644}) and not tool_runner.is_regular({"mode": 40755})
+    assert not tool_runner.is_regular({"mode": "x"})
 
 
 def test_iozone_second_untimed_fsync_per_file_is_left_out():
@@ -109,7 +109,7 @@ def test_iozone_second_untimed_fsync_per_file_is_left_out():
    iozone-502  [000] ..... 100.700000: ext4_sync_file_enter: dev 7,3 ino 12 parent 11 datasync 0
    iozone-502  [000] ..... 100.700050: ext4_sync_file_exit: dev 7,3 ino 12 ret 0
 """
-    ev = toolrun.first_fsyncs(_events(TRACE + again))
+    ev = tool_runner.first_fsyncs(_events(TRACE + again))
     win = window(ev, WRITE_BEGIN, FSYNC)
     assert win.end == 100 * S + 501_500_000
     assert fsyncs_in(fsyncs_table(ev), win)["ino"].tolist() == [12, 13]
