@@ -1,8 +1,10 @@
 """The simulator's kernel compiled ahead of time, so a new process runs it without numba.
 
 Loading numba's cached kernel costs a new process over a second (numba's CPU target
-imports numba.np.arraymath, which imports scipy.linalg, on its first load), more than
-the 400 repetitions of `abtlab run sim`'s example take. numba.pycc writes the same
+imports numba.np.arraymath, which imports scipy.linalg, on its first load): 1.50 CPU s,
+against 0.68 for the 400 repetitions of `abtlab run sim`'s example with their traces and
+measures (benchmarks.public_paths, load 4.6 on 2 CPUs; 0.26 CPU s with this module, numpy's
+import most of it). numba.pycc writes the same
 kernel (kernel.run_batch and everything it calls, inlining included) into a standalone
 extension module that imports in milliseconds. Its wrapper is built to release the GIL,
 as the JIT's `nogil=True` does, so core.run_raw's threads still run at once.
@@ -14,7 +16,7 @@ abtlab.about.CACHE/sim-aot, built by `make setup` (main(), see COMMAND) and othe
 the background on first use, while numba's JIT runs meanwhile (the results are the same
 to the bit: tests/sim/test_aot.py). A build that fails leaves a note beside it: the
 simulator then says why once, and keeps to the JIT until the sources change or a build
-succeeds. ABTLAB_SIM_AOT=off keeps to the JIT.
+succeeds. ABTLAB_SIM_AOT=off keeps to the JIT; NUMBA_DISABLE_JIT=1 to plain Python.
 """
 from __future__ import annotations
 
@@ -107,13 +109,18 @@ def load(k: str | None = None, start_build: bool = True):
     """run_batch of the compiled module for the sources as they are, or None (then the
     caller uses numba's JIT). When it is absent, a build starts in the background
     (start_build) unless one runs or failed for this key (said once, on stderr)."""
-    if os.environ.get("ABTLAB_SIM_AOT", "").lower() in ("off", "0", "no"):
+    if os.environ.get("ABTLAB_SIM_AOT", "").lower() in ("off", "0", "no") or _jit_disabled():
         return None
     k = key() if k is None else k
     with _loading:                  # run_raw may be called from several threads at once
         if k not in _loaded:
             _loaded[k] = _load(k, start_build)
         return _loaded[k]
+
+
+def _jit_disabled() -> bool:
+    """NUMBA_DISABLE_JIT asks for the plain Python code: neither compiled kernel then."""
+    return os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0")
 
 
 def _load(k: str, start_build: bool):

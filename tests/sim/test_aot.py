@@ -122,3 +122,11 @@ def test_a_damaged_module_says_so_and_the_jit_runs(tmp_path, monkeypatch, capsys
     assert aot.load() is None
     assert "does not load" in capsys.readouterr().err
     assert core.run_raw(params.make(threads=4), [0])[2][0] > 0
+
+
+def test_numba_disable_jit_runs_plain_python(monkeypatch, tmp_path):
+    """NUMBA_DISABLE_JIT (as the wheel's test sets) neither loads nor builds a module."""
+    monkeypatch.setattr(aot, "folder", lambda: tmp_path)
+    monkeypatch.setattr(aot, "_loaded", {})
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")
+    assert aot.load() is None and not list(tmp_path.iterdir())
