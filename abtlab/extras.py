@@ -53,7 +53,7 @@ class MissingExtra(UnavailableError, ImportError):
         self.extra, self.feature = extra, feature
         top = module.split(".")[0]
         gone = (getattr(cause, "name", None) or "").split(".")[0]
-        if isinstance(cause, ModuleNotFoundError) and gone in (top, *EXTRAS[extra].modules):
+        if isinstance(cause, ModuleNotFoundError) and gone in (top, *_modules(extra)):
             module, why = gone, "is not installed"      # e.g. dask.distributed: distributed
         else:
             why = "is not installed" if cause is None else f"does not import ({cause})"
@@ -71,19 +71,30 @@ def install_command(extra: str) -> str:
         raise ConfigError("extra", extra, " | ".join([*EXTRAS, "all"]))
     from . import about
     cmd = f"pip install 'abtlab[{extra}]'"
-    return cmd if about.INSTALLED else f"{cmd}, or from this checkout pip install -e '{about.PACKAGE.parent}[{extra}]'"
+    if about.INSTALLED:
+        return cmd
+    return f"{cmd}, or from this checkout pip install -e '{about.PACKAGE.parent}[{extra}]'"
+
+
+def _modules(extra: str) -> tuple[str, ...]:
+    if extra == "all":
+        return tuple(m for e in EXTRAS.values() for m in e.modules)
+    return EXTRAS[extra].modules
+
+
+def _feature(extra: str) -> str:
+    return EXTRAS[extra].feature if extra in EXTRAS else "every optional part of abtlab"
 
 
 def require(module: str, extra: str, feature: str | None = None):
     """Import and return `module` (e.g. "pymc", "pytensor.tensor"), which `extra`
     installs; raise MissingExtra naming it and the install command when it does not
     import. feature: what needs it, for the message (default: what the extra is for)."""
-    if extra not in EXTRAS:
-        install_command(extra)                # ConfigError: an extra abtlab does not have
+    install_command(extra)                    # ConfigError: an extra abtlab does not have
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise MissingExtra(module, extra, feature or EXTRAS[extra].feature, exc) from exc
+        raise MissingExtra(module, extra, feature or _feature(extra), exc) from exc
 
 
 def check(extra: str, feature: str | None = None) -> None:
@@ -92,15 +103,14 @@ def check(extra: str, feature: str | None = None) -> None:
     notebooks whose HTML comes last)."""
     gone = missing(extra)
     if gone:
-        raise MissingExtra(gone[0], extra, feature or EXTRAS[extra].feature)
+        raise MissingExtra(gone[0], extra, feature or _feature(extra))
 
 
 def missing(extra: str) -> list[str]:
     """The modules of `extra` that are not installed (found without importing them)."""
-    install_command(extra)
-    names = [m for e in EXTRAS.values() for m in e.modules] if extra == "all" else EXTRAS[extra].modules
+    install_command(extra)                    # ConfigError: an extra abtlab does not have
     out = []
-    for m in names:
+    for m in _modules(extra):
         try:
             found = importlib.util.find_spec(m) is not None
         except (ImportError, ValueError):     # a parent that does not import, a None in sys.modules
