@@ -1,12 +1,15 @@
 """Simulator parameters from a real run dataset (abtlab.load), as `abtlab calibrate` does.
 
 Every run of the dataset is fitted from its own op and commit traces by
-abtlab.model.fit_sim_params (CPU costs converted to the reference frequency with the
-run's freq_ghz); the per-run estimates are pooled by their median. The result is a dict
-of SimParams keywords with a [device_overrides] table, accepted by abtlab.sim as
-`params=` (dict or the TOML file `to_toml` writes). Runs without a journal commit are
-refused (the commit terms would be the simulator's defaults); anything else the runs
-cannot tell is left out and named in [calibration] `defaults`.
+abtlab.model.fit_sim_params (CPU costs on the paper's write op, converted to the
+reference frequency with the run's freq_ghz); the per-run estimates are pooled by their
+median. What the run was made with (its start, cores, slices, disk) and what its
+journal thread did (abtlab.sim.run_evidence) are set too. The result is a dict of
+SimParams keywords with a [device_overrides] table, accepted by abtlab.sim as `params=`
+(dict or the TOML file `to_toml` writes); its [calibration] table says which values were
+`measured` from the records, which are the run's `settings` and which `defaults`. Runs
+without a journal commit are refused (the commit terms would be the simulator's
+defaults).
 """
 from __future__ import annotations
 
@@ -207,7 +210,9 @@ def _cores(attrs) -> tuple[int | None, int]:
     """(the simulator's cores, the vCPUs that share one instruction stream). A guest
     run's cores are the guest's, not the host's that ran qemu. Under icount its vCPUs
     take turns at one stream: each of N busy vCPUs runs at 1/N of it, so a cost read
-    undisturbed is N times as long on a core of the simulator (processor sharing)."""
+    undisturbed is N times as long on a core of the simulator (processor sharing; an
+    upper bound where the quiet write op already held other vCPUs' turns, as measured
+    in docs/guide/simulator.md)."""
     cores = _one_int(attrs.get("guest_cpus")) or _one_int(attrs.get("cpu_logical"))
     return cores, (cores if cores and shared_stream(attrs) else 1)
 
