@@ -146,7 +146,7 @@ def run(backend, out=None, **factors):
     -------
     xarray.Dataset
         Dims: the factors and `rep`; variables with `units` (for IOzone `throughput`,
-        `throughput_fsync`, `commits`, `nonblocked_threads`, ...), the op and commit
+        `throughput_fsync`, `commits`, `threads_clear_of_commits`, ...), the op and commit
         records, and attrs saying how it was measured (`freq_mode`, `machine`,
         `kernel`, `command`, ...). It has the `ds.abt` accessor.
 

@@ -3,7 +3,7 @@
 - hierarchical: log throughput ~ log frequency per configuration, partially pooled;
   P(slowdown) per configuration and predictions for unmeasured ones.
 - mechanistic: the ABT model's quantities (commit duration, arrival spread, lead
-  time, CPU scaling) as latent parameters, from nonblocked and commit counts.
+  time, CPU scaling) as latent parameters, from unblocked and commit counts.
 - baselines: statsmodels OLS / Gamma GLM on the same table.
 - compare: held-out accuracy (RMSE, 90% coverage, slowdown sign) and ArviZ LOO.
 - decision: the posterior of the optimal delayJC window under the wait constraint.

@@ -22,7 +22,7 @@ __all__ = ["CONFIG_FACTORS", "THROUGHPUTS", "model_table", "factors_of", "config
 # the machine too: host and guest points (or two guest kernels) are different configurations
 CONFIG_FACTORS = (schema.POLICY, schema.THREADS, schema.FILE_SIZE, schema.RECORD_SIZE,
                   schema.FILES, schema.DEVICE, schema.MACHINE)
-_EXTRA = ("unblocked_threads", "nonblocked_threads", "commits", "mean_commit_wait")
+_EXTRA = ("unblocked_threads", "threads_clear_of_commits", "commits", "mean_commit_wait")
 # the IOzone throughputs a predictor can model: the paper's (write op) first
 THROUGHPUTS = ("throughput", "throughput_fsync")
 

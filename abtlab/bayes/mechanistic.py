@@ -12,7 +12,7 @@ frequency f (Chang et al., MASCOTS 2014, sec. III):
     p = 1 - exp(-L/S). The observed unblocked count k ~ BetaBinomial(N, p, kappa): the
     writers whose write op never waited for a commit (unblocked_threads, eq. 4 on the
     trace evidence or the simulator's own record); runs without that evidence use the
-    span-overlap count (nonblocked_threads).
+    span-overlap count (threads_clear_of_commits).
   - Blocked threads are served by later commits of duration D_c, each gathering the
     arrivals during the one before: the last arrival comes ~S H_N after the lead
     (H_N the harmonic number), so E[commits] = 1 + softplus((S H_N - L) / D_c);
@@ -47,10 +47,10 @@ _MS = 1e3          # times are modelled in ms, so every latent is of order 1 on 
 
 def unblocked_counts(t) -> np.ndarray:
     """Per row of a table: unblocked_threads (eq. 4 on evidence) where it is finite, else
-    the span-overlap nonblocked_threads; a table's own `unblocked` column when it has one."""
+    the span-overlap threads_clear_of_commits; a table's own `unblocked` column when it has one."""
     if "unblocked" in t.columns:
         return t["unblocked"].to_numpy(float)
-    span = t["nonblocked_threads"].to_numpy(float)
+    span = t["threads_clear_of_commits"].to_numpy(float)
     if "unblocked_threads" not in t.columns:
         return span
     ev = t["unblocked_threads"].to_numpy(float)
@@ -61,7 +61,7 @@ def mechanistic_table(ds, var="throughput"):
     """model_table plus threads, bytes per thread and trace commit durations; only
     runs of journaled policies (some commits observed)."""
     t = model_table(ds, var)
-    for need in ("nonblocked_threads", "commits", "threads", "file_size"):
+    for need in ("threads_clear_of_commits", "commits", "threads", "file_size"):
         if need not in t.columns:
             raise ConfigError(need, None, "a dataset with " + need + " (an IOzone-like run)")
     t["unblocked"] = unblocked_counts(t)
@@ -77,7 +77,7 @@ def mechanistic_table(ds, var="throughput"):
 
 
 def curves(lat, phi, psi, N, f_rel, xp=np):
-    """p (nonblocked share), E[commits], log throughput per byte-thread (ms units).
+    """p (unblocked share), E[commits], log throughput per byte-thread (ms units).
     lat: dict of log_D, log_S, log_L, log_T; f_rel = f_ref / f. xp: numpy or pm.math."""
     s = phi + (1 - phi) * f_rel
     D, S, L, T = (xp.exp(lat[k]) for k in LATENTS)
@@ -193,8 +193,8 @@ class MechanisticFit:
         pred = mean + self._d("sigma_y")[:, None] * rng.standard_normal(mean.shape)
         return pred, mean, _endpoint_slopes(table, idx, mean, len(configs)), configs
 
-    def predict_nonblocked(self, table, seed=0):
-        """Posterior predictive draws (draws x rows) of nonblocked threads."""
+    def predict_unblocked(self, table, seed=0):
+        """Posterior predictive draws (draws x rows) of unblocked threads (the count the model is fit on)."""
         _, _, p, _, _ = self._rows(table, seed)
         rng = np.random.default_rng(seed + 2)
         kap = self._d("kappa")[:, None]
@@ -215,7 +215,7 @@ def _endpoint_slopes(table, idx, mean, nconf):
 
 def fit_mechanistic(data, var="throughput", draws=1000, tune=1000, chains=2, seed=0,
                     sampler="auto", target_accept=0.95):
-    """Fit the mechanistic model to a run dataset with nonblocked/commit counts (and,
+    """Fit the mechanistic model to a run dataset with unblocked/commit counts (and,
     when present, commit traces)."""
     import pandas as pd
     t0 = time.perf_counter()

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 
 __all__ = ["Var", "VARIABLES", "FACTOR_DIMS", "REQUIRED_ATTRS", "FREQ_MODES", "validate",
-           "REP", "OP_DIM", "COMMIT_DIM", "BATCH_DIM", "RUN_ID", "SWEEP_SPEC"]
+           "REP", "OP_DIM", "COMMIT_DIM", "BATCH_DIM", "RUN_ID", "SWEEP_SPEC", "RENAMED",
+           "current_names"]
 
 # dims of swept factors (a backend uses the subset it has) and of raw repetitions
 POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, REP = (
@@ -58,9 +59,9 @@ VARIABLES = {v.name: v for v in [
     Var("jbd2_shadow_wait", "s", "total time of those sleeps"),
     Var("device_requests", "1", "requests the emulated disk served during the run"),
     Var("device_positionings", "1", "of those, requests that paid seek + rotation"),
-    Var("nonblocked_threads", "1", "threads whose write op shares no time with any commit (eq. 4 "
-        "read on span overlap; blind to waits that end before a commit's end event: "
-        "unblocked_threads is the trace evidence)"),
+    Var("threads_clear_of_commits", "1", "threads whose write op shares no time with any commit "
+        "(span overlap, not the paper's unblocked count: blind to waits that end before a "
+        "commit's end event; unblocked_threads is eq. 4 on the trace evidence)"),
     Var("blocked_full", "1", "threads fully blocked (Y) by some commit, eq. (5)"),
     Var("blocked_partial", "1", "threads partially blocked (Z) by some commit and in no Y, eq. (6)"),
     Var("unblocked_threads", "1", "threads whose write op never slept on the journal (eq. 4 on "
@@ -96,6 +97,8 @@ VARIABLES = {v.name: v for v in [
     Var("edp", "J s", "energy-delay product"),
     Var(RUN_ID, "1", "index of this run's records in the op/commit/batch tables"),
 ]}
+# variables stored under an earlier name: old -> current (a dataset is read with the current)
+RENAMED = {"nonblocked_threads": "threads_clear_of_commits"}
 
 # ragged per-record tables: column name -> (dim, units)
 OP_COLUMNS = {"op_run": "1", "op_tid": "1", "op_kind": "1", "op_flags": "1",
@@ -134,6 +137,12 @@ def validate(ds) -> None:
                 raise ConfigError(f"{name}.attrs.units", None, "a units string")
     if REP in ds.dims and ds.sizes[REP] < 1:
         raise ConfigError("rep", ds.sizes[REP], "at least one repetition")
+
+
+def current_names(ds):
+    """ds with each variable stored under an earlier name (RENAMED) under its current one."""
+    old = {k: v for k, v in RENAMED.items() if k in ds.variables and v not in ds.variables}
+    return ds.rename_vars(old) if old else ds
 
 
 def timestamp() -> str:

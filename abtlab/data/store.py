@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, TraceError
+from . import schema
 
 __all__ = ["save", "load", "parts_dir", "write_block", "read_parts", "part_name",
            "block_name", "keep_rejected",
@@ -159,11 +160,13 @@ def load(path):
         raise ConfigError("path", str(path), "an existing .nc or .zarr run dataset")
     try:
         if path.suffix == ".zarr" or path.is_dir():
-            return xr.open_zarr(path).load()
-        return xr.load_dataset(path, engine="h5netcdf")
+            ds = xr.open_zarr(path).load()
+        else:
+            ds = xr.load_dataset(path, engine="h5netcdf")
     except Exception as exc:  # h5py/h5netcdf raise KeyError, TypeError... on corrupt metadata
         raise TraceError(f"{path} is not a readable run dataset: "
                          f"{type(exc).__name__}: {exc}") from None
+    return schema.current_names(ds)
 
 
 def parts_dir(out) -> Path:
@@ -222,7 +225,11 @@ def _read_part(p: Path):
         import xarray as xr
         return from_part(xr.load_dataset(p, engine="h5netcdf"))
     with h5py.File(p, "r") as f:
-        return read_hdf5(f)
+        block = read_hdf5(f)
+    for was, now in schema.RENAMED.items():     # a part written before a variable's rename
+        if was in block.scalars and now not in block.scalars:
+            block.scalars[now] = block.scalars.pop(was)
+    return block
 
 
 def read_parts(out) -> dict:

@@ -90,7 +90,7 @@ def _iozone(ops, s, e, spans, file_size, fsync) -> dict:
         "throughput_stonewall": stonewall_throughput(ops) if w.any() else float("nan"),
         "mean_write": mean_write,
         "mean_write_fsync": mean_wf,
-        "nonblocked_threads": float(np.count_nonzero(np.all(cls == X, axis=1))),
+        "threads_clear_of_commits": float(np.count_nonzero(np.all(cls == X, axis=1))),
         "blocked_full": float(np.count_nonzero(any_y)),
         "blocked_partial": float(np.count_nonzero(any_z)),
         "blocked_inside": float(np.count_nonzero(any_i)),
@@ -110,7 +110,7 @@ def _metarates(ops, s, e, spans) -> dict:
         "fcr": eq.fcr(files, (orr - oq) * _NS, (fr - fq) * _NS, (cr - cq) * _NS, (wr - wq) * _NS),
         "fcr_aggregate": files / window if window > 0 else float("nan"),
         "fcr_approx": eq.fcr_approx(files, (fr - fq) * _NS),
-        "nonblocked_threads": float(spans.tids.size - blocked_workers.size),
+        "threads_clear_of_commits": float(spans.tids.size - blocked_workers.size),
         "blocked_full": float(blocked_workers.size),
         # Fig. 6 has no partially blocked case: an fsync waits for one commit or two.
         "blocked_partial": float("nan"),

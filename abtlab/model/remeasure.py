@@ -16,7 +16,7 @@ from .measures import measures
 __all__ = ["IOZONE_MEASURES", "needs_upgrade", "upgrade"]
 
 IOZONE_MEASURES = ("throughput", "throughput_fsync", "throughput_stonewall", "mean_write", "mean_write_fsync",
-                   "nonblocked_threads", "blocked_full", "blocked_partial", "blocked_inside")
+                   "threads_clear_of_commits", "blocked_full", "blocked_partial", "blocked_inside")
 
 
 def needs_upgrade(ds) -> bool:

@@ -33,7 +33,7 @@ class AbtAccessor:
         ----------
         var : str, default "throughput"
             A data variable with a `rep` dim, e.g. "throughput", "throughput_fsync",
-            "commits", "nonblocked_threads", "fcr". With tidy=True, None picks the
+            "commits", "threads_clear_of_commits", "fcr". With tidy=True, None picks the
             run's headline (throughput, or the FCR for Metarates).
         tidy : bool, default False
             Return a pandas DataFrame, one row per point, instead of a Dataset.
@@ -119,7 +119,7 @@ class AbtAccessor:
         ----------
         var : str
             A data variable with a `rep` dim, e.g. "throughput_fsync", "commits",
-            "nonblocked_threads", "mean_commit_wait".
+            "threads_clear_of_commits", "mean_commit_wait".
         facet : str, optional
             A factor to draw one panel per level of.
         ax : matplotlib.axes.Axes or array of Axes, optional

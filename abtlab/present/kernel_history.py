@@ -321,7 +321,7 @@ def mechanism_table(hist: History, policy="ext4"):
     from ..stats.values import provenance_label
     cols = {"throughput": ("throughput_MB_s", 1e-6), "throughput_fsync": ("with_fsync_MB_s", 1e-6),
             "commits": ("commits", 1),
-            "unblocked_threads": ("unblocked_threads", 1), "nonblocked_threads": ("no_commit_overlap", 1),
+            "unblocked_threads": ("unblocked_threads", 1), "threads_clear_of_commits": ("no_commit_overlap", 1),
             "mean_commit_wait": ("commit_wait_ms", 1e3)}
     frames = []
     for row in ROWS:

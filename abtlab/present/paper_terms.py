@@ -5,7 +5,7 @@ writers at each clock, and the timing terms that say why (abtlab.model.terms).
 
 Unblocked writers are the trace evidence (`unblocked_threads`: the write op never slept
 on the journal, abtlab.model.waits) where the run recorded why writes slept; elsewhere the
-only count is span overlap (`nonblocked_threads`), and every sentence says that it is not
+only count is span overlap (`threads_clear_of_commits`), and every sentence says that it is not
 the paper's count. Every sentence is computed from the data it is given.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ PAPER = "Chang, Li, Grove and Cameron, MASCOTS 2014"
 PAPER_IOZONE = {"ratio": 0.53, "f_low": 1.6, "f_high": 3.3, "unblocked_low": 240,
                 "unblocked_high": 40, "delayjc_gain": 3.65}
 EVIDENCE = "unblocked_threads"
-OVERLAP = "nonblocked_threads"
+OVERLAP = "threads_clear_of_commits"
 
 
 def of_policy(ds, policy):

@@ -12,7 +12,7 @@ __all__ = ["plot_metric", "plot_throughput"]
 
 _LABELS = {"throughput": ("throughput", 2 ** 20, "MiB/s"), "fcr": ("file creation rate", 1, "files/s"),
            "unblocked_threads": ("unblocked threads (trace evidence)", 1, "threads"),
-           "nonblocked_threads": ("threads clear of commits (span overlap)", 1, "threads"), "commits": ("journal commits", 1, "commits"),
+           "threads_clear_of_commits": ("threads clear of commits (span overlap)", 1, "threads"), "commits": ("journal commits", 1, "commits"),
            "mean_commit_wait": ("mean commit wait", 1e-3, "ms")}
 
 
@@ -74,12 +74,12 @@ def _panel_title(ds, facet, level) -> str:
 
 def _band(s, var, nonneg):
     """The 95% CI band, clipped to what the quantity can be: a t-interval from a few
-    repetitions reaches below zero for a count or a rate, and past N for nonblocked
+    repetitions reaches below zero for a count or a rate, and past N for a count of
     threads out of N."""
     lo, hi = s["ci_low"].values.astype(float), s["ci_high"].values.astype(float)
     if nonneg:
         lo = np.maximum(lo, 0.0)
-    if var in ("nonblocked_threads", "unblocked_threads") and "threads" in s.coords and s["threads"].size == 1:
+    if var in ("threads_clear_of_commits", "unblocked_threads") and "threads" in s.coords and s["threads"].size == 1:
         hi = np.minimum(hi, float(s["threads"]))
     return lo, hi
 

@@ -176,13 +176,13 @@ def delay_sweep(windows_ms=(1, 4, 16, 64), max_resets=64, threads=(256,), freqs=
 def delay_table(ds):
     """Mean throughput (MiB/s; the paper's, write op timed, and with the fsync timed where
     the run has it), unblocked threads (the trace evidence, where the run has it),
-    nonblocked threads (span overlap), commit wait (ms) and commits per point, as a
+    threads clear of commits (span overlap), commit wait (ms) and commits per point, as a
     DataFrame with a window_ms column (0 = ext4)."""
     import numpy as np
     keep = [d for d in ds["throughput"].dims if d != "rep"]
     extra = [v for v in ("throughput_fsync", "unblocked_threads")
              if v in ds and np.isfinite(ds[v].values).any()]
-    m = ds[["throughput", *extra, "nonblocked_threads", "mean_commit_wait", "commits"]].mean("rep")
+    m = ds[["throughput", *extra, "threads_clear_of_commits", "mean_commit_wait", "commits"]].mean("rep")
     df = m.to_dataframe().reset_index()
     for var in ("throughput", "throughput_fsync"):
         if var in df:
@@ -192,7 +192,7 @@ def delay_table(ds):
                             "mean_commit_wait": "commit_wait_ms"})
     if "window_ms" not in df:      # a dataset from `abtlab run`: the window from the spec
         df["window_ms"] = df["policy"].map(_window_ms)
-    cols = ["throughput_mib_s", "with_fsync_mib_s", "unblocked_threads", "nonblocked_threads",
+    cols = ["throughput_mib_s", "with_fsync_mib_s", "unblocked_threads", "threads_clear_of_commits",
             "commit_wait_ms", "commits"]
     return df[[*keep, "window_ms", *(c for c in cols if c in df)]]
 

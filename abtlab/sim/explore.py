@@ -38,7 +38,7 @@ DEFAULT_AXES = {"write_fixed_us": [30.0, 100.0, 400.0],
                 "cores": [1, 4],
                 "data_flush": ["fsync", "commit"],
                 "quantum_us": [200.0, 2250.0]}
-_MEASURES = ("throughput", "throughput_fsync", "unblocked_threads", "nonblocked_threads", "commits",
+_MEASURES = ("throughput", "throughput_fsync", "unblocked_threads", "threads_clear_of_commits", "commits",
              "mean_write", "mean_write_fsync")
 # the pseudo-axis of a TCG guest's vCPU count and the CPU costs it multiplies: qemu runs
 # the vCPUs in turn on one instruction stream (docs/kernel-history.md, "Four vCPUs")

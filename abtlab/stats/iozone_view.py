@@ -49,7 +49,7 @@ def iozone_view(ds, f_low=None, f_high=None, level=0.95, method="fieller"):
         if var in ds and np.isfinite(ds[var].values).any():
             out[f"{name} {hi:g}/{lo:g}"] = _ratio_column(ds, var, lo, hi, level, method)[0]
     # unblocked by trace evidence where the run recorded why writes slept, then by span overlap
-    for var, name in (("unblocked_threads", "unblocked"), ("nonblocked_threads", "no overlap")):
+    for var, name in (("unblocked_threads", "unblocked"), ("threads_clear_of_commits", "no overlap")):
         if var in ds and np.isfinite(ds[var].values).any():
             nb = ds[var].mean(schema.REP)
             for f in (lo, hi):

@@ -116,5 +116,5 @@ def test_the_mechanistic_table_counts_unblocked_writers_from_evidence_where_ther
     assert np.array_equal(t["unblocked"], t["unblocked_threads"])
     ds["unblocked_threads"][:] = np.nan
     t = mechanistic_table(ds)
-    assert np.array_equal(t["unblocked"], t["nonblocked_threads"])
+    assert np.array_equal(t["unblocked"], t["threads_clear_of_commits"])
     assert np.allclose(data.model_table(ds)["y"], t["y"])

@@ -29,7 +29,7 @@ def table(freqs, reps=4, seed=0):
                 m = rng.negative_binomial(20, 20 / (20 + mu_m))
                 y = np.exp(np.log(n * 131072.0) + lyb + np.log(1e3) + 0.05 * rng.standard_normal())
                 rows.append(dict(policy="ext4", threads=n, file_size=131072, freq_ghz=f, rep=r,
-                                 y=y, nonblocked_threads=rng.binomial(n, q), commits=m,
+                                 y=y, threads_clear_of_commits=rng.binomial(n, q), commits=m,
                                  commit_s=np.exp(truth(n)["log_D"] + 0.1 * rng.standard_normal()) / 1e3))
     t = pd.DataFrame(rows)
     return t.assign(log_y=np.log(t["y"]), log_f=np.log(t["freq_ghz"]))
@@ -45,7 +45,7 @@ def test_recovers_planted_parameters_and_predicts_new_frequency():
         t_true = np.exp(truth(n)["log_T"])
         assert abs(par.loc[n, "T_ms"] / t_true - 1) < 0.3
     new = table([2.3], reps=1, seed=9)
-    k = fit.predict_nonblocked(new)
+    k = fit.predict_unblocked(new)
     for j, n in enumerate(new["threads"]):
         p, _, _ = curves(truth(n), PHI, PSI, float(n), F_REF / 2.3)
         assert abs(k[:, j].mean() - n * p) < 0.15 * n
@@ -58,8 +58,8 @@ def test_needs_journal_counts():
     ds = planted(lambda n, p: 0.0)
     with pytest.raises(ConfigError) as e:
         mechanistic_table(ds)
-    assert e.value.field == "nonblocked_threads"
-    ds = ds.assign(nonblocked_threads=ds.throughput * 0 + 1, commits=ds.throughput * 0)
+    assert e.value.field == "threads_clear_of_commits"
+    ds = ds.assign(threads_clear_of_commits=ds.throughput * 0 + 1, commits=ds.throughput * 0)
     with pytest.raises(ConfigError) as e:
         mechanistic_table(ds)
     assert e.value.field == "policy"

@@ -50,7 +50,7 @@ def test_fig5_classes():
 
 def test_fig5_measures_and_eq3():
     m = model.measures(trace(FIG5), commits(L1), "iozone", file_size=100)
-    assert (m["nonblocked_threads"], m["blocked_full"], m["blocked_partial"]) == (3, 1, 1)
+    assert (m["threads_clear_of_commits"], m["blocked_full"], m["blocked_partial"]) == (3, 1, 1)
     assert m["blocked_inside"] == 0
     # the paper's T_write: the write op only (IOzone's default: fsync after the clock stops)
     t_write = np.array([50 - 10, 90 - 10, 250 - 20, 260 - 150, 300 - 250]) * 1e-9
@@ -90,7 +90,7 @@ def test_a_write_released_inside_the_commit_is_blocked_not_unaffected():
     res = model.classify(ops, commits(L1))
     assert [res["labels"][c] for c in res["write_class"][:, 0]] == ["X", "I", "I", "X"]
     m = model.measures(ops, commits(L1), "iozone")
-    assert (m["nonblocked_threads"], m["blocked_inside"]) == (2, 2)
+    assert (m["threads_clear_of_commits"], m["blocked_inside"]) == (2, 2)
     assert m["blocked_full"] == m["blocked_partial"] == 0
 
 
@@ -116,7 +116,7 @@ def test_many_commits_y_wins_over_z():
     res = model.classify(ops, commits((100, 200), (300, 400)))
     assert [res["labels"][c] for c in res["write_class"][1]] == ["Z", "Y"]
     m = model.measures(ops, commits((100, 200), (300, 400)), "iozone")
-    assert (m["nonblocked_threads"], m["blocked_full"], m["blocked_partial"]) == (1, 1, 0)
+    assert (m["threads_clear_of_commits"], m["blocked_full"], m["blocked_partial"]) == (1, 1, 0)
     assert m["commits"] == 2
 
 
@@ -130,7 +130,7 @@ def test_nojc_no_commits():
                                       "handles", "blocks")}
     for c in (empty, None):
         m = model.measures(trace(FIG5), c, "iozone")
-        assert m["commits"] == 0 and m["nonblocked_threads"] == 5
+        assert m["commits"] == 0 and m["threads_clear_of_commits"] == 5
         assert m["blocked_full"] == 0 and m["blocked_partial"] == 0 and m["blocked_inside"] == 0
         assert m["mean_commit_wait"] == pytest.approx(m["mean_fsync"])
 
@@ -148,7 +148,7 @@ def test_fig6_blocked_fsyncs_and_fcr():
     res = model.classify(trace(FIG6), c)
     assert res["fsync_blocked"].tolist() == [False, False, True]
     m = model.measures(trace(FIG6), c, "metarates")
-    assert (m["nonblocked_threads"], m["blocked_full"]) == (2, 1)
+    assert (m["threads_clear_of_commits"], m["blocked_full"]) == (2, 1)
     assert np.isnan(m["blocked_partial"])
     t_all = np.array([10 + 290 + 5, 50 + 250 + 10, 150 + 350 + 20]) * 1e-9
     assert m["fcr"] == pytest.approx(3 / t_all.sum())
@@ -174,7 +174,7 @@ def test_fcr_many_files_per_worker():
             (0, Op.OPEN, 50, 60, 0), (0, Op.FSYNC, 60, 160, 0), (0, Op.CLOSE, 160, 170, 0)]
     m = model.measures(trace(rows), None, "metarates")
     assert m["fcr"] == pytest.approx(2 / ((10 + 30 + 10 + 10 + 100 + 10) * 1e-9))
-    assert m["nonblocked_threads"] == 1
+    assert m["threads_clear_of_commits"] == 1
 
 
 def test_commit_wait_rule():

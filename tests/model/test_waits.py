@@ -51,7 +51,7 @@ def test_blocked_is_a_journal_sleep_while_a_commit_ran_not_an_overlap():
     assert got["journal_blocked_full"] == 1 and got["journal_blocked_partial"] == 1
     # span overlap calls threads 1, 2 and 3 blocked (X for none of them) and so misses the point
     overlap = measures(_ops(SPANS), COMMITS, "iozone")
-    assert overlap["nonblocked_threads"] == 2
+    assert overlap["threads_clear_of_commits"] == 2
     assert set(got) == set(WAIT_VARS)
 
 

@@ -17,10 +17,10 @@ def _with_counts(ds, var, low, high):
 
 
 def test_unblocked_prefers_the_evidence_and_names_span_overlap_as_not_the_papers_count():
-    ds = _with_counts(make_run({"ext4": 0.5, "nojc": 2.0}, threads=(256,)), "nonblocked_threads", 200, 100)
+    ds = _with_counts(make_run({"ext4": 0.5, "nojc": 2.0}, threads=(256,)), "threads_clear_of_commits", 200, 100)
     u = paper_terms.unblocked(ds, 1.6, 3.3)
     assert not u.evidence and u.change() == "down" and "not the paper's unblocked count" in u.label
-    assert paper_terms.unblocked_var(ds) == "nonblocked_threads"
+    assert paper_terms.unblocked_var(ds) == "threads_clear_of_commits"
     ev = _with_counts(ds, "unblocked_threads", 240, 40)
     u = paper_terms.unblocked(ev, 1.6, 3.3)
     assert u.evidence and (u.low, u.high, u.writers) == (240, 40, 256)

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 from abtlab.present.plots import plot_metric  # noqa: E402
 
 
-def _ds(values, var="nonblocked_threads", threads=64):
+def _ds(values, var="threads_clear_of_commits", threads=64):
     v = np.asarray(values, float)                                    # freq x rep
     return xr.Dataset({var: (("freq_ghz", "rep"), v)},
                       coords={"freq_ghz": [1.6, 3.3], "rep": np.arange(v.shape[1]),
@@ -24,7 +24,7 @@ def _band(fig):
     return y.min(), y.max()
 
 
-@pytest.mark.parametrize("var,threads,lo,hi", [("nonblocked_threads", 64, 0.0, 64.0),
+@pytest.mark.parametrize("var,threads,lo,hi", [("threads_clear_of_commits", 64, 0.0, 64.0),
                                                ("commits", 64, 0.0, None)])
 def test_band_is_clipped_to_the_possible_range(var, threads, lo, hi):
     fig = plot_metric(_ds([[2, 60], [30, 64]], var, threads), var)   # n=2: a t-band of +-hundreds

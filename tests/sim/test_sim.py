@@ -160,7 +160,7 @@ def test_nojc_never_blocks():
         for r in sim.simulate_point(reps=3, seed=1, policy="nojc", workload=wl, files=2, **SMALL):
             assert len(r.commits["start"]) == 0
             assert r.scalars["commits"] == 0 and r.scalars["blocked_full"] == 0
-            assert r.scalars["nonblocked_threads"] == SMALL["threads"]
+            assert r.scalars["threads_clear_of_commits"] == SMALL["threads"]
 
 
 @pytest.mark.parametrize("kw", [dict(workload="iozone", threads=64, device="hdd7200-nocache"),

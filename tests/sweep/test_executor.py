@@ -14,7 +14,7 @@ def test_local_cluster_equals_serial():
     kw = dict(reps=3, seed=11, quiet=True, freq_mode="simulated")
     serial = sweep.run("sim", levels, **kw)
     dist = sweep.run("sim", levels, scheduler="local", workers=2, **kw)
-    for var in ("throughput", "commits", "nonblocked_threads", "mean_commit_wait"):
+    for var in ("throughput", "commits", "threads_clear_of_commits", "mean_commit_wait"):
         np.testing.assert_array_equal(serial[var].values, dist[var].values)
     assert serial.sizes["op"] == dist.sizes["op"]
     np.testing.assert_array_equal(np.sort(serial["op_t_end"].values), np.sort(dist["op_t_end"].values))
