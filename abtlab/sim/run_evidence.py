@@ -111,7 +111,9 @@ def journal_params(seen, f_ref, nonscaling, quantum_us, flush_us) -> tuple[dict,
     out, note = {}, {}
     cpu = [lock_step_us(c) / cpu_scale(f, f_ref, nonscaling) for _, c, f in seen]
     cpu = np.concatenate(cpu) if cpu else np.zeros(0)
-    if cpu.size:
+    # a 0 is no measurement (jbd2 is a task that needs a core: the simulator's own records
+    # stamp locking at start), and would let the simulated journal thread skip the queue
+    if cpu.size and np.median(cpu) > 0:
         out["commit_cpu_us"] = float(np.median(cpu))
     lags = {}
     for ops, com, f in seen:
