@@ -14,12 +14,14 @@ journal, kernel), of numba's, llvmlite's and numpy's versions, of the interprete
 extension suffix and of this CPU (it is compiled for the host CPU). It lives in
 abtlab.about.CACHE/sim-aot, built by `make setup` (main(), see COMMAND) and otherwise in
 the background on first use, while numba's JIT runs meanwhile (the results are the same
-to the bit: tests/sim/test_aot.py). A build that fails leaves a note beside it: the
-simulator then says why once, and keeps to the JIT until the sources change or a build
-succeeds. ABTLAB_SIM_AOT=off keeps to the JIT; NUMBA_DISABLE_JIT=1 to plain Python.
+to the bit: tests/sim/test_aot.py). A build that fails leaves a note beside it: the next
+process says why (that one only), and every process keeps to the JIT until the sources
+change or a build succeeds. ABTLAB_SIM_AOT=off keeps to the JIT; NUMBA_DISABLE_JIT=1 to
+plain Python.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -136,10 +138,14 @@ def _load(k: str, start_build: bool):
             _say_once(k, f"the simulator's ahead-of-time kernel {path} does not load ({e}); "
                          f"using numba's JIT. Remove it to rebuild it.")
     elif _failure_note(k).is_file():
-        _say_once(k, f"the simulator's ahead-of-time kernel could not be built "
-                     f"({_failure_note(k).read_text().strip()}, noted in {_failure_note(k)}); "
-                     f"using numba's JIT (a new process starts about a second slower). "
-                     f"Retry: python -c {COMMAND!r} build")
+        told = _failure_note(k).with_suffix(".told")     # said by the first process only
+        if not told.exists():
+            _say_once(k, f"the simulator's ahead-of-time kernel could not be built "
+                         f"({_failure_note(k).read_text().strip()}, noted in "
+                         f"{_failure_note(k)}); using numba's JIT (a new process starts about "
+                         f"a second slower). Retry: python -c {COMMAND!r} build")
+            with contextlib.suppress(OSError):
+                told.touch()
     elif start_build and HAVE_NUMBA:      # without numba: plain Python, as backend says
         _start_background_build()
     return fn
@@ -226,9 +232,11 @@ def build(if_absent: bool = False) -> Path:
         try:
             _compile(k, dest)
         except Exception as e:  # noqa: BLE001 - any failure falls back to the JIT, noted
-            _failure_note(k).write_text(f"{type(e).__name__}: {e}\n")
+            _failure_note(k).write_text(f"{type(e).__name__}: {' '.join(str(e).split())}\n")
+            _failure_note(k).with_suffix(".told").unlink(missing_ok=True)
             raise RuntimeError(f"building {dest.name} failed: {type(e).__name__}: {e}") from e
-    _failure_note(k).unlink(missing_ok=True)
+    for stale in (_failure_note(k), _failure_note(k).with_suffix(".told")):
+        stale.unlink(missing_ok=True)
     return dest
 
 

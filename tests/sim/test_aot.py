@@ -104,6 +104,9 @@ def test_a_failed_build_says_why_and_the_jit_runs(tmp_path, monkeypatch, capsys)
     assert aot.load() is None and aot.load() is None
     err = capsys.readouterr().err
     assert err.count("could not be built") == 1 and "gcc" in err and "numba's JIT" in err
+    monkeypatch.setattr(aot, "_loaded", {})                   # as a later process: told once
+    monkeypatch.setattr(aot, "_warned", set())
+    assert aot.load() is None and capsys.readouterr().err == ""
     assert not list(tmp_path.glob("*.lock"))                    # no build started or left
     out = core.run_raw(params.make(threads=4), [0])
     assert out[2][0] > 0
