@@ -185,7 +185,8 @@ def cli_section(a, work):
         times["cli"].append(run_process(big, cpu["cli"]))
         times["cli_jit"].append(run_process(big, cpu["cli_jit"], JIT))
         times["load"].append(run_process([sys.executable, "-c", KERNEL_LOAD], cpu["load"]))
-        times["load_jit"].append(run_process([sys.executable, "-c", KERNEL_LOAD], cpu["load_jit"], JIT))
+        times["load_jit"].append(run_process([sys.executable, "-c", KERNEL_LOAD], cpu["load_jit"],
+                                             JIT))
         times["start"].append(run_process(small, cpu["start"]))
     t = {k: float(np.median(v)) for k, v in times.items()}
     c = {k: float(np.median(v)) for k, v in cpu.items()}

@@ -3,21 +3,21 @@
 Loading numba's cached kernel costs a new process over a second (numba's CPU target
 imports numba.np.arraymath, which imports scipy.linalg, on its first load): 1.50 CPU s,
 against 0.68 for the 400 repetitions of `abtlab run sim`'s example with their traces and
-measures (benchmarks.public_paths, load 4.6 on 2 CPUs; 0.26 CPU s with this module, numpy's
-import most of it). numba.pycc writes the same
-kernel (kernel.run_batch and everything it calls, inlining included) into a standalone
-extension module that imports in milliseconds. Its wrapper is built to release the GIL,
-as the JIT's `nogil=True` does, so core.run_raw's threads still run at once.
+measures (benchmarks.public_paths, load 4.6 on 2 CPUs; 0.26 CPU s with this module,
+numpy's import most of it). numba.pycc writes the same kernel (kernel.run_batch and
+everything it calls, inlining included) into a standalone extension module that imports in
+milliseconds. Its wrapper is built to release the GIL, as the JIT's `nogil=True` does, so
+core.run_raw's threads still run at once.
 
 The module is keyed like numba's own cache: a hash of the kernel's sources (state, heap,
-journal, kernel), of numba's, llvmlite's and numpy's versions, of the interpreter's
-extension suffix and of this CPU (it is compiled for the host CPU). It lives in
-abtlab.about.CACHE/sim-aot, built by `make setup` (main(), see COMMAND) and otherwise in
-the background on first use, while numba's JIT runs meanwhile (the results are the same
-to the bit: tests/sim/test_aot.py). A build that fails leaves a note beside it: the next
-process says why (that one only), and every process keeps to the JIT until the sources
-change or a build succeeds. ABTLAB_SIM_AOT=off keeps to the JIT; NUMBA_DISABLE_JIT=1 to
-plain Python.
+journal, kernel) and of this file (how it is built), of numba's, llvmlite's and numpy's
+versions, of the interpreter's extension suffix and of this CPU (it is compiled for the
+host CPU). It lives in abtlab.about.CACHE/sim-aot, built by `make setup` (main(), see
+COMMAND) and otherwise in the background on first use, while numba's JIT runs meanwhile
+(the results are the same to the bit: tests/sim/test_aot.py). A build that fails leaves a
+note beside it: the next process says why (that one only), and every process keeps to the
+JIT until the sources change or a build succeeds. ABTLAB_SIM_AOT=off keeps to the JIT;
+NUMBA_DISABLE_JIT=1 to plain Python.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def key() -> str:
     """The hash that names the compiled module of the sources as this process first read
     them (as numba's JIT compiles them once per process)."""
     h = hashlib.sha256()
-    for name in SOURCES:
+    for name in SOURCES + ("aot.py",):           # this file: how it is built
         h.update((HERE / name).read_bytes())
     for part in (_version_file("numba"), _version_file("llvmlite"), np.__version__.encode(),
                  importlib.machinery.EXTENSION_SUFFIXES[0].encode(), SIGNATURE.encode(),
