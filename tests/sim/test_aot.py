@@ -76,7 +76,7 @@ def test_a_new_process_runs_the_compiled_kernel_without_numba(compiled):
 
 
 def test_key_follows_the_sources(tmp_path, monkeypatch):
-    for name in aot.SOURCES:
+    for name in aot.SOURCES + ("aot.py",):
         (tmp_path / name).write_bytes((aot.HERE / name).read_bytes())
     aot.key.cache_clear()
     monkeypatch.setattr(aot, "HERE", tmp_path)
