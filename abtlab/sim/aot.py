@@ -43,6 +43,7 @@ __all__ = ["run_batch", "key", "module_path", "load", "build", "status"]
 HERE = Path(__file__).resolve().parent
 SOURCES = ("state.py", "heap.py", "journal.py", "kernel.py")
 FOLDER = "sim-aot"
+KEEP = 4                    # modules kept in FOLDER (the newest)
 # run_batch's arguments (core.run_raw): prog, pr, spawn, nz, cn, out_t, out_c, ncommit
 SIGNATURE = ("void(i8[::1], f8[::1], f8[:, ::1], f8[:, :, :, ::1], f8[:, ::1], f8[:, :, ::1], "
              "f8[:, :, ::1], i8[::1])")
@@ -237,7 +238,18 @@ def build(if_absent: bool = False) -> Path:
             raise RuntimeError(f"building {dest.name} failed: {type(e).__name__}: {e}") from e
     for stale in (_failure_note(k), _failure_note(k).with_suffix(".told")):
         stale.unlink(missing_ok=True)
+    _prune(keep=KEEP)
     return dest
+
+
+def _prune(keep: int) -> None:
+    """Only the `keep` newest modules stay (each source edit makes one; a checkout and an
+    installed package may share the folder, so not only the newest)."""
+    built = sorted(folder().glob("abtlab_sim_kernel_*" + importlib.machinery.EXTENSION_SUFFIXES[0]),
+                   key=lambda f: f.stat().st_mtime, reverse=True)
+    for old in built[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def _wait_for(lock: Path, dest: Path, timeout: float = 900.0) -> Path:

@@ -1,6 +1,7 @@
 """abtlab.sim.aot: the kernel compiled ahead of time gives numba's JIT's results to the bit,
 releases the GIL, loads without numba, and falls back to the JIT, saying why, when it
 cannot be built."""
+import os
 import subprocess
 import sys
 import threading
@@ -133,3 +134,17 @@ def test_numba_disable_jit_runs_plain_python(monkeypatch, tmp_path):
     monkeypatch.setattr(aot, "_loaded", {})
     monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")
     assert aot.load() is None and not list(tmp_path.iterdir())
+
+
+def test_a_build_keeps_the_newest_modules_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(aot, "folder", lambda: tmp_path)
+    monkeypatch.setattr(aot, "_compile", lambda k, dest: dest.write_bytes(b"built"))
+    for i in range(6):                                  # older builds, oldest first
+        f = aot.module_path(f"{i:020d}")
+        f.write_bytes(b"old")
+        os.utime(f, (1000 + i, 1000 + i))
+    dest = aot.build()
+    left = sorted(f.name for f in tmp_path.glob("abtlab_sim_kernel_*"))
+    assert dest.name in left and len(left) == aot.KEEP
+    newest, older = aot.module_path(f"{5:020d}").name, aot.module_path(f"{2:020d}").name
+    assert newest in left and older not in left
