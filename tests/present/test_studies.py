@@ -1,5 +1,6 @@
 """abtlab.present.studies: data sources of the notebooks, the delay table and the optimal delay."""
 import matplotlib
+import numpy as np
 import pytest
 
 from abtlab.present import studies
@@ -98,3 +99,19 @@ def test_study_data_guest(monkeypatch):
     monkeypatch.setattr(guest, "available", lambda: (False, "qemu-system-x86_64 not found"))
     with pytest.raises(UnavailableError, match="qemu-system-x86_64 not found"):
         studies.study_data("guest", guest=dict(machine="guest:kernel=6.1-legacy", threads=4))
+
+
+def test_commit_timeline_draws_each_threads_first_to_last_write(delay_ds):
+    """One line per thread (up to max_threads), from its first write's start to its last
+    write's end, in the classifier's thread order."""
+    from abtlab.model import classify
+    from abtlab.trace import Op
+    rid = int(delay_ds.abt.run_ids(policy="ext4", freq_ghz=3.3)[0])
+    fig = studies.plot_commit_timeline(delay_ds, run_id=rid, max_threads=20)
+    ops = delay_ds.abt.ops(rid)
+    writes, t0 = ops[ops["op"] == Op.WRITE], int(ops["t_start_ns"].min())
+    tids = classify(ops, delay_ds.abt.commits(rid))["tid"][:20]
+    want = [[(i, (writes["t_start_ns"][writes["tid"] == t].min() - t0) / 1e6),
+             (i, (writes["t_end_ns"][writes["tid"] == t].max() - t0) / 1e6)] for i, t in enumerate(tids)]
+    segs = [[(y, x) for x, y in seg] for seg in fig.axes[0].collections[0].get_segments()]
+    np.testing.assert_allclose(np.array(segs, float), np.array(want, float))
