@@ -3,13 +3,14 @@ from it, the wheel (setup.py compiles the C programs into it); the wheel goes in
 virtual environment, and from a folder outside the checkout `abtlab doctor`, `abtlab lab
 list`, a simulated run and a small guest run must work from the package alone.
 
-Installing the dependencies (pymc, jupyter, dask, numba, ...) into the new environment
+Installing the dependencies (numba, ..., and with [all] pymc, jupyter, dask) into the new environment
 takes about 4 minutes here, so the wheel is installed with --no-deps and the environment
 reaches this environment's site-packages through a .pth path line. Path lines only extend
 sys.path after the new environment's own site-packages; the .pth files of the directory they
 add are not read, so this environment's editable install of the checkout stays out, and
 the first test checks that abtlab is imported from the new environment. ABTLAB_WHEEL_DEPS=1
-installs the dependencies instead (minutes). The guest part is skipped, with the reason,
+installs the dependencies instead, every extra's too (`lab list` reads notebooks: [all]),
+in minutes. The guest part is skipped, with the reason,
 where the guest cannot run (abtlab.machines.guest.available); its kernel build is cached in
 /var/cache/abtlab by the clone's set-up, so the installed package builds only its initramfs.
 """
@@ -56,7 +57,7 @@ def installed(tmp_path_factory):
                     .stdout.strip())
         (site / "zz_abtlab_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     proc = _run([sys.executable, "-m", "pip", "--python", venv / "bin/python", "install", "-q",
-                 *(() if deps else ("--no-deps",)), wheel], timeout=1800)
+                 *((f"{wheel}[all]",) if deps else ("--no-deps", wheel))], timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}", ABTLAB_CACHE=str(tmp / "cache"))
@@ -81,6 +82,22 @@ def test_the_wheel_holds_the_compiled_programs_and_the_data(installed):
                  "data/reference/bps_published.csv", "BUILD"):
         assert f"abtlab/_data/{name}" in names, name
     assert not any("/kernel/out/" in n for n in names)
+
+
+def test_the_wheel_declares_the_core_and_the_extras(installed):
+    """The core's Requires-Dist has no optional package; each extra is declared."""
+    import email
+    import re
+    *_, wheel = installed
+    with zipfile.ZipFile(wheel) as z:
+        name, = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        meta = email.message_from_bytes(z.read(name))
+    assert {"bayes", "fast", "dask", "notebooks", "all"} <= set(meta.get_all("Provides-Extra"))
+    reqs = meta.get_all("Requires-Dist")
+    core = {re.match(r"[A-Za-z0-9_.-]+", r).group().lower() for r in reqs if "extra ==" not in r}
+    assert {"numpy", "xarray", "numba", "statsmodels"} <= core, core
+    assert not core & {"pymc", "arviz", "nutpie", "dask", "jupyter", "papermill", "ipywidgets", "nbconvert"}, core
+    assert any(r.startswith("pymc") and 'extra == "bayes"' in r for r in reqs), reqs
 
 
 def test_abtlab_comes_from_the_new_environment(installed):
