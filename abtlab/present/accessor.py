@@ -136,6 +136,17 @@ class AbtAccessor:
         from .plots import plot_metric
         return plot_metric(self._ds, var, facet=facet, ax=ax)
 
+    def plot_unblocked(self, facet=None):
+        """The paper's unblocked threads (trace evidence) beside the threads clear of
+        commits (span overlap), against frequency; see `abtlab.present.plots.plot_unblocked`.
+
+        Examples
+        --------
+        >>> fig = ds.abt.plot_unblocked(facet="threads")  # doctest: +SKIP
+        """
+        from .plots import plot_unblocked
+        return plot_unblocked(self._ds, facet=facet)
+
     def run_ids(self, **sel):
         """Run ids of the repetitions at a selection of points.
 

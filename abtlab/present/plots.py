@@ -8,7 +8,7 @@ from ..stats.intervals import point_stats
 from ..stats.values import provenance_label
 from .figures import finish
 
-__all__ = ["plot_metric", "plot_throughput"]
+__all__ = ["plot_metric", "plot_throughput", "plot_unblocked"]
 
 _LABELS = {"throughput": ("throughput", 2 ** 20, "MiB/s"), "fcr": ("file creation rate", 1, "files/s"),
            "unblocked_threads": ("unblocked threads (trace evidence)", 1, "threads"),
@@ -131,3 +131,31 @@ def plot_throughput(ds, facet=None, ax=None):
     """
     var = "throughput" if "throughput" in ds else "fcr"
     return plot_metric(ds, var, facet=facet, ax=ax)
+
+
+# the paper's count first (eq. 4 on the trace evidence), then span overlap, which is not it
+COUNTS = ("unblocked_threads", "threads_clear_of_commits")
+
+
+def plot_unblocked(ds, facet=None):
+    """The paper's unblocked threads (eq. 4 on the trace evidence: the write op never
+    slept on the journal) beside the threads clear of commits (span overlap, not the
+    paper's count), each against frequency, one panel per level of `facet`; a panel says
+    so where the data records no evidence. Also `ds.abt.plot_unblocked()`."""
+    import matplotlib.pyplot as plt
+    levels = list(ds[facet].values) if facet else [None]
+    rows, cols = (2, len(levels)) if facet else (1, 2)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    for k, var in enumerate(COUNTS):
+        row = axes[k] if facet else axes[0, k:k + 1]
+        if var in ds and np.isfinite(ds[var].values).any():
+            plot_metric(ds, var, facet=facet, ax=row)
+            continue
+        for a, level in zip(row, levels):
+            a.text(0.5, 0.5, "no trace evidence in this data\n(it records no sleeps on the journal)",
+                   ha="center", va="center", transform=a.transAxes, fontsize=9)
+            a.set_title(_LABELS[var][0] + (f", {_panel_title(ds, facet, level)}" if facet else ""), fontsize=10)
+            a.set_xticks([]), a.set_yticks([])
+    fig.suptitle(f"{ds.attrs.get('backend', '')} unblocked threads (the paper's, trace evidence) and threads "
+                 f"clear of commits (span overlap) vs frequency - {provenance_label(ds)}", fontsize=11)
+    return finish(fig)

@@ -7,7 +7,7 @@ import xarray as xr
 
 matplotlib.use("Agg")
 
-from abtlab.present.plots import plot_metric  # noqa: E402
+from abtlab.present.plots import plot_metric, plot_unblocked  # noqa: E402
 
 
 def _ds(values, var="threads_clear_of_commits", threads=64):
@@ -47,3 +47,34 @@ def test_enough_repetitions_need_no_note():
     rng = np.random.default_rng(1)
     fig = plot_metric(_ds(rng.normal(50, 2, (2, 8)), "throughput"), "throughput")
     assert fig.axes[0].get_legend_handles_labels()[1][0] == "ext4"
+
+
+def _counts(evidence=True):
+    ds = _ds([[10, 12], [30, 34]])
+    ev = ds["threads_clear_of_commits"] * 0 + (np.array([[8.0, 9.0], [20.0, 22.0]]) if evidence else np.nan)
+    return ds.assign(unblocked_threads=ev)
+
+
+def test_unblocked_beside_clear_of_commits_each_labelled():
+    fig = plot_unblocked(_counts())
+    left, right = fig.axes
+    assert "unblocked threads (trace evidence)" in left.get_ylabel()
+    assert "threads clear of commits (span overlap)" in right.get_ylabel()
+    assert left.lines[0].get_ydata().tolist() == [8.5, 21.0]
+    assert right.lines[0].get_ydata().tolist() == [11.0, 32.0]
+    assert "simulated" in fig._suptitle.get_text().lower()
+
+
+def test_unblocked_without_evidence_says_so():
+    fig = plot_unblocked(_counts(evidence=False))
+    left, right = fig.axes
+    assert not left.lines and "no trace evidence" in left.texts[0].get_text()
+    assert right.lines[0].get_ydata().tolist() == [11.0, 32.0]
+
+
+def test_unblocked_faceted_has_a_row_per_count():
+    ds = xr.concat([_counts().assign_coords(threads=t) for t in (64, 256)], "threads")
+    fig = plot_unblocked(ds, facet="threads")
+    assert len(fig.axes) == 4
+    assert [a.get_title() for a in fig.axes] == ["threads=64", "threads=256"] * 2
+    assert "unblocked" in fig.axes[0].get_ylabel() and "clear of commits" in fig.axes[2].get_ylabel()
