@@ -8,7 +8,7 @@ from .spec import parse_machine
 from ..policies.kdelayjc import KIND
 from . import guest_point, host, kernel_delayjc
 
-__all__ = ["run_and_measure", "run_any", "run_kdelayjc", "run_in_guest"]
+__all__ = ["run_and_measure", "run_any", "run_kdelayjc", "run_in_guest", "touches_host_devices"]
 
 
 def run_and_measure(argv_for, point, ctx, data_bytes, workload, **measure_kw) -> RunResult:
@@ -46,3 +46,13 @@ def run_kdelayjc(argv_for, point, ctx, data_bytes) -> RunResult:
 def run_in_guest(argv_for, point, ctx, data_bytes, machine="guest", timeout=None) -> RunResult:
     """One point in the qemu guest (abtlab.machines.guest_point)."""
     return guest_point.run_in_guest(argv_for, point, ctx, data_bytes, machine, timeout)
+
+
+def touches_host_devices(machines, policies_) -> bool:
+    """Whether points of these machines and policies use this machine's loop devices,
+    mounts and tracefs: a host machine's do, except kdelayjc points on a host kernel
+    without the knobs (run_kdelayjc sends those to the guest)."""
+    if not any(parse_machine(m).touches_host_devices for m in machines):
+        return False
+    kinds = [str(getattr(p, "kind", p)).strip().lower() for p in policies_]
+    return kernel_delayjc.knobs_present() or not all(k.startswith(KIND) for k in kinds)

@@ -34,8 +34,8 @@ from pathlib import Path
 from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 from ..system import cleanup
-from .kernels import (CMDLINE_342, K342, K342_BUILD, K342_LABEL, K342_SOURCE, KERNEL_LABEL,
-                           check_kernels, k342_build, kernel_label, trace_times)
+from .kernels import (CMDLINE, K342_LABEL, KERNEL_LABEL, cached_build, check_kernels,
+                      guest_kernel, kernel_label, trace_times)
 
 __all__ = ["KERNEL_LABEL", "K342_LABEL", "kernel_label", "check_kernels", "boot_cmdline", "trace_times",
            "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
@@ -46,9 +46,6 @@ KERNEL_DIR = about.NATIVE / "kernel"
 QEMU = "qemu-system-x86_64"
 ICOUNT_SMP_MAJOR = 8      # qemu 7.2's icount guest hangs bringing up a second vCPU; 8+ boots it
 _BAD_CONSOLE = ("BUG:", "WARNING:", "Kernel panic", "Oops")
-# null_blk makes no device of its own (each point configures one); no address-space
-# randomisation, so a run's instruction stream does not depend on where things landed
-CMDLINE = "console=ttyS0 panic=-1 quiet null_blk.nr_devices=0 norandmaps"
 
 
 @dataclass
@@ -96,15 +93,16 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def _build(argv, timeout: float) -> subprocess.CompletedProcess:
+def _build(argv, timeout: float, row=None) -> subprocess.CompletedProcess:
+    """Run a build step; row: the kernel whose own build script this is."""
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise RunError(f"guest build took over {timeout:.0f} s") from exc
     if proc.returncode != 0:
         msg = (proc.stderr.strip() or proc.stdout.strip())[-2000:]
-        if argv[0] == str(K342_BUILD) and "no source" in msg:
-            raise ConfigError("--machine guest:kernel", K342, K342_SOURCE)
+        if row is not None and "no source" in msg:
+            raise ConfigError("--machine guest:kernel", row.name, row.source)
         if "Error 3" in msg or proc.returncode == 3:  # exit 3: Debian packages unavailable
             raise UnavailableError(f"guest build: {msg}")
         raise RunError(f"{' '.join(argv)} failed: {msg}")
@@ -117,9 +115,10 @@ def ensure_built(timeout: float = 1800, kernel: str = "6.1") -> tuple[Path, Path
     UnavailableError with the reason when that is impossible, ConfigError naming
     `guest:kernel` when the 3.4.2 source is missing."""
     initramfs = KERNEL_DIR / "out" / "initramfs.cpio.gz"
-    if kernel == K342:
+    row = guest_kernel(kernel)
+    if row.build_script is not None:
         _build(["make", "-s", "-C", str(KERNEL_DIR), "out/initramfs.cpio.gz"], timeout)
-        image = Path(_build([str(K342_BUILD)], timeout).stdout.split()[-1])
+        image = Path(_build([str(row.build_script)], timeout, row).stdout.split()[-1])
     else:
         _build(["make", "-s", "-C", str(KERNEL_DIR)], timeout)
         image = (KERNEL_DIR / "out" / "bzImage").resolve()
@@ -169,8 +168,9 @@ def check_smp(machine, q: Qemu) -> None:
 def kernel_build(kernel: str = "6.1") -> str:
     """The guest kernel's build (the hash of patch series + config it is cached under):
     virtual-time numbers repeat exactly only on one build, one initramfs and one qemu."""
-    if kernel == K342:
-        return k342_build()
+    row = guest_kernel(kernel)
+    if row.build_script is not None:
+        return cached_build(row)
     target = (KERNEL_DIR / "out" / "bzImage").resolve()
     return target.parent.name if target.exists() else ""
 
@@ -270,10 +270,8 @@ def run_cpio(files: dict) -> bytes:
 
 def boot_cmdline(machine, runs=()) -> str:
     """The kernel command line: 3.4.2's brd RAM disk as large as the batch's largest disk."""
-    if machine.kernel != K342:
-        return CMDLINE
     mb = max((r.disk.size_mb for r in runs if r.disk is not None), default=256)
-    return CMDLINE_342.format(kb=mb * 1024)
+    return guest_kernel(machine.kernel).boot_cmdline(mb)
 
 
 def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu(),

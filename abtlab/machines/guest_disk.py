@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..system.device import Profile, parse_profile
+from .kernels import guest_kernel
 
 __all__ = ["NullBlk", "Brd", "for_profile", "GUEST_RESERVE_MB", "BRD_PARAMS"]
 
@@ -145,11 +146,11 @@ def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None
     """The in-guest disk serving `profile` (a device spec or Profile): null_blk, or brd
     on kernel 3.4.2 (depth 1 only: abtlab.machines.spec refuses more)."""
     disk = _null_blk(profile, size_mb, depth, mem_mb)
-    from .kernels import K342
-    if kernel != K342:
+    row = guest_kernel(kernel)
+    if row.disk != "brd":
         return disk
-    if depth != 1:
-        raise ConfigError("--machine guest:depth", depth, "depth=1 with kernel=3.4.2")
+    if depth > row.max_depth:
+        raise ConfigError("--machine guest:depth", depth, f"depth=1 with kernel={row.name}")
     return Brd(size_mb, disk.completion_nsec, disk.mbps, disk.model,
                disk_model=disk.disk_model, disk_fixed_ns=disk.disk_fixed_ns)
 

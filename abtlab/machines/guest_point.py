@@ -16,11 +16,10 @@ from .. import policies, trace
 from ..errors import AbtError, ConfigError, RunError
 from .spec import Machine, parse_machine
 from ..data.result import RunResult
-from .kernels import guest_kernel
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
            "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups",
-           "check_levels", "BootWatch"]
+           "BootWatch"]
 
 _DATA = PurePosixPath("/mnt/data")
 _OUT = "/out/p{}"        # point N's results in the guest (native/kernel/init.sh)
@@ -36,46 +35,29 @@ def _policy(spec):
     return policies.parse(spec)
 
 
-def check_levels(levels: dict) -> None:
-    """Before any point runs: each guest machine's kernel can be built here (3.4.2: its
-    source is present, or its build cached)."""
-    from .spec import parse_machines
-    from .guest import check_kernels
-    check_kernels([m for m in parse_machines(levels.get("machine") or ["host"]) if m.is_guest])
-
-
-def _mkfs_args(pol, ctx, seed: int, kernel: str = "6.1") -> list:
+def _mkfs_args(pol, ctx, seed: int, row) -> list:
     """The host's geometry (abtlab.system.geometry) plus a UUID and directory hash seed
     drawn from the run's seed, so the same seed makes the same filesystem. Every point
     gets a fresh disk, whose unwritten blocks read as zeros; the kernel gets the ext4
     features it mounts (3.4.2: geometry.FEATURES_342)."""
     from .host import scratch_geometry
     args = scratch_geometry(ctx.options).mkfs_args(pol.journal, zeroed=True,
-                                            features=guest_kernel(kernel).mkfs_features)
+                                                   features=row.mkfs_features)
     fs_uuid = str(uuid.UUID(int=(seed * 0x9E3779B97F4A7C15 + 1) % 2 ** 128, version=4))
     i = args.index("-E")
     args[i + 1] += f",hash_seed={fs_uuid}"
     return args + ["-U", fs_uuid]
 
 
-def _knobs(pol, kk, index: int):
+def _knobs(pol, machine: Machine, index: int):
     """(writes, resets): delayjc knobs of a kdelayjc policy, then the machine's kernel
-    knobs kk (KernelKnobs, or None)."""
+    knobs."""
     writes, resets = [], []
     if pol.kind == "kdelayjc":  # max_resets first, so the window never runs with a stale bound
         writes = [(DELAYJC_KNOBS[0], pol.params["max_resets"]), (DELAYJC_KNOBS[1], pol.params["window_us"])]
         resets = [(DELAYJC_KNOBS[1], 0)]
-    if kk is not None:
-        writes += list(kk.writes(guest_kernel(kk.kernel).disk_name(index)))
+    writes += list(machine.kernel_knobs.writes(machine.guest_kernel.disk_name(index)))
     return writes, resets
-
-
-def _kernel_knobs(machine: Machine):
-    try:
-        from .kernel_knobs import parse_knobs
-    except ImportError:
-        return None
-    return parse_knobs(machine.kernel, **dict(machine.knobs))
 
 
 def _dilate(point, ctx) -> float:
@@ -103,12 +85,11 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
     disk = guest_disk.for_profile(point.get("device", "none"), image_mb(ctx.options, data_bytes),
                                   machine.depth, machine.mem, machine.kernel)
-    kk = _kernel_knobs(machine)
-    writes, resets = _knobs(pol, kk, index)
-    mount = ",".join(o for o in (mount_options_of(pol, ctx), kk.mount_options() if kk else "") if o)
+    writes, resets = _knobs(pol, machine, index)
+    mount = ",".join(o for o in (mount_options_of(pol, ctx), machine.kernel_knobs.mount_options()) if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
-                         mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.kernel), env={},
+                         mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.guest_kernel), env={},
                          mount_options=mount, knobs=writes, knobs_reset=resets)
     if pol.kind == "delayjc":  # the preload needs the dynamically linked build
         from ..policies.delayjc import preload_env
@@ -192,7 +173,7 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
     finally:
         for p in saved:
             p.unlink(missing_ok=True)
-    printed = guest_kernel(machine.kernel).printed
+    printed = machine.guest_kernel.printed
     commits = _commits(pres.files, ops, printed) if pol.journal else _empty_commits()
     waits = _waits(pres.files, ops, commits, argv0)
     b, a = pres.info_before, pres.info_after
@@ -237,7 +218,7 @@ def _empty_commits():
 
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
     from .guest import initramfs_build, kernel_build, qemu
-    gk = guest_kernel(machine.kernel)
+    gk = machine.guest_kernel
     label = gk.label
     attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": qemu().describe(),
              "guest_kernel_build": kernel_build(machine.kernel), "guest_initramfs_build": initramfs_build(),
@@ -248,10 +229,9 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
              "commit_records": gk.commit_records,
              "time_base": ("virtual: guest CLOCK_MONOTONIC under qemu -icount" if machine.clock == "virtual"
                            else "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)")}
-    kk = _kernel_knobs(machine)
-    if kk is not None:
-        attrs.update(kk.attrs())
-        attrs["kernel"] = f"{label} {kk.label}"
+    kk = machine.kernel_knobs
+    attrs.update(kk.attrs())
+    attrs["kernel"] = f"{label} {kk.label}"
     knobs = pres.files.get("knobs", b"").decode().strip()
     if knobs:
         attrs["guest_knobs_read_back"] = "; ".join(knobs.splitlines())
@@ -352,7 +332,7 @@ def run_in_guest(argv_for, point, ctx, data_bytes, machine=None, timeout=None) -
 # -- a sweep's guest points, many per boot ------------------------------------------------
 def guest_key(point, ctx):
     """The guest machine label a point runs on (its icount shift included), or None on the host."""
-    if str(point.get("machine", "host")) == "host":
+    if not parse_machine(point.get("machine") or "host").is_guest:
         return None
     return machine_for(point, ctx).label
 

@@ -34,21 +34,15 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
-from .kernels import K342
+from .kernels import (IOSCHEDS, IOSCHEDS_342, K342, KERNELS as _ROWS, LEGACY_ITEMS, LEGACY_KNOBS,
+                      LEGACY_MOUNT, guest_kernel)
 
 __all__ = ["KERNELS", "K342", "IOSCHEDS_342", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "sched_settings", "IOSCHEDS", "BFQ_TUNABLES",
            "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]
 
-KERNELS = ("6.1", "6.1-legacy", K342)
+KERNELS = tuple(_ROWS)
 KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
-# legacy item -> the module parameter that switches it (1 on, 0 off)
-LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
-                "write_handle": "/sys/module/ext4/parameters/legacy_write_handle"}
-# legacy item -> the ext4 mount option that restores it (a stock kernel's own option)
-LEGACY_MOUNT = {"dioread_lock": "dioread_lock"}
-LEGACY_ITEMS = (*LEGACY_KNOBS, *LEGACY_MOUNT)
-SCHED_DIR = "/sys/kernel/debug/sched"
-SCHED_SYSCTL = "/proc/sys/kernel/sched_"       # 3.4's names for the same variables
+
 # 3.4 on 4 CPUs: 6 ms / 0.75 ms / 1 ms, each times 1 + ilog2(4) (SCHED_TUNABLESCALING_LOG)
 SCHEDS = {"default": (),
           "cfs34": (("latency_ns", "18000000"), ("min_granularity_ns", "2250000"),
@@ -65,8 +59,6 @@ def sched_settings(name: str) -> tuple:
     if base != "cfs34" or not k.isdigit() or int(k) not in SCHED_SCALES:
         raise ConfigError(_FIELD.format("sched"), name, SCHED_ACCEPTED)
     return tuple((var, str(int(v) * int(k))) for var, v in SCHEDS["cfs34"])
-IOSCHEDS = ("none", "mq-deadline", "bfq")
-IOSCHEDS_342 = ("cfq", "noop", "deadline")
 # BFQ's tunables (block/bfq-iosched.c in 6.1; ms unless _us) in the order they are written,
 # each with the range the kernel keeps as written (it clamps outside it, which would not
 # read back). strict_guarantees comes first: switching it on raises slice_idle to 8 ms,
@@ -76,9 +68,6 @@ BFQ_TUNABLES = {"strict_guarantees": (0, 1), "low_latency": (0, 1),
                 "slice_idle": (0, _INT_MAX), "slice_idle_us": (0, _UINT_MAX),
                 "back_seek_penalty": (1, _INT_MAX), "fifo_expire_sync": (1, _INT_MAX),
                 "timeout_sync": (1, _INT_MAX)}
-_PRESETS = {"6.1": (frozenset(), "default", "none"),
-            "6.1-legacy": (frozenset(LEGACY_ITEMS), "cfs34", "bfq"),
-            K342: (frozenset(), "default", "cfq")}
 _FIELD = "--machine guest:{}"
 
 
@@ -96,10 +85,10 @@ class KernelKnobs:
         (a fresh elevator has BFQ's defaults, so unnamed ones are BFQ's own)."""
         if not dev or "/" in dev:
             raise ConfigError("guest block device", dev, "a name under /sys/block, e.g. vda")
-        sched = f"{SCHED_DIR}/" if self.kernel != K342 else SCHED_SYSCTL
-        out = [] if self.kernel == K342 else [(path, "1" if name in self.legacy else "0")
-                                              for name, path in LEGACY_KNOBS.items()]
-        out += [(f"{sched}{name}", value) for name, value in sched_settings(self.sched)]
+        row = guest_kernel(self.kernel)
+        out = [] if row.native_legacy else [(path, "1" if name in self.legacy else "0")
+                                            for name, path in LEGACY_KNOBS.items()]
+        out += [(f"{row.sched_dir}{name}", value) for name, value in sched_settings(self.sched)]
         out.append((f"/sys/block/{dev}/queue/scheduler", self.iosched))
         out += [(f"/sys/block/{dev}/queue/iosched/{name}", value) for name, value in self.bfq]
         return out
@@ -126,16 +115,17 @@ class KernelKnobs:
     def label(self) -> str:
         """'6.1' when every knob is stock, else the kernel and its knobs spelled out
         (BFQ's tunables after the elevator: 'bfq:slice_idle=0')."""
-        if (self.legacy, self.sched, self.iosched) == _PRESETS["6.1"]:
+        row = guest_kernel(self.kernel)
+        if (self.legacy, self.sched, self.iosched) == _ROWS["6.1"].preset:
             return "6.1"
-        if self.kernel == K342:
-            stock = (self.sched, self.iosched) == _PRESETS[K342][1:]
-            return K342 if stock else f"{K342}({self.sched},{self.iosched})"
+        if row.native_legacy:   # no legacy items to name: its own code
+            stock = (self.sched, self.iosched) == row.preset[1:]
+            return row.name if stock else f"{row.name}({self.sched},{self.iosched})"
         elevator = f"{self.iosched}:{self._bfq_text()}" if self.bfq else self.iosched
         return f"{self.kernel}({self._legacy_text()},{self.sched},{elevator})"
 
     def _legacy_text(self) -> str:
-        if self.kernel == K342:
+        if guest_kernel(self.kernel).native_legacy:
             return "native"     # 3.4's own code, not knobs
         return "+".join(sorted(self.legacy)) or "none"
 
@@ -146,24 +136,22 @@ class KernelKnobs:
 def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
     """KernelKnobs of the preset `kernel` with the machine spec's items laid over it;
     ConfigError naming the spec field for an unknown kernel, key or value."""
-    if kernel not in _PRESETS:
+    if kernel not in _ROWS:
         raise ConfigError(_FIELD.format("kernel"), kernel, " | ".join(KERNELS))
+    row = _ROWS[kernel]
     unknown = sorted(set(items) - set(KNOB_KEYS))
     if unknown:
         raise ConfigError(_FIELD.format(unknown[0]), items[unknown[0]],
                           f"a kernel knob key: {', '.join(KNOB_KEYS)}")
-    legacy, sched, iosched = _PRESETS[kernel]
+    legacy, sched, iosched = row.preset
     if "legacy" in items:
-        if kernel == K342:
+        if row.native_legacy:
             raise ConfigError(_FIELD.format("legacy"), items["legacy"],
-                              "no legacy= on kernel=3.4.2: it is Linux 3.4, whose shadow wait, "
-                              "per-page write handle and dioread_lock write-back are its own "
-                              "code (legacy= restores them in kernel=6.1)")
+                              f"no legacy= on kernel={kernel}: {row.native_legacy}")
         legacy = _parse_legacy(items["legacy"])
     sched = items.get("sched", sched)
     sched_settings(sched)                     # ConfigError naming the field if unknown
-    elevators = IOSCHEDS_342 if kernel == K342 else IOSCHEDS
-    iosched = _choose("iosched", items.get("iosched", iosched), elevators,
+    iosched = _choose("iosched", items.get("iosched", iosched), row.elevators,
                       f" (the elevators of kernel={kernel})")
     bfq = _parse_bfq(items["bfq"], iosched) if "bfq" in items else ()
     return KernelKnobs(kernel, legacy, sched, iosched, bfq)

@@ -1,13 +1,15 @@
-"""Which Linux the guest boots, and what differs between them.
+"""Which Linux the guest boots, and what differs between them: one row per kernel name.
 
-`6.1` (and its presets) is Debian's linux-source-6.1 with abtlab's patches, built by
-`make -C native/kernel`. `3.4.2` is the paper's own kernel (docs/kernel-3.4.2.md),
+`6.1` (and its preset `6.1-legacy`) is Debian's linux-source-6.1 with abtlab's patches,
+built by `make -C native/kernel`. `3.4.2` is the paper's own kernel (docs/kernel-3.4.2.md),
 built from the linux-3.4.2 import by native/kernel/build-kernel-3.4.2.sh with the
 k342/ patches; CI machines cannot fetch that source (they reach Debian's and the
 language registries only), so `check_kernels` refuses a run that needs it before any
 point does. The guest's /init is the same for both (native/kernel/init.sh); what the
-host side must know: the dataset's label, the boot line (3.4.2's disk is brd in
-request mode, sized at boot), and how the trace prints microseconds.
+host side must know is a field of the kernel's row in KERNELS: the dataset's label, how
+it is built, the boot line (3.4.2's disk is brd in request mode, sized at boot), how the
+trace prints microseconds, its disk, its knobs' presets and where they live. Adding a
+guest kernel is adding a row.
 """
 from __future__ import annotations
 
@@ -17,14 +19,19 @@ from pathlib import Path
 
 from .. import about
 from ..errors import ConfigError
+from ..system.geometry import FEATURES_342
 
-__all__ = ["KERNEL_LABEL", "K342", "K342_LABEL", "CMDLINE_342", "K342_BUILD", "K342_SOURCE",
-           "GuestKernel", "guest_kernel", "kernel_label", "trace_times", "check_kernels",
-           "k342_build"]
+__all__ = ["KERNEL_LABEL", "K342", "K342_LABEL", "CMDLINE", "CMDLINE_342", "K342_BUILD",
+           "K342_SOURCE", "GuestKernel", "KERNELS", "guest_kernel", "kernel_label",
+           "trace_times", "check_kernels", "cached_build", "k342_build", "LEGACY_KNOBS",
+           "LEGACY_MOUNT", "LEGACY_ITEMS", "IOSCHEDS", "IOSCHEDS_342", "SCHED_SYSCTL"]
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 K342 = "3.4.2"
 K342_LABEL = "guest linux 3.4.2 (TCG)"
+# null_blk makes no device of its own (each point configures one); no address-space
+# randomisation, so a run's instruction stream does not depend on where things landed
+CMDLINE = "console=ttyS0 panic=-1 quiet null_blk.nr_devices=0 norandmaps"
 # no null_blk: one brd RAM disk in request mode (k342/07-brd-rq-mode.patch), as large as
 # the batch's largest image
 CMDLINE_342 = "console=ttyS0 panic=-1 quiet norandmaps brd.rq_mode=1 brd.rd_nr=1 brd.rd_size={kb}"
@@ -33,31 +40,71 @@ K342_SOURCE = ("the Linux 3.4.2 source: ABTLAB_K342_SRC=<a tree of the linux-3.4
                "(default /var/cache/abtlab/linux-3.4.2) or ABTLAB_K342_GIT=<a git directory of "
                "github.com/allenzhangt/linux-3.4.2> (docs/kernel-3.4.2.md, Source), or another "
                "kernel=")
+SCHED_DEBUGFS = "/sys/kernel/debug/sched/"
+SCHED_SYSCTL = "/proc/sys/kernel/sched_"       # 3.4's names for the same variables
+IOSCHEDS = ("none", "mq-deadline", "bfq")
+IOSCHEDS_342 = ("cfq", "noop", "deadline")
+# legacy item -> the module parameter that switches it (1 on, 0 off)
+LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
+                "write_handle": "/sys/module/ext4/parameters/legacy_write_handle"}
+# legacy item -> the ext4 mount option that restores it (a stock kernel's own option)
+LEGACY_MOUNT = {"dioread_lock": "dioread_lock"}
+LEGACY_ITEMS = (*LEGACY_KNOBS, *LEGACY_MOUNT)
 
 
 @dataclass(frozen=True)
 class GuestKernel:
     """What a point on this guest kernel does differently, in one place."""
+    name: str               # the spec's kernel=
     label: str              # the dataset's "kernel" attr before the knobs
     printed: str            # how its trace prints microseconds (abtlab.system.tracefs.PRINTED)
     disk: str               # the in-guest disk driver (abtlab.machines.guest_disk)
     mkfs_features: str      # mke2fs -O items its ext4 needs (abtlab.system.geometry)
     commit_records: str     # where the commits come from, for the dataset
+    cmdline: str            # the boot line; {kb}: the batch's largest disk, in KiB
+    preset: tuple           # the knobs' defaults: (legacy items, sched, iosched)
+    elevators: tuple        # the iosched= it offers
+    sched_dir: str          # where its CFS settings are written (a path prefix)
+    # why legacy= is refused: the 3.4 semantics the items restore are its own code ("": knobs)
+    native_legacy: str = ""
+    build_script: Path | None = None    # None: `make -C native/kernel` builds it
+    source: str = ""        # what its build script needs, for the error that names it
+    max_depth: int = 256    # its disk's hardware queue depth, at most
+    depth_why: str = ""     # why not deeper
 
     def disk_name(self, index: int) -> str:
         """The point's block device: null_blk makes one per point, brd has one RAM disk."""
         return "ram0" if self.disk == "brd" else f"nullb{index}"
 
+    def boot_cmdline(self, disk_mb: int) -> str:
+        return self.cmdline.format(kb=disk_mb * 1024)
+
+
+_61 = dict(label=KERNEL_LABEL, printed="truncated", disk="null_blk", mkfs_features="",
+           commit_records="tracefs in the guest (trace_clock mono)", cmdline=CMDLINE,
+           elevators=IOSCHEDS, sched_dir=SCHED_DEBUGFS)
+KERNELS = {k.name: k for k in (
+    GuestKernel("6.1", preset=(frozenset(), "default", "none"), **_61),
+    GuestKernel("6.1-legacy", preset=(frozenset(LEGACY_ITEMS), "cfs34", "bfq"), **_61),
+    # 3.4 rounds printed times to the nearest us (ns2usecs adds 500 ns)
+    GuestKernel(K342, K342_LABEL, "rounded", "brd", FEATURES_342,
+                "debugfs tracing in the guest (trace_clock mono, k342/06; times printed to "
+                "the nearest us)", CMDLINE_342, (frozenset(), "default", "cfq"), IOSCHEDS_342,
+                SCHED_SYSCTL,
+                native_legacy="it is Linux 3.4, whose shadow wait, per-page write handle and "
+                              "dioread_lock write-back are its own code (legacy= restores "
+                              "them in kernel=6.1)",
+                build_script=K342_BUILD, source=K342_SOURCE, max_depth=1,
+                depth_why="its disk, brd in request mode, serves one request at a time"),
+)}
+
 
 def guest_kernel(kernel: str) -> GuestKernel:
-    """The GuestKernel of a kernel name (6.1 and its presets, or 3.4.2)."""
-    from ..system.geometry import FEATURES_342
-    if kernel == K342:     # 3.4 rounds printed times to the nearest us (ns2usecs adds 500 ns)
-        return GuestKernel(K342_LABEL, "rounded", "brd", FEATURES_342,
-                           "debugfs tracing in the guest (trace_clock mono, k342/06; times "
-                           "printed to the nearest us)")
-    return GuestKernel(KERNEL_LABEL, "truncated", "null_blk", "",
-                       "tracefs in the guest (trace_clock mono)")
+    """The row of a kernel name; ConfigError naming `guest:kernel` for an unknown one."""
+    try:
+        return KERNELS[kernel]
+    except KeyError:
+        raise ConfigError("--machine guest:kernel", kernel, " | ".join(KERNELS)) from None
 
 
 def kernel_label(kernel: str) -> str:
@@ -71,24 +118,31 @@ def trace_times(kernel: str) -> str:
     return guest_kernel(kernel).printed
 
 
-def _check() -> subprocess.CompletedProcess:
-    return subprocess.run([str(K342_BUILD), "--check"], capture_output=True, text=True,
-                          timeout=120)
+def _check(script: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(script), "--check"], capture_output=True, text=True, timeout=120)
 
 
 def check_kernels(machines) -> None:
     """Before any point runs: ConfigError naming `guest:kernel` when a machine's kernel
-    cannot be built here (3.4.2 with neither its source nor a cached build)."""
-    if not any(getattr(m, "kernel", "") == K342 for m in machines):   # parsed Machines
-        return
-    proc = _check()
-    if proc.returncode != 0:
-        raise ConfigError("--machine guest:kernel", K342,
-                          f"{K342_SOURCE} ({proc.stderr.strip()[-300:]})")
+    cannot be built here (one with a build script of its own, 3.4.2, with neither its
+    source nor a cached build)."""
+    names = {m.kernel for m in machines if getattr(m, "is_guest", False)}   # parsed Machines
+    for row in (KERNELS[n] for n in sorted(names)):
+        if row.build_script is None:
+            continue
+        proc = _check(row.build_script)
+        if proc.returncode != 0:
+            raise ConfigError("--machine guest:kernel", row.name,
+                              f"{row.source} ({proc.stderr.strip()[-300:]})")
+
+
+def cached_build(row: GuestKernel) -> str:
+    """The cached build's name of a kernel with a build script of its own (the hash of its
+    patches, config, build.env and compiler), '' before it is built."""
+    out = _check(row.build_script).stdout.split()
+    return Path(out[-1]).parent.name if out else ""
 
 
 def k342_build() -> str:
-    """The cached 3.4.2 build's name (the hash of its patches, config, build.env and
-    compiler), '' before it is built."""
-    out = _check().stdout.split()
-    return Path(out[-1]).parent.name if out else ""
+    """The cached 3.4.2 build's name, '' before it is built."""
+    return cached_build(KERNELS[K342])

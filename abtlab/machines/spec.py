@@ -19,7 +19,7 @@
 * `mem=MB` (1024): guest memory; the in-guest disk lives in it (null_blk memory_backed).
 * `depth=N` (1): hardware queue depth of the in-guest disk (1 = one request at a time).
 * the kernel knobs of abtlab.machines.kernel_knobs (`legacy=`, `sched=`, `iosched=`,
-  `bfq=`), kept as written and handed to its `parse_knobs` when that module is present.
+  `bfq=`), kept as written and checked by its `parse_knobs` when the spec is parsed.
 
 Lists: `;` separates specs (commas belong to a spec); plain names may also be
 comma-separated (`host,guest`).
@@ -29,8 +29,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..errors import ConfigError
+from .availability import Availability
+from .kernel_knobs import KNOB_KEYS, KernelKnobs, parse_knobs
+from .kernels import KERNELS, GuestKernel, check_kernels, guest_kernel
 
 __all__ = ["Machine", "HOST", "parse_machine", "parse_machines", "KERNELS", "KNOB_KEYS",
            "CLOCKS", "FIELD", "machine_coords", "at_virtual_freq", "check_virtual_freq",
@@ -38,8 +42,6 @@ __all__ = ["Machine", "HOST", "parse_machine", "parse_machines", "KERNELS", "KNO
 
 FIELD = "--machine"
 CLOCKS = ("virtual", "host")
-KERNELS = ("6.1",)
-KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
 _DEFAULTS = {"clock": "virtual", "cpus": 1, "kernel": "6.1", "shift": 0, "mem": 1024, "depth": 1}
 _RANGES = {"cpus": (1, 4), "shift": (0, 10), "mem": (256, 16384), "depth": (1, 256)}
 _ACCEPTED = ("host | guest[:clock=virtual|host,cpus=1..4,kernel=NAME,shift=0..10,"
@@ -60,6 +62,41 @@ class Machine:
     @property
     def is_guest(self) -> bool:
         return self.kind == "guest"
+
+    # what the machine implies, worked out once per Machine (a frozen dataclass keeps
+    # cached_property's values in its __dict__)
+    @cached_property
+    def guest_kernel(self) -> GuestKernel | None:
+        """Its guest kernel's row (abtlab.machines.kernels), None on the host."""
+        return guest_kernel(self.kernel) if self.is_guest else None
+
+    @cached_property
+    def kernel_knobs(self) -> KernelKnobs | None:
+        """Its kernel's knobs, the spec's items over the kernel's preset; None on the host."""
+        return parse_knobs(self.kernel, **dict(self.knobs)) if self.is_guest else None
+
+    @property
+    def touches_host_devices(self) -> bool:
+        """Whether its points use this machine's loop devices, mounts and tracefs (a guest
+        has its own disk, made inside it)."""
+        return not self.is_guest
+
+    @property
+    def isolated_clock(self) -> bool:
+        """Whether nothing else running on the host changes what it measures: a guest on
+        the virtual clock (a clock=host guest is timed by the host)."""
+        return self.is_guest and self.clock == "virtual"
+
+    def available(self) -> Availability:
+        """Can it run here? The host: yes, as far as the machine goes (each driver says
+        what it needs besides); a guest: can qemu boot it here."""
+        from . import guest     # qemu's module: ~40 ms a spec parse does not need
+        return Availability(*guest.available()) if self.is_guest else Availability(True)
+
+    def check(self) -> None:
+        """Before any point runs: ConfigError when its kernel cannot be built here."""
+        if self.is_guest:
+            check_kernels([self])
 
     def __str__(self) -> str:   # a dataset coordinate, a stored point: the canonical spec
         return self.label
@@ -132,14 +169,6 @@ def _items(body, spec) -> dict:
     return out
 
 
-def _kernels() -> tuple:
-    try:
-        from .kernel_knobs import KERNELS as names
-    except ImportError:
-        return KERNELS
-    return tuple(names)
-
-
 def parse_machine(spec) -> Machine:
     """One spec -> Machine; ConfigError naming `--machine` and the key."""
     if isinstance(spec, Machine):
@@ -154,31 +183,20 @@ def parse_machine(spec) -> Machine:
     items = {**_DEFAULTS, **_items(body, text)}
     if items["clock"] not in CLOCKS:
         raise ConfigError(f"{FIELD} guest:clock", text, " | ".join(CLOCKS))
-    if items["kernel"] not in _kernels():
-        raise ConfigError(f"{FIELD} guest:kernel", text, " | ".join(_kernels()))
+    if items["kernel"] not in KERNELS:
+        raise ConfigError(f"{FIELD} guest:kernel", text, " | ".join(KERNELS))
     nums = {k: _int(k, items[k], text) for k in _RANGES}
     if items["clock"] == "host" and nums["shift"] != 0:
         raise ConfigError(f"{FIELD} guest:shift", text, "shift only with clock=virtual")
-    if items["kernel"] == "3.4.2" and nums["depth"] != 1:
-        raise ConfigError(f"{FIELD} guest:depth", text, "depth=1 with kernel=3.4.2 (its disk, "
-                          "brd in request mode, serves one request at a time)")
+    row = KERNELS[items["kernel"]]
+    if nums["depth"] > row.max_depth:
+        raise ConfigError(f"{FIELD} guest:depth", text, f"depth={row.max_depth} with "
+                          f"kernel={row.name} ({row.depth_why})")
     knobs = tuple((k, items[k]) for k in KNOB_KEYS if k in items)
     m = Machine("guest", items["clock"], nums["cpus"], items["kernel"], nums["shift"],
                 nums["mem"], nums["depth"], knobs)
-    _check_knobs(m, text)
+    m.kernel_knobs    # ConfigError naming the knob now, not when a point runs
     return m
-
-
-def _check_knobs(m: Machine, text: str) -> None:
-    """Hand kernel and knob items to kernel_knobs.parse_knobs when it exists."""
-    try:
-        from .kernel_knobs import parse_knobs
-    except ImportError:
-        if m.knobs:
-            raise ConfigError(f"{FIELD} guest:{m.knobs[0][0]}", text,
-                              "no kernel knobs in this build (abtlab.machines.kernel_knobs)") from None
-        return
-    parse_knobs(m.kernel, **dict(m.knobs))
 
 
 VIRTUAL_REF_GHZ = 1.0   # freq virtual:F = icount shift log2(REF/F): one instruction every 1/F ns
@@ -207,13 +225,7 @@ def machine_coords(labels) -> dict:
 
 
 def _kernel_label(m: Machine) -> str:
-    if not m.is_guest:
-        return "host"
-    try:
-        from .kernel_knobs import parse_knobs
-    except ImportError:
-        return m.kernel
-    return parse_knobs(m.kernel, **dict(m.knobs)).label
+    return m.kernel_knobs.label if m.is_guest else "host"
 
 
 def parse_machines(text) -> list[Machine]:

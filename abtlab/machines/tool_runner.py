@@ -287,10 +287,9 @@ def boot_tools(items: list, workdir, timeout=None) -> list:
 
 
 def _tool_run(item: GuestTool, pres, workdir) -> ToolRun:
-    from .kernels import trace_times
     from .guest_point import guest_events, to_result
     base = to_result(pres, item.pol, item.machine, item.ctx, workdir, item.run.argv)  # raises for a failed point
-    events = guest_events(pres.files, trace_times(item.machine.kernel))
+    events = guest_events(pres.files, item.machine.guest_kernel.printed)
     win, commits, fsyncs = _in_window(events, item.start_kinds, item.end_kinds)
     run = item.run
     attrs = {**base.attrs, **run.disk.describe(), "mount_options": run.mount_options or "defaults",

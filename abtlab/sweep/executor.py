@@ -32,8 +32,7 @@ def _in_guest(group) -> bool:
     run beside it changes nothing it measures (a clock=host guest is timed by the host)."""
     from ..machines.spec import parse_machine
     t = group[0]
-    m = parse_machine(t.point.get("machine", "host"))
-    return not _backend(t).simulated and m.is_guest and m.clock == "virtual"
+    return not _backend(t).simulated and parse_machine(t.point.get("machine", "host")).isolated_clock
 
 
 def _context(task, workdir):

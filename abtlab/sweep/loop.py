@@ -29,6 +29,8 @@ from ..data.assemble import assemble_arrays
 from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
 from ..factors.typed import typed_levels
+from ..machines.dispatch import touches_host_devices
+from ..machines.spec import parse_machine
 from .executor import Task, make_executor
 from ..progress import Progress
 
@@ -83,14 +85,17 @@ def run_seed(base_seed: int, point_index: int, rep: int, seeds: str = "per_run")
 BOOL_OPTIONS = ("fsync", "direct", "processes", "guest")
 
 
+def _machines(levels) -> list:
+    """The sweep's machines (typed once by typed_levels: parse_machine is the identity)."""
+    return [parse_machine(m) for m in levels.get("machine") or ["host"]]
+
+
 def _availability(be, levels):
     """The backend's own check; for runs that all go to a qemu guest the guest's, since
     they need neither root nor loop devices on this machine (qemu runs unprivileged)."""
-    machines = levels.get("machine")
-    if not be.simulated and machines and all(str(m).startswith("guest") for m in machines):
-        from ..backends.base import Availability
-        from ..machines import guest
-        return Availability(*guest.available())
+    machines = _machines(levels)
+    if not be.simulated and not any(m.touches_host_devices for m in machines):
+        return machines[0].available()
     return be.available()
 
 
@@ -109,9 +114,9 @@ def _check(be, reps, levels, options):
     for k in BOOL_OPTIONS:
         if k in options and not isinstance(options[k], (bool, np.bool_)):
             raise ConfigError(k, options[k], "true or false (a boolean, not a string)")
-    if not be.simulated and "machine" in levels:   # each guest's kernel buildable here
-        from ..machines.guest_point import check_levels
-        check_levels(levels)
+    if not be.simulated:   # each guest's kernel buildable here
+        for m in _machines(levels):
+            m.check()
 
 
 def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
@@ -183,12 +188,7 @@ def _on_host_devices(be, levels, options) -> bool:
     every real backend, except runs that all go to a qemu guest."""
     if be.simulated or options.get("guest"):
         return False
-    if all(str(m).startswith("guest") for m in levels.get("machine", ["host"])):
-        return False
-    from ..machines.kernel_delayjc import knobs_present
-    from ..policies.kdelayjc import KIND
-    kinds = [str(getattr(p, "kind", p)).strip().lower() for p in levels.get("policy", ["ext4"])]
-    return knobs_present() or not all(k.startswith(KIND) for k in kinds)
+    return touches_host_devices(_machines(levels), levels.get("policy", ["ext4"]))
 
 
 def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, warmup,
