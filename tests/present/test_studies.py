@@ -115,3 +115,11 @@ def test_commit_timeline_draws_each_threads_first_to_last_write(delay_ds):
              (i, (writes["t_end_ns"][writes["tid"] == t].max() - t0) / 1e6)] for i, t in enumerate(tids)]
     segs = [[(y, x) for x, y in seg] for seg in fig.axes[0].collections[0].get_segments()]
     np.testing.assert_allclose(np.array(segs, float), np.array(want, float))
+
+
+def test_delay_tradeoff_ticks_are_the_windows_run(delay_ds):
+    fig = studies.plot_delay_tradeoff(delay_ds)
+    for ax in fig.axes:
+        assert ax.get_xscale() == "log"
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16"]
+        assert ax.get_xticks().tolist() == [1.0, 16.0]
