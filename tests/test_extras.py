@@ -102,6 +102,7 @@ def test_a_missing_module_names_itself_its_feature_and_the_install_command(monke
 
 def test_a_missing_dependency_of_a_submodule_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
+    monkeypatch.delitem(sys.modules, "dask.distributed", raising=False)   # imported by a test before
     with pytest.raises(extras.MissingExtra, match=r"^distributed is not installed; it is needed "
                        r"for a dask cluster.*pip install 'abtlab\[dask\]'"):
         extras.require("dask.distributed", "dask", "a dask cluster")
