@@ -135,10 +135,11 @@ def _write(variables, attrs, unlimited, path) -> None:
     with h5py.File(path, "w", track_order=True) as f:
         for k, v in attrs.items():
             f.attrs[k] = _attr(v)
+        scales = {}
         for d, n in sizes.items():      # a dimension without a variable: an empty scale
             if d not in coords:
-                f.create_dataset(d, shape=(n,), dtype=">f4", track_order=True,
-                                 maxshape=(None,) if n == 0 else None)
+                scales[d] = f.create_dataset(d, shape=(n,), dtype=">f4", track_order=True,
+                                             maxshape=(None,) if n == 0 else None)
         made = {}
         for k, v in variables.items():
             a = dict(v.attrs)
@@ -149,15 +150,13 @@ def _write(variables, attrs, unlimited, path) -> None:
                 k, shape=v.shape, dtype=dtype, chunks=_chunks(v, v.shape, dtype),
                 fillvalue=fill, track_order=True,
                 maxshape=unlimited if None in unlimited else None), fill, a)
-        for d, n in sizes.items():
-            scale = f[d]
-            scale.attrs["_Netcdf4Dimid"] = np.int32(dimid[d])
-            scale.make_scale(d if d in coords else f"{_NOT_A_VARIABLE}{n:10d}")
+            if k in coords:
+                scales[k] = made[k][0]
+        _scales(f, variables, made, scales, sizes, dimid, coords)
         for k, v in variables.items():
             h5ds, fill, a = made[k]
-            if k not in coords:
-                for i, d in enumerate(v.dims):
-                    h5ds.dims[i].attach_scale(f[d])
+            if v.dims and k not in coords:
+                _attach(h5ds, [scales[d] for d in v.dims])
             if v.dims:
                 h5ds.attrs["_Netcdf4Coordinates"] = np.array([dimid[d] for d in v.dims], np.int32)
                 # netCDF-C gives a variable its first dimension's id when data is first
@@ -175,3 +174,38 @@ def _write(variables, attrs, unlimited, path) -> None:
         props = (f"version=2,abtlab={__version__},hdf5={h5py.version.hdf5_version},"
                  f"h5py={h5py.__version__}")
         f.attrs["_NCProperties"] = np.array(props, dtype=h5py.string_dtype("ascii", len(props)))
+
+
+# Dimension scales are attached as HDF5's H5DSattach_scale attaches them, its two
+# attributes written once each: a scale's REFERENCE_LIST (every variable and dimension
+# index it is attached to, in the order the attachments are made) and a variable's
+# DIMENSION_LIST (its scale per dimension). H5DSattach_scale reads and rewrites both on
+# every call: a simulated sweep's ~230 attachments cost more than its 46 MB of data.
+def _ref_list_dtype():
+    import h5py
+    return np.dtype({"names": ["dataset", "dimension"], "formats": [h5py.ref_dtype, "<u4"],
+                     "offsets": [0, 8], "itemsize": 16})
+
+
+def _scales(f, variables, made, scales, sizes, dimid, coords) -> None:
+    """Make every dimension a scale, with the references of the variables it scales."""
+    refs: dict = {d: [] for d in sizes}
+    for k, v in variables.items():
+        if k not in coords:
+            ref = made[k][0].ref
+            refs.update((d, [*refs[d], (ref, i)]) for i, d in enumerate(v.dims))
+    for d, n in sizes.items():
+        scale = scales[d]
+        scale.attrs["_Netcdf4Dimid"] = np.int32(dimid[d])
+        scale.make_scale(d if d in coords else f"{_NOT_A_VARIABLE}{n:10d}")
+        if refs[d]:
+            scale.attrs.create("REFERENCE_LIST", np.array(refs[d], _ref_list_dtype()))
+
+
+def _attach(h5ds, scales) -> None:
+    """A variable's DIMENSION_LIST: one scale per dimension."""
+    import h5py
+    value = np.empty(len(scales), object)
+    for i, s in enumerate(scales):
+        value[i] = np.array([s.ref], h5py.ref_dtype)
+    h5ds.attrs.create("DIMENSION_LIST", value, dtype=h5py.vlen_dtype(h5py.ref_dtype))
