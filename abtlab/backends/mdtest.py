@@ -45,7 +45,7 @@ def mdtest_argv(exe, ranks, files, data_dir, nbytes, mpirun=None, unique=True) -
 def forward_flags(policy) -> list:
     """mpirun -x flags that pass the delayJC preload's variables on to every rank."""
     pol = policies.parse(policy)
-    if pol.kind != "delayjc":
+    if not pol.needs_preload:
         return []
     names = ["LD_PRELOAD", "ABT_DELAYJC_STATS", *sorted(pol.preload_env())]
     return [a for k in names for a in ("-x", k)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..data.result import RunResult
 from .spec import parse_machine
-from ..policies.kdelayjc import KIND
+from .. import policies
 from . import guest_point, host, kernel_delayjc
 
 __all__ = ["run_and_measure", "run_any", "run_kdelayjc", "run_in_guest", "touches_host_devices"]
@@ -24,8 +24,7 @@ def run_any(argv_for, point, ctx, data_bytes) -> RunResult:
     machine = parse_machine(point.get("machine", "host"))
     if machine.is_guest:
         return run_in_guest(argv_for, point, ctx, data_bytes, machine)
-    kind = str(getattr(point["policy"], "kind", point["policy"])).strip().lower()
-    if kind.startswith(KIND):
+    if policies.parse(point["policy"]).needs_patched_kernel:
         return run_kdelayjc(argv_for, point, ctx, data_bytes)
     res = host.run_workload(argv_for, point, ctx, data_bytes)
     res.attrs.update(machine.attrs())   # machine=host, clock=host: mixed datasets say both
@@ -48,11 +47,11 @@ def run_in_guest(argv_for, point, ctx, data_bytes, machine="guest", timeout=None
     return guest_point.run_in_guest(argv_for, point, ctx, data_bytes, machine, timeout)
 
 
-def touches_host_devices(machines, policies_) -> bool:
+def touches_host_devices(machines, policy_levels) -> bool:
     """Whether points of these machines and policies use this machine's loop devices,
     mounts and tracefs: a host machine's do, except kdelayjc points on a host kernel
     without the knobs (run_kdelayjc sends those to the guest)."""
     if not any(parse_machine(m).touches_host_devices for m in machines):
         return False
-    kinds = [str(getattr(p, "kind", p)).strip().lower() for p in policies_]
-    return kernel_delayjc.knobs_present() or not all(k.startswith(KIND) for k in kinds)
+    patched = [policies.parse(p).needs_patched_kernel for p in policy_levels]
+    return kernel_delayjc.knobs_present() or not all(patched)

@@ -28,13 +28,6 @@ DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")
 FREQ_MODES = ("native", "emulated", "virtual")
 
 
-def _policy(spec):
-    from ..policies.kdelayjc import KIND, parse_kdelayjc
-    if str(getattr(spec, "kind", spec)).strip().lower().startswith(KIND):
-        return parse_kdelayjc(spec)
-    return policies.parse(spec)
-
-
 def _mkfs_args(pol, ctx, seed: int, row) -> list:
     """The host's geometry (abtlab.system.geometry) plus a UUID and directory hash seed
     drawn from the run's seed, so the same seed makes the same filesystem. Every point
@@ -52,10 +45,8 @@ def _mkfs_args(pol, ctx, seed: int, row) -> list:
 def _knobs(pol, machine: Machine, index: int):
     """(writes, resets): delayjc knobs of a kdelayjc policy, then the machine's kernel
     knobs."""
-    writes, resets = [], []
-    if pol.kind == "kdelayjc":  # max_resets first, so the window never runs with a stale bound
-        writes = [(DELAYJC_KNOBS[0], pol.params["max_resets"]), (DELAYJC_KNOBS[1], pol.params["window_us"])]
-        resets = [(DELAYJC_KNOBS[1], 0)]
+    writes = [(_JBD2 + name, value) for name, value in pol.kernel_knobs()]
+    resets = [(DELAYJC_KNOBS[1], 0)] if writes else []    # the window back to 0: stock jbd2
     writes += list(machine.kernel_knobs.writes(machine.guest_kernel.disk_name(index)))
     return writes, resets
 
@@ -80,7 +71,7 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     dynamically linked tool, which the delayJC preload needs no -dyn build of)."""
     from . import guest, guest_disk
     from .host import image_mb, mount_options_of
-    pol = _policy(point["policy"])
+    pol = policies.parse(point["policy"])
     out = PurePosixPath(_OUT.format(index))
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
     disk = guest_disk.for_profile(point.get("device", "none"), image_mb(ctx.options, data_bytes),
@@ -91,7 +82,7 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.guest_kernel), env={},
                          mount_options=mount, knobs=writes, knobs_reset=resets)
-    if pol.kind == "delayjc":  # the preload needs the dynamically linked build
+    if pol.needs_preload:  # the preload needs the dynamically linked build
         from ..policies.delayjc import preload_env
         if exe is None:
             run.argv[0] += "-dyn"
@@ -169,7 +160,7 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
         ops = (trace.read(Path(workdir) / "guest-ops.trace", kind=trace.Kind.OPS)
                if "ops.trace" in pres.files else None)
         batches = (load_batches(Path(workdir) / "guest-batches.trace")
-                   if pol.kind == "delayjc" and "batches.trace" in pres.files else None)
+                   if pol.needs_preload and "batches.trace" in pres.files else None)
     finally:
         for p in saved:
             p.unlink(missing_ok=True)
@@ -182,7 +173,7 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
     scalars.update(waits)
     attrs = _attrs(pres, pol, machine, ctx)
     attrs.update(parse_dumpe2fs(pres.files.get("dumpe2fs", b"").decode()))
-    if pol.kind == "kdelayjc":
+    if pol.needs_patched_kernel:    # the patch's own counters
         attrs["delayjc_windows"] = a.get("delayjc_windows", 0) - b.get("delayjc_windows", 0)
         attrs["delayjc_resets"] = a.get("delayjc_resets", 0) - b.get("delayjc_resets", 0)
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
@@ -224,8 +215,7 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
              "guest_kernel_build": kernel_build(machine.kernel), "guest_initramfs_build": initramfs_build(),
              "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
              "filesystem": f"ext4 on {gk.disk} in a qemu TCG guest",
-             "policy_mechanism": {"kdelayjc": "kernel delayjc (jbd2 patch)",
-                                  "delayjc": "LD_PRELOAD libdelayjc.so"}.get(pol.kind, "stock jbd2"),
+             "policy_mechanism": pol.mechanism,
              "commit_records": gk.commit_records,
              "time_base": ("virtual: guest CLOCK_MONOTONIC under qemu -icount" if machine.clock == "virtual"
                            else "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)")}

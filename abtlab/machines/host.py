@@ -126,7 +126,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
             if policy.journal else None
         stack.enter_context(freq_cm)
         env = dict(os.environ)
-        if policy.kind == "delayjc":
+        if policy.needs_preload:
             from ..policies.delayjc import preload_env
             env.update(preload_env(policy, bpath))
         before = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
@@ -139,7 +139,7 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         commits = from_first_op(jt.commits(), ops) if jt is not None else no_commits()
         waits = (wait_measures(ops, offcpu_table(jt.lines(), jt.sleeps_of), commits)
                  if jt is not None and jt.stacks else {})
-        batches = _batches(bpath) if policy.kind == "delayjc" else None
+        batches = _batches(bpath) if policy.needs_preload else None
         attrs = {"freq_mode": "emulated" if ctx.freq_mode == "emulated"
                  else "real", **fs.describe(), **thr.describe()}
     if ctx.freq_mode == "emulated":

@@ -34,9 +34,7 @@ class KernelKnobs(cleanup.Undoable):
             raise RunError(f"{self.root} has no delayjc knobs: the kernel lacks the delayjc patch")
         old = {k: (self.root / k).read_text().strip() for k in _KNOBS}
         self._undo(lambda: self._write(old), f"restore delayjc knobs in {self.root}")
-        p = self.policy.params
-        # max_resets first, so the window never runs with a stale bound
-        self._write({"delayjc_max_resets": p["max_resets"], "delayjc_window_us": p["window_us"]})
+        self._write(dict(self.policy.kernel_knobs()))   # in the policy's order
 
     def _write(self, values: dict):
         for k, v in values.items():

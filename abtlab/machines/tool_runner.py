@@ -87,7 +87,7 @@ def is_guest(point: dict) -> bool:
 def check_policy(point: dict, name: str, guest: bool = False):
     """The point's policy; kdelayjc only on a guest machine, for a tool that runs there."""
     pol = policies.parse(point["policy"])
-    if pol.kind == "kdelayjc" and not (guest and is_guest(point)):
+    if pol.needs_patched_kernel and not (guest and is_guest(point)):
         where = "on the host; kdelayjc with --machine guest" if guest else "(runs on the host)"
         raise ConfigError("policy", point["policy"], f"ext4, nojc, delayjc or batch for {name} "
                           f"{where}: kdelayjc needs the guest kernel")
@@ -327,7 +327,7 @@ def _frequency(point, ctx):
 def _env(policy, ctx):
     """The environment, and where the delayJC preload writes its batches (or None)."""
     env = dict(os.environ)
-    if policy.kind != "delayjc":
+    if not policy.needs_preload:
         return env, None
     from ..policies.delayjc import preload_env
     bpath = Path(ctx.workdir) / f"batches-{os.getpid()}.trace"

@@ -31,6 +31,19 @@ class KernelPolicy(Policy):
     def preload_env(self) -> dict:
         return {}
 
+    @property
+    def needs_patched_kernel(self) -> bool:
+        return True
+
+    def kernel_knobs(self) -> tuple:
+        # max_resets first, so the window never runs with a stale bound
+        return (("delayjc_max_resets", self.params["max_resets"]),
+                ("delayjc_window_us", self.params["window_us"]))
+
+    @property
+    def mechanism(self) -> str:
+        return "kernel delayjc (jbd2 patch)"
+
 
 def parse_kdelayjc(spec) -> KernelPolicy:
     """Parse `kdelayjc:window=DURATION[,max_resets=N]`; ConfigError names the field."""

@@ -49,6 +49,30 @@ class Policy:
             return f"min_batch_time={int(self.params['min_us'])},max_batch_time={int(self.params['max_us'])}"
         return ""
 
+    # what running it needs: the run paths (abtlab.machines) ask these, not its kind
+    @property
+    def needs_preload(self) -> bool:
+        """Its workload runs under libdelayjc.so (LD_PRELOAD), which records its batches."""
+        return self.kind == "delayjc"
+
+    @property
+    def needs_patched_kernel(self) -> bool:
+        """It needs the delayjc jbd2 patch: a host kernel that carries it, or the guest's."""
+        return False
+
+    def kernel_knobs(self) -> tuple:
+        """(jbd2 module parameter, value) to write before the workload, in order."""
+        return ()
+
+    @property
+    def needs_kernel_knobs(self) -> bool:
+        return bool(self.kernel_knobs())
+
+    @property
+    def mechanism(self) -> str:
+        """How it groups commits, for the dataset's policy_mechanism attr."""
+        return "LD_PRELOAD libdelayjc.so" if self.needs_preload else "stock jbd2"
+
     def preload_env(self) -> dict:
         """Environment for libdelayjc.so (empty for policies that need no preload)."""
         if self.kind != "delayjc":

@@ -122,3 +122,21 @@ def test_plot_panels_and_provenance_say_the_clock():
     assert _panel_title(ds, "machine", "host") == "machine=host [host clock]"
     assert "VIRTUAL time" in provenance_label(ds)
     assert "VIRTUAL" not in provenance_label(ds.assign_attrs(clock="host"))
+
+
+def test_a_machine_carries_what_it_implies():
+    host, g, k342 = (machine.parse_machine(s) for s in ("host", "guest:clock=host", "guest:kernel=3.4.2"))
+    assert host.guest_kernel is None and host.kernel_knobs is None
+    assert host.touches_host_devices and not host.isolated_clock
+    assert not g.touches_host_devices and not g.isolated_clock    # timed by the host's clock
+    assert k342.isolated_clock and k342.guest_kernel.disk == "brd" and k342.guest_kernel.max_depth == 1
+    assert k342.kernel_knobs.iosched == "cfq" and k342.kernel_knobs is k342.kernel_knobs   # once
+    assert host.available()
+
+
+def test_every_kernel_name_is_one_row_of_the_table():
+    from abtlab.machines import kernels
+    assert set(machine.KERNELS) == set(kernels.KERNELS)
+    for name, row in kernels.KERNELS.items():
+        m = machine.parse_machine(f"guest:kernel={name}")
+        assert m.guest_kernel is row and row.boot_cmdline(256).startswith("console=ttyS0")
