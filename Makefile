@@ -1,7 +1,7 @@
 # make demo: the main job end to end, ending in an HTML report.
 # make test: the whole test suite.
 # Both do all of their own set-up first (scripts/setup.sh): Debian packages, .venv with
-# `pip install -e .`, the C programs, qemu 8+, the guest kernel and initramfs.
+# `pip install -e '.[all,test]'` (every extra), the C programs, qemu 8+, the guest kernel and initramfs.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
