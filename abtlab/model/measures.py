@@ -28,11 +28,12 @@ from .classify import I, X, Y, Z, blocked_fsyncs, classify_writes
 from .spans import commit_table, op_durations, thread_spans
 from .stonewall import stonewall_throughput
 
-__all__ = ["measures", "commit_waits", "WORKLOADS"]
+__all__ = ["measures", "measures_reps", "commit_waits", "WORKLOADS"]
 
 WORKLOADS = ("iozone", "metarates")
 _NS = 1e-9
 _SMALL_NS = np.iinfo(np.int64).min     # spans' "no fsync" sentinel
+_BIG_NS = np.iinfo(np.int64).max       # spans' "no write" sentinel
 
 
 def commit_waits(fsync_start, fsync_end, c_end) -> np.ndarray:
@@ -141,3 +142,156 @@ def measures(ops, commits, workload, file_size=None, fsync=True) -> dict:
         out.update(_metarates(ops, s, e, spans))
     return {k: float(v) for k, v in out.items()}
 
+
+
+# -- many repetitions of one layout at once (a simulated point's) ------------------------
+def measures_reps(ops, commits: list, workload, file_size=None, fsync=True) -> list[dict]:
+    """measures() of every repetition: ops (reps, records) RECORD_DTYPE, commits one
+    table per repetition. Where every repetition has the same records but for their times
+    (thread, op and bytes columns; grouped by thread, each thread's writes in start
+    order), as a simulated point's repetitions do, iozone's measures are computed for
+    all of them in one pass of numpy: the same numbers, ~10x faster than one call each."""
+    ops = np.asarray(ops)
+    if ops.ndim != 2 or len(commits) != ops.shape[0]:
+        raise ConfigError("ops", str(ops.shape), "(repetitions, records), one commit table each")
+    layout = _shared_layout(ops) if workload == "iozone" and ops.size else None
+    if layout is None:
+        return [measures(o, c, workload, file_size=file_size, fsync=fsync)
+                for o, c in zip(ops, commits)]
+    if file_size is not None and not (np.isscalar(file_size) and float(file_size) > 0):
+        raise ConfigError("file_size", file_size, "a positive number of bytes, or None")
+    tables = [commit_table(c) for c in commits]
+    out = {**_common_reps(ops, layout, tables), **_iozone_reps(ops, layout, tables, file_size, fsync)}
+    return [{k: float(v[r]) for k, v in out.items()} for r in range(ops.shape[0])]
+
+
+def _shared_layout(ops):
+    """(first record of each thread, is_write, is_fsync, bytes, write record index) when
+    every repetition's records match the first's but for their times, records grouped by
+    thread and each thread's writes in start order in every repetition; else None."""
+    ref = ops[0]
+    same = all(np.array_equal(ops[col], np.broadcast_to(ref[col], ops.shape))
+               for col in ("tid", "op", "bytes"))
+    tid = ref["tid"]
+    if not same or np.any(tid[1:] < tid[:-1]):
+        return None
+    is_w, is_f = ref["op"] == Op.WRITE, ref["op"] == Op.FSYNC
+    wi = np.flatnonzero(is_w)
+    ws = ops["t_start_ns"][:, wi].astype(np.int64)
+    wt = tid[wi]
+    if np.any((wt[1:] == wt[:-1]) & (ws[:, 1:] < ws[:, :-1])):
+        return None
+    first = np.flatnonzero(np.r_[True, tid[1:] != tid[:-1]])
+    return first, is_w, is_f, np.where(is_w, ref["bytes"], 0).astype(np.int64), wi
+
+
+def _spans_reps(ops, layout):
+    """thread_spans of every repetition: (write start, write end, fsync end) per
+    (repetition, thread), bytes per thread, and whether it wrote."""
+    first, is_w, is_f, nbytes, _ = layout
+    start = ops["t_start_ns"].astype(np.int64)
+    end = ops["t_end_ns"].astype(np.int64)
+    ws = np.minimum.reduceat(np.where(is_w, start, _BIG_NS), first, axis=1)
+    we = np.maximum.reduceat(np.where(is_w, end, _SMALL_NS), first, axis=1)
+    fe = np.maximum.reduceat(np.where(is_f, end, _SMALL_NS), first, axis=1)
+    return start, end, ws, we, fe, np.add.reduceat(nbytes, first), ws[0] != _BIG_NS
+
+
+def _sum(a) -> np.ndarray:
+    """np.sum of each row of a as of a 1-d array alone: numpy sums the rows of a 2-d
+    array in another order (not pairwise), which can change the last bit."""
+    return np.array([np.add.reduce(row, dtype=np.float64) for row in a], np.float64)
+
+
+def _mean(a) -> np.ndarray:
+    """np.mean of each row of a as of a 1-d array alone (its sum, then / n)."""
+    return _sum(a) / a.shape[1]
+
+
+def _padded(tables, k):
+    """Column k (0: start, 1: end) of every commit table, padded with _BIG_NS (a commit
+    that never starts: X for every write, inside no run): (reps, most commits)."""
+    out = np.full((len(tables), max((t[0].size for t in tables), default=0)), _BIG_NS, np.int64)
+    for r, t in enumerate(tables):
+        out[r, :t[k].size] = t[k]
+    return out
+
+
+def _common_reps(ops, layout, tables) -> dict:
+    _, _, is_f, _, _ = layout
+    start, end = ops["t_start_ns"].astype(np.int64), ops["t_end_ns"].astype(np.int64)
+    run_start, run_end = start.min(axis=1), end.max(axis=1)
+    fi = np.flatnonzero(is_f)
+    fq, fr = start[:, fi], end[:, fi]
+    order = np.argsort(fq, axis=1, kind="stable")      # op_durations: in start order
+    fq, fr = np.take_along_axis(fq, order, axis=1), np.take_along_axis(fr, order, axis=1)
+    s, e = _padded(tables, 0), _padded(tables, 1)
+    nan = np.full(ops.shape[0], np.nan)
+    out = {"elapsed": (run_end - run_start) * _NS,
+           "commits": np.count_nonzero((e >= run_start[:, None]) & (s <= run_end[:, None]), axis=1),
+           "fsync_calls": np.full(ops.shape[0], fi.size)}
+    if not fi.size:
+        return {**out, "mean_fsync": nan, "mean_commit_wait": nan}
+    # commit_waits: each fsync's covering commit, the last to end at or before it returned
+    ends = np.sort(e, axis=1)
+    n_before = np.count_nonzero(ends[:, None, :] <= fr[:, :, None], axis=2)
+    cover = np.take_along_axis(ends, np.maximum(n_before - 1, 0), axis=1) if ends.shape[1] \
+        else np.zeros_like(fq)
+    use = (n_before > 0) & (cover >= fq)
+    waits = np.where(use, cover - fq, fr - fq)
+    return {**out, "mean_fsync": _mean(fr - fq) * _NS,
+            "mean_commit_wait": _mean(waits) * _NS}
+
+
+def _iozone_reps(ops, layout, tables, file_size, fsync) -> dict:
+    start, end, ws, we, fe, nb, w = _spans_reps(ops, layout)
+    reps, nan = ops.shape[0], np.full(ops.shape[0], np.nan)
+    q, r_write = ws[:, w], we[:, w]
+    size = nb[w].astype(float) if file_size is None else float(file_size)
+    if not w.any():
+        return {k: (np.zeros(reps) if k.startswith(("threads_", "blocked_")) else nan)
+                for k in ("throughput", "throughput_fsync", "throughput_stonewall", "mean_write",
+                          "mean_write_fsync", "threads_clear_of_commits", "blocked_full",
+                          "blocked_partial", "blocked_inside")}
+    t_write = (r_write - q) * _NS
+    tf = (np.maximum(fe[:, w], r_write) - q) * _NS if fsync and np.all(fe[0, w] > _SMALL_NS) \
+        else None
+    out = {"throughput": _sum(size / t_write),       # in measures()' order
+           "throughput_fsync": nan if tf is None else _sum(size / tf)}
+    s, e = _padded(tables, 0)[:, None, :], _padded(tables, 1)[:, None, :]
+    qq, rr = q[:, :, None], r_write[:, :, None]
+    y = (qq < s) & (rr > e)
+    z = (qq >= s) & (qq < e) & (rr > e)
+    inside = (qq < e) & (rr > s) & (rr <= e)
+    any_y = y.any(axis=2)
+    any_z = z.any(axis=2) & ~any_y
+    any_i = inside.any(axis=2) & ~any_y & ~any_z
+    out.update(throughput_stonewall=_stonewall_reps(start, end, layout), mean_write=_mean(t_write),
+               mean_write_fsync=nan if tf is None else _mean(tf),
+               threads_clear_of_commits=np.count_nonzero(~(y | z | inside).any(axis=2), axis=1),
+               blocked_full=np.count_nonzero(any_y, axis=1),
+               blocked_partial=np.count_nonzero(any_z, axis=1),
+               blocked_inside=np.count_nonzero(any_i, axis=1))
+    return out
+
+
+def _stonewall_reps(start, end, layout):
+    """stonewall_throughput of every repetition (records in its sort order already)."""
+    _, _, _, nbytes, wi = layout
+    start, end, nbytes = start[:, wi], end[:, wi], nbytes[wi]
+    tid = layout[0]     # first record of each thread among all records: recount among writes
+    wt = np.searchsorted(tid, wi, side="right")
+    first = np.flatnonzero(np.r_[True, wt[1:] != wt[:-1]])
+    last = np.r_[first[1:], wt.size] - 1
+    q = start[:, first]
+    stop = np.maximum.reduceat(end, first, axis=1).min(axis=1)
+    idx = np.arange(wt.size)
+    check = np.minimum.reduceat(np.where(start >= stop[:, None], idx, wt.size), first, axis=1)
+    stopped = check <= last
+    cum = np.r_[0, np.cumsum(nbytes)]
+    counted = cum[np.where(stopped, check, last + 1)] - cum[first]
+    t_end = np.where(stopped, np.take_along_axis(start, np.minimum(check, wt.size - 1), axis=1),
+                     end[:, last])
+    t = (t_end - q) * _NS
+    rate = np.divide(counted, t, out=np.zeros(t.shape), where=t > 0)
+    return _sum(rate)

@@ -16,7 +16,7 @@ from functools import partial
 
 import numpy as np
 
-from .. import model
+from ..model.measures import measures_reps
 from ..model.spans import commit_table
 from ..system.sleeps import CAUSES
 from ..errors import ConfigError
@@ -196,38 +196,57 @@ def _attrs(p: SimParams) -> dict:
             **p.as_attrs()}
 
 
-def _lock_waits(prog, ops_r, locks_ns, com) -> dict:
-    """The evidence counts of one repetition from its lock waits (module doc): what
+def _lock_waits(prog, ops, locks_ns, commits) -> list[dict]:
+    """The evidence counts of every repetition from its lock waits (module doc): what
     model.waits.wait_measures gives for these waits as cause t_locked (tests/sim check
     that), computed on the simulator's fixed record layout (thread-major, one row per op
-    of prog) without the general path's joins."""
-    m = prog.size
+    of prog) for all repetitions at once, without the general path's joins.
+    ops (reps, records); locks_ns (reps, threads, writes, 2); commits one dict each."""
+    m, reps = prog.size, ops.shape[0]
     w = np.flatnonzero(prog == K.WRITE)
-    q = ops_r["t_start_ns"].reshape(-1, m)[:, w[0]]       # each thread's write op
-    r = ops_r["t_end_ns"].reshape(-1, m)[:, w[-1]]
+    q = ops["t_start_ns"].reshape(reps, -1, m)[:, :, w[0]].astype(np.int64)  # write op
+    r = ops["t_end_ns"].reshape(reps, -1, m)[:, :, w[-1]].astype(np.int64)
     a, b = locks_ns[..., 0], locks_ns[..., 1]              # its writes' lock waits
-    t0 = np.maximum(a, q[:, None])
-    t1 = np.minimum(b, r[:, None])
+    t0 = np.maximum(a, q[..., None])
+    t1 = np.minimum(b, r[..., None])
     live = (a >= 0) & (t1 > t0)
-    s, e = commit_table(com)
-    by = (live[..., None] & (t0[..., None] < e) & (t1[..., None] > s)).any(axis=1)
-    began_before = q[:, None] < s[None, :]
-    any_y = np.any(by & began_before, axis=1)
-    any_z = np.any(by & ~began_before, axis=1) & ~any_y
-    locked = float(np.where(live, t1 - t0, 0).sum(axis=1).mean()) * 1e-9
-    out = {"unblocked_threads": float(q.size - np.count_nonzero(by.any(axis=1))),
-           "journal_blocked_full": float(np.count_nonzero(any_y)),
-           "journal_blocked_partial": float(np.count_nonzero(any_z)),
-           "write_wait_journal": locked}
+    # commits padded to the most of any repetition by one that never starts (overlaps nothing)
+    s, e = (_padded([commit_table(c)[k] for c in commits]) for k in (0, 1))
+    s4, e4 = s[:, None, None, :], e[:, None, None, :]
+    by = (live[..., None] & (t0[..., None] < e4) & (t1[..., None] > s4)).any(axis=2)
+    began_before = q[..., None] < s[:, None, :]
+    any_y = np.any(by & began_before, axis=2)
+    any_z = np.any(by & ~began_before, axis=2) & ~any_y
+    # each thread's ns (exact integers), their mean per repetition as np.mean of that row
+    per_thread = np.where(live, t1 - t0, 0).sum(axis=2)
+    locked = [float(np.add.reduce(row, dtype=np.float64) / row.size) * 1e-9 for row in per_thread]
+    unblocked = q.shape[1] - np.count_nonzero(by.any(axis=2), axis=1)
+    full, partial = np.count_nonzero(any_y, axis=1), np.count_nonzero(any_z, axis=1)
     # the model has no other sleep inside a write op but the wait for a core, which it
     # does not record (so write_wait_cpu is left out)
-    out.update({f"write_wait_{c}": (locked if c == "t_locked" else 0.0)
-                for c in CAUSES if c != "cpu"})
+    return [{"unblocked_threads": float(unblocked[k]), "journal_blocked_full": float(full[k]),
+             "journal_blocked_partial": float(partial[k]), "write_wait_journal": locked[k],
+             **{f"write_wait_{c}": (locked[k] if c == "t_locked" else 0.0)
+                for c in CAUSES if c != "cpu"}}
+            for k in range(reps)]
+
+
+def _padded(columns) -> np.ndarray:
+    """Ragged int64 columns as rows of one array, padded with int64's maximum."""
+    out = np.full((len(columns), max((c.size for c in columns), default=0)),
+                  np.iinfo(np.int64).max, np.int64)
+    for k, c in enumerate(columns):
+        out[k, :c.size] = c
     return out
 
 
+# at most this many (repetition, thread, write, commit) cells in one pass of _lock_waits
+_CELLS = 1 << 22
+
+
 def run_reps(p: SimParams, seeds, jobs=None) -> list[RunResult]:
-    """RunResults of one point, one per seed (repetitions share the kernel calls)."""
+    """RunResults of one point, one per seed (repetitions share the kernel calls, and
+    their measures are computed together: model.measures_reps)."""
     prog = program(p)
     times, commits, counts = run_raw(p, seeds, prog, jobs=jobs)
     ns, cns = _to_ns(times[..., :2], commits)  # one conversion for every repetition
@@ -240,14 +259,19 @@ def run_reps(p: SimParams, seeds, jobs=None) -> list[RunResult]:
     ops["t_start_ns"], ops["t_end_ns"] = ns[..., 0], ns[..., 1]
     attrs = _attrs(p)
     size = p.file_size if p.workload == "iozone" else None
-    out = []
-    for r in range(counts.size):
-        com = _commit_dict(cns[r, :counts[r]])
-        scalars = model.measures(ops[r], com, p.workload, file_size=size, fsync=p.fsync)
+    coms = [_commit_dict(cns[r, :counts[r]]) for r in range(counts.size)]
+    scalars = []
+    # in chunks of repetitions, so the (thread, commit) tables stay a few MB
+    step = max(1, _CELLS // max(1, p.threads * max(1, writes.size) * (int(counts.max(initial=0)) + 1)))
+    for lo in range(0, counts.size, step):
+        hi = lo + step
+        chunk = measures_reps(ops[lo:hi], coms[lo:hi], p.workload, file_size=size, fsync=p.fsync)
         if p.workload == "iozone":
-            scalars.update(_lock_waits(prog, ops[r], locks_ns[r], com))
-        out.append(RunResult(scalars=scalars, ops=ops[r], commits=com, attrs=attrs))
-    return out
+            for sc, lw in zip(chunk, _lock_waits(prog, ops[lo:hi], locks_ns[lo:hi], coms[lo:hi])):
+                sc.update(lw)
+        scalars += chunk
+    return [RunResult(scalars=sc, ops=ops[r], commits=coms[r], attrs=attrs)
+            for r, sc in enumerate(scalars)]
 
 
 def run_once(p: SimParams, seed: int) -> RunResult:

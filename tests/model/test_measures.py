@@ -6,6 +6,7 @@ import pytest
 
 from abtlab import model
 from abtlab.errors import ConfigError
+from abtlab.model.measures import measures_reps
 from abtlab.trace import RECORD_DTYPE, Op
 
 
@@ -227,3 +228,45 @@ def test_stonewalling_counts_each_thread_up_to_its_first_record_after_the_first_
     assert m["throughput_stonewall"] == pytest.approx(20 / 40e-9 + 30 / 60e-9 + 0)
     # without stonewalling every thread counts all of its bytes over its whole write op
     assert m["throughput"] == pytest.approx(20 / 40e-9 + 45 / 90e-9 + 20 / 55e-9)
+
+
+def _same(a: dict, b: dict):
+    assert list(a) == list(b)
+    for k in a:
+        assert a[k] == b[k] or (np.isnan(a[k]) and np.isnan(b[k])), k
+
+
+@pytest.mark.parametrize("kw", [dict(threads=64, policy="ext4", device="hdd7200"),
+                                dict(threads=32, policy="delayjc:window=4ms"),
+                                dict(threads=16, policy="nojc"), dict(threads=16, fsync=False),
+                                dict(threads=8, workload="metarates", files=2)])
+def test_measures_of_many_repetitions_equal_each_alone(kw):
+    """measures_reps (one numpy pass over a simulated point's repetitions) gives measures()'s
+    numbers to the last bit, with the bytes each thread wrote as S too."""
+    from abtlab.sim import core, params
+    p = params.make(**kw)
+    runs = core.run_reps(p, list(range(12)))
+    ops, coms = np.stack([r.ops for r in runs]), [r.commits for r in runs]
+    from abtlab.model.measures import _shared_layout
+    assert p.workload != "iozone" or _shared_layout(ops) is not None   # one pass, not a loop
+    for size in (p.file_size, None):
+        got = measures_reps(ops, coms, p.workload, file_size=size, fsync=p.fsync)
+        for r, g in zip(runs, got):
+            _same(model.measures(r.ops, r.commits, p.workload, file_size=size,
+                                          fsync=p.fsync), g)
+
+
+def test_measures_of_repetitions_with_other_layouts_are_measured_one_by_one():
+    """Records in another order in one repetition (or not grouped by thread): each
+    repetition is measured alone, with the same numbers."""
+    one = trace(FIG5)
+    other = one[::-1].copy()
+    other["t_start_ns"] = other["t_start_ns"] + 7
+    other["t_end_ns"] = other["t_end_ns"] + 7
+    ops = np.stack([one, other])
+    coms = [commits((100, 200)), commits((107, 207), (300, 310))]
+    got = measures_reps(ops, coms, "iozone")
+    for o, c, g in zip(ops, coms, got):
+        _same(model.measures(o, c, "iozone"), g)
+    with pytest.raises(ConfigError):
+        measures_reps(ops, coms[:1], "iozone")
