@@ -58,9 +58,12 @@ def _resolve(target):
 
 
 def get(name: str) -> Backend:
-    """Return an instance of the backend called name."""
-    _load_entry_points()
+    """Return an instance of the backend called name (the entry points are read only
+    for a name neither registered nor built in: a scan costs a new process 0.05-0.08 CPU s)."""
     target = _registry.get(name) or _BUILTIN.get(name)
+    if target is None:
+        _load_entry_points()
+        target = _registry.get(name)
     if target is None:
         raise ConfigError("backend", name, ", ".join(names()))
     try:

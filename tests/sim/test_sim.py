@@ -371,3 +371,17 @@ def test_run_takes_any_simulator_parameter_as_an_option():
     with pytest.raises(ConfigError) as e:
         abtlab.run("sim", threads=8, reps=1, warp=1)
     assert e.value.field == "warp" and "SimParams" in e.value.accepted
+
+
+def test_a_built_in_backend_is_found_without_reading_entry_points(monkeypatch):
+    """`abtlab run sim` pays no entry-point scan: that is for names not built in."""
+    import importlib.metadata
+    from abtlab import backends
+
+    def scan(**kw):
+        raise AssertionError("entry points read for a built-in backend")
+    monkeypatch.setattr(importlib.metadata, "entry_points", scan)
+    monkeypatch.setattr(backends, "_entry_points_loaded", False)
+    assert backends.get("sim").name == "sim"
+    with pytest.raises(AssertionError):     # an unknown name looks for a plugin
+        backends.get("no-such-backend")
