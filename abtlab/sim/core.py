@@ -211,7 +211,8 @@ def _lock_waits(prog, ops, locks_ns, commits) -> list[dict]:
     t1 = np.minimum(b, r[..., None])
     live = (a >= 0) & (t1 > t0)
     # commits padded to the most of any repetition by one that never starts (overlaps nothing)
-    s, e = (_padded([commit_table(c)[k] for c in commits]) for k in (0, 1))
+    tables = [commit_table(c) for c in commits]
+    s, e = (_padded([t[k] for t in tables]) for k in (0, 1))
     s4, e4 = s[:, None, None, :], e[:, None, None, :]
     by = (live[..., None] & (t0[..., None] < e4) & (t1[..., None] > s4)).any(axis=2)
     began_before = q[..., None] < s[:, None, :]
