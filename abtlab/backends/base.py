@@ -3,16 +3,23 @@
 A backend says what it can run here (`available()` with a reason), which factors it
 sweeps, and runs one point, returning a `RunResult` (abtlab.data.result). `abtlab.sweep.loop` turns many
 results into one run dataset, so every backend gets repetitions, storage, traces and
-plots for free.
+plots for free. A driver that runs a program on the point's machine (abtlab.machines)
+subclasses `ProgramBackend`, which sends each point to its machine and runs a guest
+machine's consecutive points in one boot.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..data.result import RunResult
+from ..errors import AbtError
 from ..machines.availability import Availability
+from ..machines.dispatch import run_and_measure
+from ..machines.guest_point import guest_key, machine_for, run_batch
+from ..machines.host import Prepared, add_measures
+from ..machines.spec import parse_machine
 
-__all__ = ["Backend", "Availability", "RunContext"]
+__all__ = ["Backend", "ProgramBackend", "Availability", "RunContext"]
 
 
 @dataclass
@@ -91,7 +98,6 @@ class Backend:
     def run_group(self, runs: list, workdir) -> list:
         """runs: [(point, RunContext)] of one group -> a RunResult or the RunError of each,
         in order (a failed run does not stop the others)."""
-        from ..errors import AbtError
         out = []
         for point, ctx in runs:
             try:
@@ -99,3 +105,44 @@ class Backend:
             except AbtError as exc:
                 out.append(exc)
         return out
+
+
+class ProgramBackend(Backend):
+    """A driver of one program per point, run on the point's machine: the host, or a
+    guest, whose consecutive points share one boot (group_key, run_group). A subclass
+    writes prepare(): the program's command line and what the model needs; a tool with
+    host and guest paths of its own writes run_on_host() and run_group() instead."""
+
+    def prepare(self, point: dict, ctx) -> Prepared:
+        """The run without its machine: argv_for(data_dir, dilate, trace_path), the bytes
+        it writes, the model's workload and options."""
+        raise NotImplementedError
+
+    def run_point(self, point: dict, ctx) -> RunResult:
+        if parse_machine(point.get("machine") or "host").is_guest:
+            res = self.run_group([(point, ctx)], ctx.workdir)[0]   # one point, one boot
+            if isinstance(res, Exception):
+                raise res
+            return res
+        return self.run_on_host(point, ctx)
+
+    def run_on_host(self, point: dict, ctx) -> RunResult:
+        """On the host (a kdelayjc point on a host kernel without the knobs still goes to
+        the guest: abtlab.machines.dispatch)."""
+        prep = self.prepare(point, ctx)
+        return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
+                               **prep.measure_kw)
+
+    def group_size(self, task) -> int:
+        return int(task.options.get("guest_batch") or 32)
+
+    def group_key(self, task):
+        return guest_key(task.point, task)
+
+    def run_group(self, runs: list, workdir) -> list:
+        """A guest machine's points in one boot, each with the model's measures."""
+        preps = [self.prepare(p, c) for p, c in runs]
+        items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
+        machine = machine_for(*runs[0])
+        return [r if isinstance(r, Exception) else add_measures(r, pr)
+                for r, pr in zip(run_batch(items, machine, workdir), preps)]

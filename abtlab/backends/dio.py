@@ -19,7 +19,7 @@ from ..system import mounts
 from ..system.scratchfs import loop_devices
 from .base import Backend
 from ..machines import programs
-from .locks import _int_in, run_kv
+from .locks import int_in, run_kv
 from ..machines.programs import program
 
 __all__ = ["DioBackend", "MODES", "WORKLOADS", "MIN_BLOCK", "MAX_BLOCK", "mount_of"]
@@ -77,8 +77,8 @@ class DioBackend(Backend):
     def validate_point(self, point):
         if point.get("mode") not in MODES:
             raise ConfigError("mode", point.get("mode"), " | ".join(MODES))
-        return {**point, "workload": _int_in(point, "workload", 1, 4),
-                "block_size": _int_in(point, "block_size", MIN_BLOCK, MAX_BLOCK)}
+        return {**point, "workload": int_in(point, "workload", 1, 4),
+                "block_size": int_in(point, "block_size", MIN_BLOCK, MAX_BLOCK)}
 
     def run_point(self, point, ctx):
         """options: directory, scratch (bool), count (or max_bytes: default_count),

@@ -19,13 +19,13 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..data.result import RunResult
-from .base import Backend
-from ..machines.guest_point import GuestGroups
+from .base import ProgramBackend
 from .iozone import check_file_sizes
 from ..machines.host import SCRATCH_OPTIONS
+from ..machines.spec import HOST
 from .tool_output import parse_fio
 from ..machines.tool_runner import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, boot_tools, check_policy, check_tool_options,
-                      find_tool, is_guest, prepare_tool_in_guest, run_tool, tool_available,
+                      find_tool, prepare_tool_in_guest, run_tool, tool_available,
                       trace_scalars)
 
 __all__ = ["FioBackend", "fio_argv"]
@@ -91,7 +91,7 @@ def _job(value):
     return str(Path(str(value)).resolve())
 
 
-class FioBackend(GuestGroups, Backend):
+class FioBackend(ProgramBackend):
     name = "fio"
     description = ("fio on the scratch ext4: IOzone's initial-write pattern or a job file "
                    "(-o job=PATH); found on PATH, in $ABTLAB_FIO or -o exe=")
@@ -116,19 +116,13 @@ class FioBackend(GuestGroups, Backend):
         check_file_sizes(point)
         return point
 
-    def run_point(self, point, ctx):
+    def run_on_host(self, point, ctx):
         job = _job(ctx.options.get("job"))
-        if is_guest(point):
-            res = self.run_group([(point, ctx)], ctx.workdir)[0]
-            if isinstance(res, Exception):
-                raise res
-            return res
-        from ..machines.spec import parse_machine
         exe = find_tool("fio", ENV, ctx.options.get("exe"))
         pat = pattern_options(ctx.options)
         run = run_tool(lambda d: fio_argv(exe, point, d, job, pat), point, ctx,
                        point["threads"] * point["file_size"], _starts(pat), (*WRITE_END, *FSYNC))
-        run.attrs.update(parse_machine("host").attrs())   # mixed datasets say both
+        run.attrs.update(HOST.attrs())   # mixed datasets say both
         return _result(run, job)
 
     def run_group(self, runs, workdir) -> list:

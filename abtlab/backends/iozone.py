@@ -3,11 +3,9 @@ from __future__ import annotations
 
 from .. import policies
 from ..errors import ConfigError
-from .base import Backend
-from ..machines.guest_point import GuestGroups
+from .base import ProgramBackend
 from ..machines.host import (SCRATCH_OPTIONS, Prepared, check_data_fits, check_scratch_options,
                      real_available)
-from ..machines.dispatch import run_and_measure
 from ..machines.programs import program
 
 __all__ = ["IozoneBackend", "check_file_sizes"]
@@ -26,7 +24,7 @@ def check_file_sizes(point) -> None:
                     f"in all for {point['threads']} threads")
 
 
-class IozoneBackend(GuestGroups, Backend):
+class IozoneBackend(ProgramBackend):
     name = "iozone"
     description = ("N threads each create a file, start together (a barrier, or IOzone's "
                    "polled flag), write S bytes in R-byte records, fsync and close "
@@ -54,13 +52,8 @@ class IozoneBackend(GuestGroups, Backend):
         check_file_sizes(point)
         return point
 
-    def run_point(self, point, ctx):
-        prep = self.prepare(point, ctx)
-        return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
-                               **prep.measure_kw)
-
     def prepare(self, point, ctx) -> Prepared:
-        """The run without its machine (GuestGroups runs a guest machine's points in one boot)."""
+        """The run without its machine (ProgramBackend sends it to the point's)."""
         exe = program("abt-iozone")
         fsync = ctx.options.get("fsync", True)
 

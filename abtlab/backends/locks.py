@@ -18,7 +18,7 @@ from .base import Backend
 from ..machines import programs
 from ..machines.programs import check_exit, parse_result, program
 
-__all__ = ["LocksBackend", "run_kv", "LOCKS", "MAX_THREADS", "MAX_WORK"]
+__all__ = ["LocksBackend", "run_kv", "int_in", "LOCKS", "MAX_THREADS", "MAX_WORK"]
 
 LOCKS = ("spin", "mutex")
 MAX_THREADS, MAX_WORK = 100, 1_000_000
@@ -43,7 +43,8 @@ def run_kv(argv, fields: dict, point: dict | None = None, timeout: float = 600) 
     return out
 
 
-def _int_in(point, key, lo, hi):
+def int_in(point, key, lo, hi):
+    """The point's integer `key` in lo..hi; ConfigError naming the key."""
     v = point.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not lo <= v <= hi:
         raise ConfigError(key, v, f"an integer from {lo} to {hi}")
@@ -62,8 +63,8 @@ class LocksBackend(Backend):
     def validate_point(self, point):
         if point.get("lock") not in LOCKS:
             raise ConfigError("lock", point.get("lock"), " | ".join(LOCKS))
-        return {**point, "threads": _int_in(point, "threads", 1, MAX_THREADS),
-                "work": _int_in(point, "work", 1, MAX_WORK)}
+        return {**point, "threads": int_in(point, "threads", 1, MAX_THREADS),
+                "work": int_in(point, "work", 1, MAX_WORK)}
 
     def run_point(self, point, ctx):
         """options: entries (default 100), trace (default True: one record per entry,
@@ -73,7 +74,7 @@ class LocksBackend(Backend):
         opts = ctx.options
         argv = [program("abt-locks"), "--lock", point["lock"],
                 "--threads", point["threads"], "--work", point["work"],
-                "--entries", _int_in({"entries": opts.get("entries", 100)}, "entries", 1, 10**6)]
+                "--entries", int_in({"entries": opts.get("entries", 100)}, "entries", 1, 10**6)]
         traced = bool(opts.get("trace", True))
         with tempfile.TemporaryDirectory(dir=ctx.workdir) as tmp:
             tpath = Path(tmp) / "locks.trace"

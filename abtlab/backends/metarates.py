@@ -4,10 +4,8 @@ from __future__ import annotations
 from .. import policies
 from ..errors import ConfigError
 from ..factors.levels import parse_size
-from .base import Backend
-from ..machines.guest_point import GuestGroups
+from .base import ProgramBackend
 from ..machines.host import SCRATCH_OPTIONS, Prepared, check_scratch_options, real_available
-from ..machines.dispatch import run_and_measure
 from ..machines.programs import program
 
 __all__ = ["MetaratesBackend", "write_bytes"]
@@ -31,7 +29,7 @@ def write_bytes(value) -> int:
     return n
 
 
-class MetaratesBackend(GuestGroups, Backend):
+class MetaratesBackend(ProgramBackend):
     name = "metarates"
     description = ("N workers each create F files with open(O_CREAT)/fsync/close "
                    "(native/metarates/abt-metarates)")
@@ -53,13 +51,8 @@ class MetaratesBackend(GuestGroups, Backend):
         policies.parse(point["policy"])
         return point
 
-    def run_point(self, point, ctx):
-        prep = self.prepare(point, ctx)
-        return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
-                               **prep.measure_kw)
-
     def prepare(self, point, ctx) -> Prepared:
-        """The run without its machine (GuestGroups runs a guest machine's points in one boot)."""
+        """The run without its machine (ProgramBackend sends it to the point's)."""
         exe = program("abt-metarates")
 
         def argv(data_dir, dilate, tpath):

@@ -9,7 +9,7 @@ def register(sub):
 
 def main(args):
     from ..backends import get, names
-    from ..backends.doctor import render, report
+    from ..machines.doctor import render, report
     from ..system import leftovers
     print(render(report()))
     left = leftovers.find().describe()

@@ -13,4 +13,5 @@ dispatch       the one place that sends a point to its machine
 tool_runner    a third-party tool (IOzone, mdtest, fio) on the host or in the guest
 programs       how abtlab's C programs are found and answer
 availability   whether something can run here, and why not
+doctor         `abtlab doctor`: what can run on this machine, and why not
 """

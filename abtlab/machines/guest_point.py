@@ -14,11 +14,12 @@ from pathlib import Path, PurePosixPath
 
 from .. import policies, trace
 from ..errors import AbtError, ConfigError, RunError
+from .kernels import KERNELS, GuestKernel
 from .spec import Machine, parse_machine
 from ..data.result import RunResult
 
 __all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
-           "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "GuestGroups",
+           "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "machine_for",
            "BootWatch"]
 
 _DATA = PurePosixPath("/mnt/data")
@@ -28,7 +29,7 @@ DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")
 FREQ_MODES = ("native", "emulated", "virtual")
 
 
-def _mkfs_args(pol, ctx, seed: int, row) -> list:
+def _mkfs_args(pol, ctx, seed: int, row: GuestKernel = KERNELS["6.1"]) -> list:
     """The host's geometry (abtlab.system.geometry) plus a UUID and directory hash seed
     drawn from the run's seed, so the same seed makes the same filesystem. Every point
     gets a fresh disk, whose unwritten blocks read as zeros; the kernel gets the ext4
@@ -325,22 +326,3 @@ def guest_key(point, ctx):
     if not parse_machine(point.get("machine") or "host").is_guest:
         return None
     return machine_for(point, ctx).label
-
-
-class GuestGroups:
-    """For a driver with prepare(): a guest machine's consecutive points run in one boot
-    (abtlab.sweep.executor groups them by group_key)."""
-
-    def group_size(self, task) -> int:
-        return int(task.options.get("guest_batch") or 32)
-
-    def group_key(self, task):
-        return guest_key(task.point, task)
-
-    def run_group(self, runs, workdir) -> list:
-        from .host import add_measures
-        preps = [self.prepare(p, c) for p, c in runs]
-        items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
-        machine = machine_for(*runs[0])
-        return [r if isinstance(r, Exception) else add_measures(r, pr)
-                for r, pr in zip(run_batch(items, machine, workdir), preps)]

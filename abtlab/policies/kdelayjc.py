@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .policy import Policy, _dur, _kv, parse_duration_us
+from .policy import Policy, format_duration, parse_items, parse_duration_us
 
 __all__ = ["KernelPolicy", "parse_kdelayjc", "KIND"]
 
@@ -19,7 +19,7 @@ class KernelPolicy(Policy):
     @property
     def label(self) -> str:
         p = self.params
-        return f"kdelayjc:window={_dur(p['window_us'])},max_resets={p['max_resets']}"
+        return f"kdelayjc:window={format_duration(p['window_us'])},max_resets={p['max_resets']}"
 
     @property
     def journal(self) -> bool:
@@ -52,7 +52,7 @@ def parse_kdelayjc(spec) -> KernelPolicy:
     kind, _, body = str(spec).strip().partition(":")
     if kind.strip().lower() != KIND:
         raise ConfigError("policy", spec, "kdelayjc:window=DURATION[,max_resets=N]")
-    kv = _kv(body, spec)
+    kv = parse_items(body, spec)
     unknown = set(kv) - {"window", "max_resets"}
     if unknown:
         raise ConfigError(f"policy kdelayjc.{sorted(unknown)[0]}", spec, "window, max_resets")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .kdelayjc import KIND, parse_kdelayjc
-from .policy import KINDS, Policy, _kv, parse_duration_us
+from .policy import KINDS, Policy, parse_items, parse_duration_us
 
 __all__ = ["parse", "parse_list"]
 
@@ -21,7 +21,7 @@ def parse(spec: str) -> Policy:
     if kind not in KINDS:
         raise ConfigError("policy", spec, "ext4, nojc, delayjc:window=16ms[,max_resets=N], "
                           "delayjc:adaptive, batch:min_us=A,max_us=B")
-    kv = _kv(body, spec)
+    kv = parse_items(body, spec)
     if kind in ("ext4", "nojc"):
         if kv:
             raise ConfigError(f"policy {kind}", body, "no parameters")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 
-__all__ = ["Policy", "parse_duration_us", "KINDS"]
+__all__ = ["Policy", "parse_duration_us", "format_duration", "parse_items", "KINDS"]
 
 KINDS = ("ext4", "nojc", "delayjc", "batch", "kdelayjc")
 _UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
@@ -37,8 +37,8 @@ class Policy:
             return self.kind
         if self.kind == "batch":
             return f"batch:min_us={p['min_us']:g},max_us={p['max_us']:g}"
-        head = "delayjc:adaptive" if p["mode"] == "adaptive" else f"delayjc:window={_dur(p['window_us'])}"
-        return f"{head},max_resets={p['max_resets']},max_age={_dur(p['max_age_us'])}"
+        head = "delayjc:adaptive" if p["mode"] == "adaptive" else f"delayjc:window={format_duration(p['window_us'])}"
+        return f"{head},max_resets={p['max_resets']},max_age={format_duration(p['max_age_us'])}"
 
     @property
     def journal(self) -> bool:
@@ -85,14 +85,16 @@ class Policy:
         return env
 
 
-def _dur(us: float) -> str:
+def format_duration(us: float) -> str:
+    """Microseconds as a spec writes them: 16ms, 1s, 500us."""
     for unit, scale in (("s", 1e6), ("ms", 1e3)):
         if us >= scale and us % scale == 0:
             return f"{us / scale:g}{unit}"
     return f"{us:g}us"
 
 
-def _kv(body, spec):
+def parse_items(body, spec) -> dict:
+    """A spec's 'k=v,flag' body as {k: v, flag: True}."""
     out = {}
     for part in filter(None, body.split(",")):
         if "=" not in part:

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abtlab import trace
+from abtlab import policies, trace
 from abtlab.machines import guest_point
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, RunError
@@ -89,14 +89,14 @@ def test_guest_point_has_ops_commits_and_machine_attrs(tmp_path, monkeypatch):
 
 
 def test_same_seed_same_filesystem_identity():
-    pol = guest_point._policy("ext4")
+    pol = policies.parse("ext4")
     ctx = RunContext(workdir=".")
     a, b = guest_point._mkfs_args(pol, ctx, 5), guest_point._mkfs_args(pol, ctx, 5)
     assert a == b and a != guest_point._mkfs_args(pol, ctx, 6)
     e = a[a.index("-E") + 1]
     assert "lazy_itable_init=0" in e and f"hash_seed={a[a.index('-U') + 1]}" in e
     assert "lazy_journal_init=1" in e    # a fresh null_blk reads zeros: nothing to zero
-    assert "^has_journal" in guest_point._mkfs_args(guest_point._policy("nojc"), ctx, 5)
+    assert "^has_journal" in guest_point._mkfs_args(policies.parse("nojc"), ctx, 5)
 
 
 def test_trace_on_another_clock_fails_the_point(tmp_path, monkeypatch):

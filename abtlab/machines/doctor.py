@@ -72,7 +72,7 @@ def _tool_version(exe, path) -> str:
 
 def _tool(backend, exe, env, how):
     """Where a real tool's backend finds it (-o exe=, $env, PATH) and its version, or why not."""
-    from ..machines.tool_runner import find_tool
+    from .tool_runner import find_tool
     from ..errors import ConfigError, UnavailableError
     try:
         path = find_tool(exe, env)
@@ -156,7 +156,7 @@ def _qemu_version(binary) -> tuple[int, str]:
 def _qemu():
     """The qemu native/kernel/qemu.sh would pick (the system's if 8+, else the cached
     bookworm-backports one, else the system's older one), without fetching anything."""
-    from ..machines.guest import ICOUNT_SMP_MAJOR
+    from .guest import ICOUNT_SMP_MAJOR
     cache = _cache("ABTLAB_QEMU_CACHE", "qemu")
     found = [(p, *_qemu_version(p)) for p in (shutil.which(QEMU), cache / "root/usr/bin" / QEMU)
              if p and os.access(p, os.X_OK)]
@@ -224,7 +224,7 @@ def _k342():
 def guest_checks() -> list[Check]:
     """The qemu guest machine (abtlab.machines.guest): can it boot here, with which qemu,
     and what is built already or costs a first build."""
-    from ..machines import guest
+    from . import guest
     ok, why = guest.available()
     checks = [Check("guest machine", ok, why or "x86_64 Linux guests under qemu TCG (no KVM)")]
     if not ok:

@@ -6,7 +6,7 @@ import platform
 import subprocess
 
 from abtlab import about
-from abtlab.backends import doctor
+from abtlab.machines import doctor
 from abtlab.machines import guest
 from abtlab.system import cpufreq, facts
 
