@@ -87,16 +87,19 @@ def _concat(arrays) -> np.ndarray:
 def from_results(results: list, point: dict, point_index: int, reps) -> RunBlock:
     """The block of RunResults `results`, repetitions `reps` (same order) of one point."""
     n = len(results)
-    scalars: dict = {}
-    for k, r in enumerate(results):
-        for name, v in r.scalars.items():
-            scalars.setdefault(name, np.full(n, np.nan))[k] = float(v)
+    names: dict = {}        # every result's scalars, in the order they first appear
+    for r in results:
+        names.update(dict.fromkeys(r.scalars))
+    nan = float("nan")
+    scalars = {name: np.array([float(r.scalars.get(name, nan)) for r in results], np.float64)
+               for name in names}
     tables = _op_table(results)
     for dim, columns in TABLES[1:]:
         tables.update(_table(results, _SOURCES[dim], columns))
     # the facts as a stored part gives them back (JSON), so a block read from disk and
-    # one kept in memory assemble into the same dataset
-    facts = [_json(r.attrs) for r in results]
+    # one kept in memory assemble into the same dataset (one dict shared by all: once)
+    facts = [_json(r.attrs) for r in results] if any(r.attrs is not results[0].attrs for r in results) \
+        else [_json(results[0].attrs)] * n
     shared = all(f == facts[0] for f in facts)
     run_attrs = [json.loads(f) for f in (facts[:1] if shared else facts)]
     return RunBlock(point, int(point_index), np.asarray(reps, np.int64).reshape(n), scalars,
