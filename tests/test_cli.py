@@ -87,9 +87,9 @@ _EARLY = """
 import os, signal, sys
 import abtlab.cli as cli
 real = cli.build_parser
-def parser():                    # before the command is even parsed
+def parser(*command):            # before the command is even parsed
     os.kill(os.getpid(), getattr(signal, sys.argv[1]))
-    return real()
+    return real(*command)
 cli.build_parser = parser
 sys.exit(cli.main(["run", "sim", "--threads", "4", "--reps", "1", "--out", sys.argv[2]]))
 """
@@ -100,7 +100,7 @@ import abtlab.cli as cli
 def probe(args):
     os.kill(os.getpid(), signal.SIGINT)         # Ctrl-C while the command runs
     time.sleep(10)
-def parser():
+def parser(*command):
     p = argparse.ArgumentParser(prog="abtlab")
     p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
     return p
@@ -237,3 +237,14 @@ def test_a_simulated_run_writes_and_summarises_without_xarray(tmp_path):
     ds = store.load(out)
     assert ds.attrs["freq_mode"] == "simulated" and ds.sizes["rep"] == 3
     assert cp.stdout.startswith(summary_text(ds) + "\n")     # from arrays as from the Dataset
+
+
+def test_a_subcommands_parser_alone_parses_as_the_whole_one():
+    """main() builds only the named subcommand's parser: same arguments, same defaults."""
+    from abtlab.cli import build_parser
+    argv = ["run", "sim", "--threads", "8,16", "--reps", "2", "--out", "x.nc"]
+    one, whole = build_parser("run"), build_parser()
+    assert vars(one.parse_args(argv)) == vars(whole.parse_args(argv))
+    assert list(one._subparsers._group_actions[0].choices) == ["run"]
+    assert "doctor" in whole._subparsers._group_actions[0].choices
+    assert "doctor" in build_parser("no_such_command")._subparsers._group_actions[0].choices
