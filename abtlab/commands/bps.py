@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+from ..errors import ConfigError
+
 __all__ = ["register"]
 
 
 def _int_list(field, text):
-    from ..errors import ConfigError
     units = {"k": 1024, "m": 1024**2, "g": 1024**3}
     out = []
     for item in text.split(","):
@@ -45,6 +46,7 @@ def register(sub):
 
 
 def metrics_main(args) -> int:
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..bps import metrics
     from ..trace.readers import read
     for path in args.paths:
@@ -60,6 +62,7 @@ def metrics_main(args) -> int:
 
 
 def study_main(args) -> int:
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..bps.study import compare_with_paper, correlations, run_study
     ds = run_study(args.directory, sizes=_int_list("--sizes", args.sizes),
                    jobs=_int_list("--jobs", args.jobs), spacings=_int_list("--spacings", args.spacings),

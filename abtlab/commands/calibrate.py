@@ -1,6 +1,11 @@
 """`abtlab calibrate RUN.nc [--out params.toml]`: fit simulator parameters from a run."""
 from __future__ import annotations
 
+import pathlib
+import sys
+
+from ..errors import ConfigError
+
 __all__ = ["register"]
 
 
@@ -30,10 +35,7 @@ def register(sub):
 
 
 def main(args):
-    import pathlib
-    import sys
-
-    from ..errors import ConfigError
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..sim.calibration import calibrate, to_toml
     from ..data.store import load
     if not pathlib.Path(args.run).is_file():
@@ -54,6 +56,7 @@ def main(args):
     elif not args.validate:
         print(text, end="")
     if args.validate:
+        # deferred: every command module loads for `abtlab --help` (see commands/__init__)
         from ..sim.validate import compare, format_ratios, format_table, ratios, simulate_like
         sim = simulate_like(real, params, reps=args.reps, seed=args.seed)
         cmp = compare(real, sim)
@@ -65,7 +68,6 @@ def main(args):
 
 def _selection(ds, items) -> dict:
     """{factor: level} of --sel FACTOR=VALUE items, each a level of the dataset."""
-    from ..errors import ConfigError
     out = {}
     for item in items:
         key, _, text = item.partition("=")

@@ -1,5 +1,7 @@
 """`abtlab cleanup`: undo what killed abtlab runs left (mounts, loop devices, ..., output
 locks and torn dataset files)."""
+import os
+
 __all__ = ["register"]
 
 
@@ -14,7 +16,7 @@ def register(sub):
 
 
 def main(args):
-    import os
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..system import leftovers, runlock
     roots = (*leftovers.default_roots(), *args.dir)
     machine = leftovers.find(roots=roots).describe()

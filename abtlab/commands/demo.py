@@ -12,6 +12,7 @@ def register(sub):
 
 
 def main(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..present.demo import run_demo_report
     outcomes, page = run_demo_report(args.out, quiet=args.quiet, force_sim=args.sim)
     ok = sum(o.status == "ok" for o in outcomes)

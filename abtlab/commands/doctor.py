@@ -8,6 +8,7 @@ def register(sub):
 
 
 def main(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..backends import get, names
     from ..machines.doctor import render, report
     from ..system import leftovers
@@ -16,6 +17,7 @@ def main(args):
     if left:
         print("\nleft by killed abtlab processes (`abtlab cleanup` undoes it):")
         print("\n".join(f"  {line}" for line in left))
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..extras import status
     print("\noptional parts (pip install 'abtlab[NAME]'; 'abtlab[all]': every one):")
     for extra, gone, feature in status():

@@ -1,6 +1,8 @@
 """`abtlab fit RUN.nc --model ...`: Bayesian slowdown predictors, baselines, optimal delay."""
 from __future__ import annotations
 
+from ..errors import ConfigError
+
 __all__ = ["register"]
 
 MODELS = ("hierarchical", "mechanistic", "glm", "ols", "delay")
@@ -32,6 +34,7 @@ def register(sub):
 
 
 def _show(title, frame):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     import pandas as pd
     print(f"\n== {title}")
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.precision", 3):
@@ -39,8 +42,8 @@ def _show(title, frame):
 
 
 def main(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..bayes import compare, decision
-    from ..errors import ConfigError
     from ..data.store import load
     from ..stats.values import provenance_label
     from ..bayes.data import THROUGHPUTS
@@ -49,6 +52,7 @@ def main(args):
     if args.var not in THROUGHPUTS:
         raise ConfigError("var", args.var, " | ".join(THROUGHPUTS))
     if args.model in BAYESIAN:          # before the dataset loads: say what to install first
+        # deferred: every command module loads for `abtlab --help` (see commands/__init__)
         from ..extras import check
         check("bayes", f"--model {args.model} (a Bayesian model)")
     ds = load(args.run)
@@ -82,6 +86,7 @@ def main(args):
 
 
 def _fit_all(name, ds, kw, var):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..bayes import baselines, data, hierarchical, mechanistic
     if name == "hierarchical":
         fit = hierarchical.fit_hierarchical(ds, var=var, **kw)

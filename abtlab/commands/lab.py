@@ -1,6 +1,8 @@
 """`abtlab lab list | copy DIR | check --out DIR [--real | --guest]`: the classroom labs."""
 from __future__ import annotations
 
+import os
+
 __all__ = ["register"]
 
 
@@ -27,6 +29,7 @@ def register(sub):
 
 
 def _list(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..extras import require
     from ..present.classroom import lab_notebooks
     nbformat = require("nbformat", "notebooks", "abtlab lab list (the labs are notebooks)")
@@ -38,6 +41,7 @@ def _list(args):
 
 
 def _copy(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..present.classroom import copy_labs
     for p in copy_labs(args.dest, overwrite=args.overwrite):
         print(p)
@@ -45,7 +49,7 @@ def _copy(args):
 
 
 def _check(args):
-    import os
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..present.classroom import ANSWER_KEY_ENV, lab_notebooks
     from ..present.report import Item, answers, run_batch
     data = "auto" if args.real else "guest" if args.guest else "sim"

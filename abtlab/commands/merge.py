@@ -1,6 +1,10 @@
 """`abtlab merge A.nc B.nc ... --out C.nc`: pool run datasets of one design along rep."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..errors import ConfigError
+
 __all__ = ["register"]
 
 
@@ -18,11 +22,9 @@ def register(sub):
 
 
 def main(args) -> int:
-    from pathlib import Path
-
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..data import store
     from ..data.merge import merge_reps
-    from ..errors import ConfigError
     store.check_out(args.out, force=True)          # writable: before anything is read
     if Path(args.out).exists() and not args.force:
         raise ConfigError("--out", args.out, "a new path (--force replaces it)")

@@ -1,6 +1,8 @@
 """`abtlab report NOTEBOOK... [-p KEY VALUE] --out DIR` | `abtlab report --grid GRID.toml --out DIR`."""
 from __future__ import annotations
 
+from ..errors import ConfigError
+
 __all__ = ["register"]
 
 
@@ -21,7 +23,7 @@ def register(sub):
 
 
 def main(args):
-    from ..errors import ConfigError
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..present.report import Item, load_grid, parse_value, run_batch
     if bool(args.grid) == bool(args.notebooks):
         raise ConfigError("notebooks", args.notebooks or None, "notebook paths or --grid FILE (one of the two)")

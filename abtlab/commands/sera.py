@@ -1,6 +1,8 @@
 """`abtlab sera table|lookup|libsera|compare`: SERA-IO target-frequency tables and policies."""
 from __future__ import annotations
 
+from ..errors import ConfigError
+
 __all__ = ["register"]
 
 
@@ -38,6 +40,7 @@ def register(sub):
 
 
 def _table(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..sera import load_profile, target_frequency
     for label, prof in load_profile(args.profile).items():
         f, kind = target_frequency(prof, args.threshold_ms / 1e3)
@@ -47,6 +50,7 @@ def _table(args):
 
 
 def _lookup(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..sera import IOPattern, load
     table = load(args.table)
     pattern = IOPattern.make(args.op, args.size, args.locality, args.collective, args.blocking)
@@ -56,6 +60,7 @@ def _lookup(args):
 
 
 def _libsera(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..sera import load, write_table
     path = write_table(load(args.table), args.out, guard_ns=args.guard_ns, hold_ns=args.hold_ns)
     print(f"wrote {path}")
@@ -63,8 +68,8 @@ def _libsera(args):
 
 
 def _compare(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from .. import sera
-    from ..errors import ConfigError
     try:
         freqs = [float(f) for f in args.freqs.split(",")]
     except ValueError:

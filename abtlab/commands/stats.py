@@ -31,6 +31,7 @@ def register(sub):
 
 
 def _show(title, frame):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     import pandas as pd
     print(f"\n== {title}")
     with pd.option_context("display.max_rows", 500, "display.max_columns", 50,
@@ -44,6 +45,7 @@ def _drop_constant(df, keep=()):
 
 
 def main(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from .. import stats
     from ..data.store import load
     from ..model.remeasure import upgrade
@@ -82,6 +84,7 @@ def main(args):
     if args.anova:
         _show(f"ANOVA (type 2) of log({args.var})", stats.anova(ds, args.var, order=args.order))
     if args.pyperf:
+        # deferred: every command module loads for `abtlab --help` (see commands/__init__)
         from ..present.pyperf_export import export_pyperf
         r = export_pyperf(ds, args.pyperf, args.var)
         print(f"\nwrote {r['path']}: {r['benchmarks']} benchmarks, {r['runs']} runs"

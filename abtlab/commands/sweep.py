@@ -1,6 +1,8 @@
 """`abtlab sweep SPEC.toml --out PATH [--resume]`: run a sweep spec."""
 import sys
 
+from .run import _points
+
 __all__ = ["register"]
 
 
@@ -22,6 +24,7 @@ def register(sub):
 
 
 def main(args):
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..sweep.spec import load_spec, run_spec
     spec = load_spec(args.spec)
     if args.machine is not None:
@@ -29,8 +32,8 @@ def main(args):
     ds = run_spec(spec, out=args.out, resume=args.resume, quiet=args.quiet,
                   command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait,
                   dataset=False)      # written and summarised without xarray
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..present.summary import summary_text
-    from .run import _points
     print(summary_text(ds))
     print(f"wrote {args.out or spec.out}: {_points(ds)}")
     return 0

@@ -20,6 +20,7 @@ def register(sub):
 
 
 def main(args) -> int:
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..bps import metrics
     from ..trace.recorder import record
     rec = record(args.command, out=args.out, max_records=args.max_records)
