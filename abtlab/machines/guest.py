@@ -82,6 +82,8 @@ class GuestResult:
     wall_s: float           # qemu start to exit, seconds of host time
 
 
+DEFAULT_TRACE_KB = 16384     # tracefs buffer per vCPU (KiB), from the guest's memory
+
 def available() -> tuple[bool, str]:
     """(ok, reason): can this machine build and boot the guest?"""
     if os.uname().machine != "x86_64":
@@ -386,7 +388,7 @@ def _point(files) -> PointResult:
                        info["after"], files)
 
 
-def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = 16384,
+def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = DEFAULT_TRACE_KB,
                timeout: float = 600, overlays=()) -> GuestResult:
     """Boot the guest once for a batch of points; RunError if the guest itself failed
     (a point that failed inside it has its status set and the others still ran).

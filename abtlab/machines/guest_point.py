@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from .. import policies, trace
 from ..errors import AbtError, ConfigError, RunError
+from .guest import DEFAULT_TRACE_KB
 from .kernels import KERNELS, GuestKernel
 from .spec import Machine, parse_machine
 from ..data.result import RunResult
@@ -122,7 +123,8 @@ def guest_events(files: dict, printed: str = "truncated") -> list:
     from ..system.tracefs import marker_between, parse_line
     lost = sum(int(ln.split(":")[1]) for ln in files.get("trace.stats", b"").decode().splitlines())
     if lost:
-        raise RunError(f"{lost} trace events lost in the guest: raise trace_kb")
+        raise RunError(f"{lost} trace events lost in the guest: raise the run option guest_trace_kb "
+                       f"(-o guest_trace_kb=KiB, a buffer per vCPU; default {DEFAULT_TRACE_KB})")
     events = sorted(filter(None, map(parse_line, trace_lines(files))), key=lambda e: e["ts"])
     samples = clock_samples(files)
     if not samples or not all(marker_between(b, t, a, printed) for b, t, a in samples):
@@ -250,7 +252,8 @@ def run_batch(items, machine, workdir, timeout=None) -> list:
     from ..progress import phase
     with phase(BootWatch(workdir, len(built), machine.label), runs=len(built)):
         res = guest.boot_batch([r for r, _ in built], machine, workdir, events=_events(),
-                               timeout=float(timeout or ctx0.options.get("guest_timeout", 600)))
+                               timeout=float(timeout or ctx0.options.get("guest_timeout", 600)),
+                               trace_kb=int(ctx0.options.get("guest_trace_kb") or DEFAULT_TRACE_KB))
     out = []
     for (run, pol), pres, (_, _, ctx, _) in zip(built, res.points, items):
         try:

@@ -33,7 +33,9 @@ SCRATCH_OPTIONS = {
     "journal_mb": "ext4 journal size in MiB, 4 to 1024 (default 32, mke2fs's for a 1-2 GiB disk)",
     "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
     "guest_timeout": "seconds before a --machine guest boot is killed (default 600)",
-    "guest_batch": "points run in one guest boot (default 32; 1: a boot per point)"}
+    "guest_batch": "points run in one guest boot (default 32; 1: a boot per point)",
+    "guest_trace_kb": "the guest's trace buffer per vCPU in KiB, 1024 to 262144 (default 16384; "
+                      "raise it when a point's trace events were lost; it comes out of mem=)"}
 
 
 def real_available(name: str) -> Availability:
@@ -96,6 +98,10 @@ def check_scratch_options(options: dict) -> dict:
         if isinstance(image, bool) or not str(image).strip().isdigit() or not 16 <= int(image) <= 65536:
             raise ConfigError("image_mb", image, "an integer from 16 to 65536 (MiB)")
     geometry.check_fits(image_mb(options, 0))  # the default image always fits
+    trace_kb = options.get("guest_trace_kb")
+    if trace_kb is not None and (isinstance(trace_kb, bool) or not str(trace_kb).strip().isdigit()
+                                 or not 1024 <= int(trace_kb) <= 262144):
+        raise ConfigError("guest_trace_kb", trace_kb, "an integer from 1024 to 262144 (KiB per vCPU)")
     return options
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from abtlab import policies, trace
-from abtlab.machines import guest_point
+from abtlab.machines import guest_point, host
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, RunError
 from abtlab.machines.spec import parse_machine
@@ -112,8 +112,22 @@ def test_failed_point_names_its_step_and_lost_events_fail(tmp_path, monkeypatch)
     with pytest.raises(RunError, match="failed at 'mkfs'"):
         guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
     _fake_boot(monkeypatch, {**_files(tmp_path), "trace.stats": b"overrun: 12\n"}, {})
-    with pytest.raises(RunError, match="12 trace events lost"):
+    with pytest.raises(RunError, match="12 trace events lost.*guest_trace_kb"):
         guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
+
+
+def test_trace_buffer_is_a_run_option_checked_before_the_boot(tmp_path, monkeypatch):
+    seen = {}
+    _fake_boot(monkeypatch, _files(tmp_path), seen)
+    guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
+    assert seen["trace_kb"] == guest.DEFAULT_TRACE_KB
+    ctx = RunContext(workdir=tmp_path, options={"guest_trace_kb": 65536})
+    guest_point.run_in_guest(_argv, {"policy": "ext4"}, ctx, 1, "guest")
+    assert seen["trace_kb"] == 65536
+    for bad in ("lots", 512, True):
+        with pytest.raises(ConfigError) as err:
+            host.check_scratch_options({"guest_trace_kb": bad})
+        assert err.value.field == "guest_trace_kb"
 
 
 def test_real_frequencies_are_refused_before_the_guest_boots(tmp_path, monkeypatch):
