@@ -4,13 +4,13 @@ from __future__ import annotations
 from .about import __version__
 
 __all__ = ["__version__", "load", "save", "run", "sweep_spec", "backends", "errors", "policies",
-           "data", "trace", "model", "sim", "stats", "bps", "syscalls", "sera", "bayes", "present",
+           "data", "trace", "model", "sim", "stats", "bps", "studies", "sera", "bayes", "present",
            "sweep", "factors", "system"]
 
 # subpackages load on first use, so `import abtlab` stays fast: the backends' registry
 # and the trace reader bring numpy (~0.2 s), which the command line loads only after
 # its signal handlers are in place
-_LAZY = {"model", "sim", "stats", "bps", "syscalls", "sera", "bayes", "present", "sweep", "system",
+_LAZY = {"model", "sim", "stats", "bps", "studies", "sera", "bayes", "present", "sweep", "system",
          "factors", "backends", "data", "policies", "trace"}
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 import abtlab
-from abtlab.present import studies
+from abtlab.studies import notebook_studies as studies
 from abtlab.sim import aot
 from abtlab.sim import core as simcore
 from abtlab.sim import explore

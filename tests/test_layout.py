@@ -20,7 +20,8 @@ LAYERS = [
     {"backends"},
     {"stats"},
     {"sweep"},
-    {"sim", "bps", "syscalls", "sera", "bayes"},
+    {"sim", "bps", "sera", "bayes"},
+    {"studies"},   # what notebooks, labs and the demo study: runs sweeps, the simulator, the guest
     {"present"},
     {"commands", "cli", "accessor", "__init__", "__main__"},
 ]

@@ -77,7 +77,7 @@ def abt_model(ds) -> None:
 def delay(ds, max_commit_wait_ms=None) -> None:
     """Study 03: the best delayJC window per clock and its gain over ext4."""
     from ..stats.values import provenance_label
-    from .studies import optimal_delay
+    from ..studies.notebook_studies import optimal_delay
     best = optimal_delay(ds, max_commit_wait_ms=max_commit_wait_ms)
     parts = [f"{r.freq_ghz:g} GHz, {r.threads} threads: {r.window_ms:g} ms (x{r.gain_over_ext4:.2f} "
              f"ext4's throughput, commit wait {r.commit_wait_ms:.3g} ms)" for r in best.itertuples()]
@@ -129,7 +129,7 @@ def kernel_history(hist, policy="ext4") -> None:
     """Study 08, in the paper's terms: per kernel row the throughput ratio with the write op
     timed (the paper's) and its verdict, the fsync-timed ratio beside it, and the unblocked
     threads at each clock (the trace evidence, or span overlap said plainly)."""
-    from .kernel_history import ratio_table
+    from .kernel_history_tables import ratio_table
     from .paper_terms import PAPER_IOZONE, unblocked
     from ..stats.ratios import format_ratio
     df = ratio_table(hist)

@@ -1,4 +1,4 @@
-"""Figures of the kernel history study (abtlab.present.kernel_history): the high/low frequency
+"""Figures of the kernel history study (abtlab.studies.kernel_history): the high/low frequency
 throughput ratio per machine and kernel with its CI, and one run's X/Y/Z timeline per
 kernel. Each row is labelled with its kind of data (measured with emulated frequency,
 virtual time, simulated); a missing row says why it is missing."""
@@ -8,7 +8,8 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
-from .kernel_history import ROWS, History, ratio_table
+from ..studies.kernel_history import ROWS, History
+from .kernel_history_tables import ratio_table
 from .figures import finish
 
 __all__ = ["plot_ratios", "plot_unblocked", "plot_timelines"]
@@ -135,10 +136,10 @@ def plot_timelines(hist: History, policy="ext4", freqs=None, max_threads=64):
     """One run (repetition 0) per study row with traces and per frequency: each thread's
     writes coloured by class (X not blocked, I released inside a commit, Z partially, Y
     fully blocked; eqs. 4-6)
-    with the journal commits drawn over them (abtlab.present.studies.plot_commit_timeline)."""
+    with the journal commits drawn over them (abtlab.present.study_plots.plot_commit_timeline)."""
     import matplotlib.pyplot as plt
     from ..data import runs
-    from .studies import plot_commit_timeline
+    from .study_plots import plot_commit_timeline
     from ..stats.values import provenance_label
     freqs = list(freqs or (hist.point.freqs[0], hist.point.freqs[-1]))
     rows = [r for r in ROWS if r in hist.runs and "op_run" in hist.runs[r]]

@@ -170,10 +170,10 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
 
 def history_table(hist, policy="ext4", level=0.95):
     """Notebook 08's and the demo's opening table in the paper's terms: per study row
-    (abtlab.present.kernel_history.answer_table) the paper's throughput ratio, the
+    (abtlab.present.kernel_history_tables.answer_table) the paper's throughput ratio, the
     fsync-timed one beside it, and the unblocked threads at each clock with what counted
     them; the paper's own row last."""
-    from .kernel_history import answer_table
+    from .kernel_history_tables import answer_table
     table = answer_table(hist, policy, level=level)
     lo, hi = table.attrs["f_low"], table.attrs["f_high"]
     col = f"unblocked {lo:g} -> {hi:g} GHz"

@@ -115,7 +115,7 @@ def is_real_io(item: Item) -> bool:
     data = str(data)
     if data in ("sim", "guest") or Path(data).exists():   # a guest runs in its own virtual time
         return False
-    from .studies import real_available
+    from ..studies.notebook_studies import real_available
     return real_available(meta.get("backend", "iozone"))
 
 

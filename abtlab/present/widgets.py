@@ -43,7 +43,7 @@ def delay_point(window_ms=16.0, max_resets=64, threads=256, freq_ghz=3.3, reps=3
     """Simulated ext4 and delayJC (window, max resets) at one point.
     Returns {"ext4": {...}, "delayjc": {...}} of throughput_mib_s, unblocked_threads,
     commit_wait_ms (means over reps)."""
-    from .studies import delay_sweep, delay_table
+    from ..studies.notebook_studies import delay_sweep, delay_table
     if not isinstance(threads, int) or threads < 1:
         raise ConfigError("threads", threads, "an integer >= 1")
     if not isinstance(freq_ghz, (int, float)) or freq_ghz <= 0:

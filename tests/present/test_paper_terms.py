@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from abtlab.errors import ConfigError
-from abtlab.present import lab_notes, paper_terms, studies
+from abtlab.present import lab_notes, paper_terms
+from abtlab.studies import notebook_studies as studies
 from tests.run_data import make_run
 
 
@@ -104,7 +105,8 @@ def test_lab_data_reaches_the_papers_cell_and_lab3_takes_the_guest_kernels_delay
 def test_kernel_history_answer_is_in_the_papers_terms(capsys):
     """Notebook 08's sentence and table (the demo's first screen): the write-op ratio, the
     fsync-timed one beside it, and the unblocked threads at each clock with what counted them."""
-    from abtlab.present import answers, kernel_history
+    from abtlab.present import answers
+    from abtlab.studies import kernel_history
     hist = kernel_history.history_data("sim", kernel_history.make_point(threads=16, policy="ext4", reps=2),
                                        quiet=True)
     answers.kernel_history(hist)

@@ -1,5 +1,5 @@
-"""abtlab.syscalls: ratio/CI math on constructed data, the reference grid, the comparison,
-small real grids and the plots."""
+"""abtlab.studies.syscalls: ratio/CI math on constructed data, the reference grid, the
+comparison, small real grids; and the plots (abtlab.present.syscalls_plots)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,8 @@ import xarray as xr
 from scipy import stats
 
 from abtlab.stats.ratios import geomean_ratio_ci
-from abtlab import syscalls as sc
+from abtlab.present import syscalls_plots as scp
+from abtlab.studies import syscalls as sc
 from abtlab.errors import ConfigError
 
 
@@ -141,7 +142,7 @@ def test_lock_grid_small_real(built_native):
 
 def test_plot_lock_comparison_titles(tmp_path):
     ds = sc.add_lock_speedup(constructed_elapsed(np.full((3, 2), 1.5)))
-    fig = sc.plot_lock_comparison(ds, path=tmp_path / "locks.png")
+    fig = scp.plot_lock_comparison(ds, path=tmp_path / "locks.png")
     titles = [ax.get_title() for ax in fig.axes]
     assert "measured here (2 hardware threads)" in titles[0]
     assert "i7-2600K (8 hardware threads), from the paper" in titles[1]
@@ -171,7 +172,7 @@ def test_dio_grid_small_real(built_native, scratch_ext4, tmp_path):
     r = ds.elapsed.sel(mode="buffered") / ds.elapsed.sel(mode="direct")
     np.testing.assert_allclose(ds.direct_speedup.values, np.exp(np.log(r).mean("rep")).values)
     assert ds.attrs["filesystem"] == "ext4" and ds.attrs["freq_mode"] == "real"
-    fig = sc.plot_dio_comparison(ds, path=tmp_path / "dio.png")
+    fig = scp.plot_dio_comparison(ds, path=tmp_path / "dio.png")
     labels = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
     assert any("from the paper" in lb for lb in labels)
     assert any("measured here" in lb for lb in labels)

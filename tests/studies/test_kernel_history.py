@@ -1,5 +1,6 @@
-"""abtlab.present.kernel_history and its plots: the point, the rows, the answer table (on
-constructed datasets with known ratios, one row missing) and the figures."""
+"""abtlab.studies.kernel_history and its tables and plots (abtlab.present.kernel_history_tables,
+kernel_history_plots): the point, the rows, the answer table (on constructed datasets
+with known ratios, one row missing) and the figures."""
 import math
 
 import matplotlib
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from abtlab.present import kernel_history as kh
 from abtlab.present import kernel_history_plots as khp
+from abtlab.present import kernel_history_tables as kht
+from abtlab.studies import kernel_history as kh
 from abtlab import stats
 from abtlab.errors import ConfigError
 
@@ -44,7 +46,7 @@ def hist():
 
 
 def test_answer_table_rows_ratios_and_missing_row(hist):
-    t = kh.answer_table(hist)
+    t = kht.answer_table(hist)
     assert list(t.index) == list(kh.ROWS)
     col = "3.3/1.6 GHz [95% CI]"
     r, lo, hi = stats.ratio_ci(np.array([50.0, 52.0, 48.0]), np.array(LOW))   # what `abtlab stats --test` gives
@@ -58,14 +60,14 @@ def test_answer_table_rows_ratios_and_missing_row(hist):
 
 
 def test_ratio_table_every_policy_and_the_test(hist):
-    df = kh.ratio_table(hist)
+    df = kht.ratio_table(hist)
     nojc = df[df.policy == "nojc"].set_index("row")
     assert nojc.ratio.to_numpy() == pytest.approx([2.0, 2.0, 2.0])
     host = df[(df.policy == "ext4") & (df.row == "host")].iloc[0]
     assert host.p < 0.01                         # one-sided: slower at 3.3 GHz
     assert math.isnan(df[df.row == "guest 6.1-legacy"].ratio.iloc[0])
     with pytest.raises(ConfigError) as e:
-        kh.answer_table(hist, policy="delayjc")
+        kht.answer_table(hist, policy="delayjc")
     assert e.value.field == "policy"
 
 
@@ -147,7 +149,7 @@ def test_plot_ratios_labels_every_row(hist):
 
 def test_plot_ratios_says_when_a_ci_is_unbounded(hist):
     hist.runs[kh.STOCK] = _run([50.0, 60.0, 55.0], low=[10.0, 100.0, 20.0], machines=["guest:depth=256"])
-    assert kh.ratio_table(hist).query("row == 'guest 6.1' and policy == 'ext4'").ci_high.item() == math.inf
+    assert kht.ratio_table(hist).query("row == 'guest 6.1' and policy == 'ext4'").ci_high.item() == math.inf
     ax = khp.plot_ratios(hist).axes[0]
     marks = [t for t in ax.texts if "unbounded" in t.get_text()]
     assert len(marks) == 2                          # ext4 and nojc of that row (same low runs)
@@ -162,7 +164,7 @@ def test_history_from_a_stored_dataset(tmp_path):
     h = kh.history_data(str(path), kh.make_point(reps=3, threads=64, depth=256))
     assert list(h.runs) == [kh.HOST, kh.STOCK, kh.SIM]
     assert h.missing == {kh.LEGACY: "not in kh.nc (machines: host, guest:depth=256)"}
-    t = kh.answer_table(h)
+    t = kht.answer_table(h)
     assert t.loc["host", "3.3/1.6 GHz [95% CI]"].startswith("0.50 [")
     assert t.loc["simulator", "data"] == "SIMULATED"
 
@@ -170,9 +172,9 @@ def test_history_from_a_stored_dataset(tmp_path):
 def test_terms_table_gives_each_row_its_timing_terms_in_ms():
     from abtlab.model.terms import TERMS
     h = kh.history_data("sim", kh.make_point(threads=8, reps=2))
-    t = kh.terms_table(h)
+    t = kht.terms_table(h)
     assert list(t.index.get_level_values(0).unique()) == [kh.SIM]
     assert {f"{k}_ms" for k in TERMS if k != "writers_before_first_commit"} <= set(t.columns)
     assert (t["write_op_unblocked_ms"] > 0).all() and (t["data"] == "SIMULATED").all()
     with pytest.raises(ConfigError, match="policy"):
-        kh.terms_table(h, policy="nope")
+        kht.terms_table(h, policy="nope")

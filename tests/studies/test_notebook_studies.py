@@ -1,9 +1,12 @@
-"""abtlab.present.studies: data sources of the notebooks, the delay table and the optimal delay."""
+"""abtlab.studies.notebook_studies: data sources of the notebooks, the delay table and the
+optimal delay; and their figures (abtlab.present.study_plots)."""
 import matplotlib
 import numpy as np
 import pytest
 
-from abtlab.present import studies
+import abtlab.present.accessor  # noqa: F401  (registers ds.abt)
+from abtlab.present import study_plots
+from abtlab.studies import notebook_studies as studies
 from abtlab.errors import ConfigError
 
 matplotlib.use("Agg")
@@ -65,8 +68,8 @@ def test_window_from_policy_labels(delay_ds):
 
 
 def test_plots_and_trace_tables(delay_ds):
-    assert len(studies.plot_delay_tradeoff(delay_ds).axes) == 2
-    fig = studies.plot_commit_timeline(delay_ds)
+    assert len(study_plots.plot_delay_tradeoff(delay_ds).axes) == 2
+    fig = study_plots.plot_commit_timeline(delay_ds)
     assert "SIMULATED" in fig.axes[0].get_title().upper()
     tm = studies.trace_measures(delay_ds)
     assert len(tm) == delay_ds.run_id.size
@@ -77,7 +80,7 @@ def test_plots_and_trace_tables(delay_ds):
     tb = studies.trace_metrics(delay_ds)
     assert (tb.bps > 0).all() and (tb.elapsed > 0).all()
     with pytest.raises(ConfigError, match="run_id"):
-        studies.plot_commit_timeline(delay_ds, run_id=10 ** 6)
+        study_plots.plot_commit_timeline(delay_ds, run_id=10 ** 6)
 
 
 def test_frequency_workloads_bad_data():
@@ -107,7 +110,7 @@ def test_commit_timeline_draws_each_threads_first_to_last_write(delay_ds):
     from abtlab.model import classify
     from abtlab.trace import Op
     rid = int(delay_ds.abt.run_ids(policy="ext4", freq_ghz=3.3)[0])
-    fig = studies.plot_commit_timeline(delay_ds, run_id=rid, max_threads=20)
+    fig = study_plots.plot_commit_timeline(delay_ds, run_id=rid, max_threads=20)
     ops = delay_ds.abt.ops(rid)
     writes, t0 = ops[ops["op"] == Op.WRITE], int(ops["t_start_ns"].min())
     tids = classify(ops, delay_ds.abt.commits(rid))["tid"][:20]
@@ -118,7 +121,7 @@ def test_commit_timeline_draws_each_threads_first_to_last_write(delay_ds):
 
 
 def test_delay_tradeoff_ticks_are_the_windows_run(delay_ds):
-    fig = studies.plot_delay_tradeoff(delay_ds)
+    fig = study_plots.plot_delay_tradeoff(delay_ds)
     for ax in fig.axes:
         assert ax.get_xscale() == "log"
         assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16"]

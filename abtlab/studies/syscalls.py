@@ -6,11 +6,12 @@ repetitions, as a durable sweep (abtlab.sweep.loop) that runs cells and repetiti
 interleaved in a random order so drift hits both locks alike; `spin_speedup` = t_mutex / t_spin per repetition, as the
 paper's Fig. 5 (> 1: the spinlock is faster), summarised by its geometric mean and a
 t interval on the log ratios. `load_reference` is the paper's i7-2600K grid,
-`compare` the log2 difference on the common grid, `plot_lock_comparison` the heatmaps.
+`compare` the log2 difference on the common grid (abtlab.present.syscalls_plots draws
+the heatmaps).
 
 Direct vs buffered: `dio_grid` does the same for Petersen's (University of Wisconsin-Madison) four file workloads;
 `direct_speedup` = t_buffered / t_direct (the paper: 1.25 at 4 KiB single-block
-overwrite, i.e. direct 25% faster), and `plot_dio_comparison` draws it.
+overwrite, i.e. direct 25% faster), drawn by abtlab.present.syscalls_plots.
 """
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import about
-from .errors import ConfigError
-from .stats.ratios import geomean_ratio_ci
+from .. import about
+from ..errors import ConfigError
+from ..stats.ratios import geomean_ratio_ci
 
 __all__ = ["lock_grid", "dio_grid", "load_reference", "compare",
            "add_lock_speedup", "add_dio_speedup",
-           "plot_lock_comparison", "plot_dio_comparison", "PAPER_THREADS", "PAPER_WORK",
+           "PAPER_THREADS", "PAPER_WORK",
            "PAPER_DIO", "REFERENCE_CSV"]
 
 PAPER_THREADS = (*range(1, 11), 15, 20, 25, 30, 35, 40, 45, 50, 60, 70, 80, 90, 100)
@@ -67,12 +68,12 @@ def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entrie
 
     It runs as a sweep (abtlab.sweep.loop): one timing run on the machine at a time, and
     with out= every finished repetition kept, so resume=True continues a stopped grid."""
-    from .backends.locks import MAX_THREADS, MAX_WORK, LocksBackend
-    from .sweep.loop import run as run_sweep
+    from ..backends.locks import MAX_THREADS, MAX_WORK, LocksBackend
+    from ..sweep.loop import run as run_sweep
     threads = _levels(threads, PAPER_THREADS if full else QUICK_THREADS, "threads", 1, MAX_THREADS)
     work = _levels(work, PAPER_WORK if full else QUICK_WORK, "work", 1, MAX_WORK)
     _check_reps(reps)
-    command = (f"abtlab.syscalls.lock_grid(threads={threads}, work={work}, reps={reps}, "
+    command = (f"abtlab.studies.syscalls.lock_grid(threads={threads}, work={work}, reps={reps}, "
                f"entries={entries}, seed={seed})")
     # no per-entry trace: two clock reads per entry would dwarf a 1-nop critical section
     ds = run_sweep(LocksBackend(), {"lock": ["spin", "mutex"], "threads": threads, "work": work},
@@ -165,8 +166,8 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     16 MiB file. Returns elapsed/throughput (mode, workload, block_size, rep), ops_per_run,
     and direct_speedup = t_buffered / t_direct with its CI. A durable sweep like lock_grid
     (out=, resume=)."""
-    from .backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend
-    from .sweep.loop import run as run_sweep
+    from ..backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend
+    from ..sweep.loop import run as run_sweep
     blocks = _levels(block_sizes, PAPER_BLOCKS if full else QUICK_BLOCKS, "block_sizes",
                      MIN_BLOCK, MAX_BLOCK)
     workloads = _levels(workloads, (1, 2, 3, 4), "workloads", 1, 4)
@@ -174,7 +175,7 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     file_size = int(file_size or (16 << 20 if full else 4 << 20))
     if file_size < max(blocks) and 2 in workloads:
         raise ConfigError("file_size", file_size, f">= the largest block size ({max(blocks)})")
-    command = (f"abtlab.syscalls.dio_grid({str(directory)!r}, block_sizes={blocks}, "
+    command = (f"abtlab.studies.syscalls.dio_grid({str(directory)!r}, block_sizes={blocks}, "
                f"workloads={workloads}, reps={reps}, file_size={file_size}, seed={seed})")
     options = {"trace": False, "file_size": file_size, "timeout": timeout, "max_bytes": max_bytes,
                **({"directory": str(directory)} if directory is not None else {})}
@@ -192,78 +193,3 @@ def add_dio_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:
     """Add elapsed_median and direct_speedup (= t_buffered / t_direct) with CI bounds."""
     return _add_speedup(ds, "mode", "buffered", "direct", "direct_speedup",
                         "t_buffered / t_direct, geometric mean over reps (> 1: direct faster)", level)
-
-
-def _heat(ax, da, title, cmap, vlim, fmt="{:.1f}"):
-    import matplotlib.colors as mcolors
-    norm = mcolors.TwoSlopeNorm(vmin=-vlim, vcenter=0, vmax=vlim)
-    vals = da.transpose("threads", "work").values
-    im = ax.imshow(np.clip(vals if "diff" in title else np.log2(vals), -vlim, vlim), cmap=cmap,
-                   norm=norm, aspect="auto", origin="upper")
-    ax.set_xticks(range(da.work.size), [_short(w) for w in da.work.values], rotation=90)
-    ax.set_yticks(range(da.threads.size), da.threads.values)
-    ax.set_xlabel("critical-section nops (work)")
-    ax.set_ylabel("threads")
-    ax.set_title(title, fontsize=9)
-    if vals.size <= 500:
-        for (i, j), v in np.ndenumerate(vals):
-            ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=6)
-    return im
-
-
-def _short(w):
-    return f"{w // 1_000_000}M" if w >= 1_000_000 else f"{w // 1000}k" if w >= 1000 else str(w)
-
-
-def plot_lock_comparison(here: xr.Dataset, ref: xr.Dataset | None = None, path=None):
-    """Three heatmaps on the common grid: spin_speedup measured here, the paper's, and
-    log2(here / paper). Green: spinlock faster. Returns the figure; saves it to path."""
-    import matplotlib
-    if path is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    c = compare(here, ref)
-    hw_here, hw_paper = c.attrs["hardware_threads_here"], c.attrs["hardware_threads_paper"]
-    fig, axes = plt.subplots(1, 3, figsize=(18, 0.3 * c.threads.size + 3), constrained_layout=True)
-    _heat(axes[0], c.here, f"spin/mutex speedup, measured here ({hw_here} hardware threads)",
-          "RdYlGn", 2)
-    _heat(axes[1], c.paper, f"spin/mutex speedup, i7-2600K ({hw_paper} hardware threads), "
-          "from the paper", "RdYlGn", 2)
-    im = _heat(axes[2], c.log2_diff, "difference: log2(here / paper)", "RdBu", 3, "{:+.1f}")
-    fig.colorbar(im, ax=axes[2], label="log2 ratio (colour clipped at ±3)")
-    fig.suptitle("Spinlock vs mutex: N threads x 100 entries of W nops; cells show "
-                 "t_mutex / t_spin (> 1: spinlock faster), colour log2-scaled")
-    if path is not None:
-        fig.savefig(path, dpi=110)
-    return fig
-
-
-def plot_dio_comparison(ds: xr.Dataset, path=None):
-    """direct_speedup (t_buffered / t_direct) with CIs vs block size, one panel per
-    workload, and the paper's 1.25 at 4 KiB single-block overwrite."""
-    import matplotlib
-    if path is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    from .backends.dio import WORKLOADS
-    n = ds.workload.size
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.8), squeeze=False, constrained_layout=True)
-    for ax, w in zip(axes[0], ds.workload.values):
-        s = ds.sel(workload=w)
-        x, y = s.block_size.values / 1024, s.direct_speedup.values
-        err = np.abs(np.vstack([y - s.direct_speedup_lo.values, s.direct_speedup_hi.values - y]))
-        ax.errorbar(x, y, yerr=np.nan_to_num(err), marker="o", capsize=3,
-                    label=f"measured here ({ds.attrs.get('hardware_threads')} hardware threads, "
-                          f"{ds.attrs.get('filesystem')})")
-        if w == PAPER_DIO["workload"]:
-            ax.plot(PAPER_DIO["block_size"] / 1024, PAPER_DIO["direct_speedup"], "r*", ms=12,
-                    label="i7-2600K + 7200 rpm HDD, from the paper")
-        ax.axhline(1, color="grey", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("block size (KiB)")
-        ax.set_title(f"workload {w}: {WORKLOADS[int(w)]}", fontsize=9)
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("t_buffered / t_direct (> 1: direct faster)")
-    if path is not None:
-        fig.savefig(path, dpi=110)
-    return fig
