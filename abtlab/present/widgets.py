@@ -8,20 +8,21 @@ Each returns a widget to display. Where no interactive frontend will ever run th
 callbacks (a notebook executed by `abtlab report`, which sets ABTLAB_STATIC=1, or plain
 Python), it returns a static figure of the default point instead, so executed HTML
 shows a plot and not a dead widget. The computations are plain functions
-(`delay_point`, `frequency_point`), and `Explorer.update()` is what a slider calls.
+(abtlab.studies.explorer_points: `delay_point`, `frequency_point`), and
+`Explorer.update()` is what a slider calls.
 """
 from __future__ import annotations
 
 import os
 
-from ..errors import ConfigError
+from ..studies.explorer_points import DELAY_MEASURES, delay_point, frequency_point
 from .figures import finish
 
-__all__ = ["delay_point", "frequency_point", "delay_figure", "frequency_figure",
-           "delay_explorer", "frequency_explorer", "Explorer", "is_static"]
+__all__ = ["delay_figure", "frequency_figure", "delay_explorer", "frequency_explorer",
+           "Explorer", "is_static"]
 
-_MEASURES = (("throughput_mib_s", "throughput (MiB/s)"), ("unblocked_threads", "unblocked threads (eq. 4)"),
-             ("commit_wait_ms", "mean commit wait (ms)"))
+_MEASURES = tuple(zip(DELAY_MEASURES, ("throughput (MiB/s)", "unblocked threads (eq. 4)",
+                                       "mean commit wait (ms)")))
 
 
 def is_static(static=None) -> bool:
@@ -38,25 +39,6 @@ def is_static(static=None) -> bool:
     return ip is None or not hasattr(ip, "kernel")
 
 
-def delay_point(window_ms=16.0, max_resets=64, threads=256, freq_ghz=3.3, reps=3, seed=0,
-                device="hdd7200", **sim) -> dict:
-    """Simulated ext4 and delayJC (window, max resets) at one point.
-    Returns {"ext4": {...}, "delayjc": {...}} of throughput_mib_s, unblocked_threads,
-    commit_wait_ms (means over reps)."""
-    from ..studies.notebook_studies import delay_sweep, delay_table
-    if not isinstance(threads, int) or threads < 1:
-        raise ConfigError("threads", threads, "an integer >= 1")
-    if not isinstance(freq_ghz, (int, float)) or freq_ghz <= 0:
-        raise ConfigError("freq_ghz", freq_ghz, "a frequency in GHz > 0")
-    ds = delay_sweep([float(window_ms)], int(max_resets), threads=(threads,), freqs=(float(freq_ghz),),
-                     reps=reps, seed=seed, device=device, **sim)
-    df = delay_table(ds).set_index("window_ms")
-    cols = [m for m, _ in _MEASURES]
-    return {"ext4": df.loc[0.0, cols].to_dict(), "delayjc": df.loc[float(window_ms), cols].to_dict(),
-            "params": dict(window_ms=float(window_ms), max_resets=int(max_resets), threads=threads,
-                           freq_ghz=float(freq_ghz), device=device)}
-
-
 def delay_figure(result: dict):
     """Bars of ext4 vs delayJC for each measure of delay_point(); closed, displayable."""
     import matplotlib.pyplot as plt
@@ -71,17 +53,6 @@ def delay_figure(result: dict):
     finish(fig)
     plt.close(fig)
     return fig
-
-
-def frequency_point(workload="iozone", tol=0.02, up_threshold=0.8,
-                    freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0):
-    """sera.compare on one simulated workload: a DataFrame, one row per frequency policy
-    (time, modelled energy, EDP and their ratios to fixed-high)."""
-    from .. import sera
-    if workload not in sera.WORKLOADS:
-        raise ConfigError("workload", workload, " | ".join(sera.WORKLOADS))
-    wl = sera.sim_workloads(names=(workload,), freqs=tuple(freqs), reps=int(reps), seed=int(seed))
-    return sera.compare(wl, freqs=freqs, tol=float(tol), up_threshold=float(up_threshold))
 
 
 def frequency_figure(df):
