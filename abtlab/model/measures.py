@@ -34,6 +34,7 @@ WORKLOADS = ("iozone", "metarates")
 _NS = 1e-9
 _SMALL_NS = np.iinfo(np.int64).min     # spans' "no fsync" sentinel
 _BIG_NS = np.iinfo(np.int64).max       # spans' "no write" sentinel
+_CELLS = 1 << 22     # measures_reps: at most this many (repetition, record, commit) at once
 
 
 def commit_waits(fsync_start, fsync_end, c_end) -> np.ndarray:
@@ -161,8 +162,15 @@ def measures_reps(ops, commits: list, workload, file_size=None, fsync=True) -> l
     if file_size is not None and not (np.isscalar(file_size) and float(file_size) > 0):
         raise ConfigError("file_size", file_size, "a positive number of bytes, or None")
     tables = [commit_table(c) for c in commits]
-    out = {**_common_reps(ops, layout, tables), **_iozone_reps(ops, layout, tables, file_size, fsync)}
-    return [{k: float(v[r]) for k, v in out.items()} for r in range(ops.shape[0])]
+    # in chunks of repetitions: the (record, commit) tables stay a few MB
+    most = max(t[0].size for t in tables)
+    step = max(1, _CELLS // (ops.shape[1] * (most + 1)))
+    found = []
+    for lo in range(0, ops.shape[0], step):
+        part, tab = ops[lo:lo + step], tables[lo:lo + step]
+        out = {**_common_reps(part, layout, tab), **_iozone_reps(part, layout, tab, file_size, fsync)}
+        found += [{k: float(v[r]) for k, v in out.items()} for r in range(part.shape[0])]
+    return found
 
 
 def _shared_layout(ops):

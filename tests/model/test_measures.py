@@ -270,3 +270,16 @@ def test_measures_of_repetitions_with_other_layouts_are_measured_one_by_one():
         _same(model.measures(o, c, "iozone"), g)
     with pytest.raises(ConfigError):
         measures_reps(ops, coms[:1], "iozone")
+
+
+def test_measures_of_many_repetitions_do_not_depend_on_the_chunk_size(monkeypatch):
+    import sys
+    from abtlab.sim import core, params
+    mod = sys.modules["abtlab.model.measures"]
+    p = params.make(threads=16, device="hdd7200")
+    runs = core.run_reps(p, list(range(10)))
+    ops, coms = np.stack([r.ops for r in runs]), [r.commits for r in runs]
+    whole = measures_reps(ops, coms, "iozone", file_size=p.file_size)
+    monkeypatch.setattr(mod, "_CELLS", 1)       # one repetition at a time
+    for a, b in zip(whole, measures_reps(ops, coms, "iozone", file_size=p.file_size)):
+        _same(a, b)
