@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+import importlib
 
 __all__ = ["fit_hierarchical", "fit_mechanistic", "fit_baseline", "fit_delay", "optimal_delay",
            "compare", "split", "model_table"]
 
 
 def __getattr__(name):
-    import importlib
     where = {"fit_hierarchical": "hierarchical", "fit_mechanistic": "mechanistic",
              "fit_baseline": "baselines", "fit_delay": "decision", "optimal_delay": "decision",
              "compare": "compare", "split": "compare", "model_table": "data"}

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .data import config_frame, factors_of
+from .data import config_frame, factors_of, model_table
+from .mechanistic import mechanistic_table
+from ..extras import require
 
 __all__ = ["split", "evaluate", "compare", "MODELS"]
 
@@ -100,8 +102,6 @@ def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0,
     (response `var`: the paper's write-op throughput, or throughput_fsync).
     Returns (scores DataFrame, {model: per-row predictions}, {model: fit})."""
     import pandas as pd
-    from .data import model_table
-    from .mechanistic import mechanistic_table
     rows, preds, fits = [], {}, {}
     for name in models:
         table = mechanistic_table(ds, var) if name == "mechanistic" else model_table(ds, var)
@@ -110,7 +110,6 @@ def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0,
         scores, preds[name] = evaluate(fit, test, seed)
         scores["model"] = name
         if hasattr(fit, "idata"):
-            from ..extras import require
             loo = require("arviz", "bayes").loo(fit.idata)
             scores.update(elpd_loo=float(loo.elpd_loo), pareto_k_max=float(np.max(loo.pareto_k)),
                           fit_s=fit.diagnostics["total_s"], rhat_max=fit.diagnostics["rhat_max"],

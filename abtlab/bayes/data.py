@@ -15,6 +15,7 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
+from ..model.remeasure import upgrade
 
 __all__ = ["CONFIG_FACTORS", "THROUGHPUTS", "model_table", "factors_of", "config_frame",
            "commit_durations"]
@@ -46,7 +47,6 @@ def model_table(ds, var="throughput", min_freqs=2):
     y, log_y, log_f, the run_id when present, and the variables the mechanistic model
     and the decision read (when present). ConfigError names the field when the
     dataset cannot be modelled."""
-    from ..model.remeasure import upgrade
     ds = upgrade(ds)
     _check_dataset(ds, var)
     names = [var] + [v for v in _EXTRA + (schema.RUN_ID,) if v in ds.data_vars and v != var]

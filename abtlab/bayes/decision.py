@@ -26,8 +26,9 @@ import numpy as np
 from .. import policies
 from ..data import schema
 from ..errors import ConfigError
-from .data import model_table
+from .data import model_table, THROUGHPUTS
 from .sampling import diagnostics, sample
+from ..extras import require
 
 __all__ = ["DelayFit", "fit_delay", "optimal_delay", "decision_summary", "delay_table"]
 
@@ -54,7 +55,6 @@ def _order(t):
 def delay_table(ds, var="throughput"):
     """Rows of ext4 and fixed-window delayjc runs with throughput (`var`, one of
     data.THROUGHPUTS) and commit wait."""
-    from .data import THROUGHPUTS
     if var not in THROUGHPUTS:
         raise ConfigError("var", var, " | ".join(THROUGHPUTS))
     t = model_table(ds, var, min_freqs=1)
@@ -92,7 +92,6 @@ def build_model(t):
     windows compare, and one shared scale, or ext4 tied to the base, took those changes
     for noise. The deviations sum to zero over configurations, so a shift of every base
     cannot trade against a shift of every effect (a ridge the sampler crawled along)."""
-    from ..extras import require
     pm = require("pymc", "bayes")
     pt = require("pytensor.tensor", "bayes")
     configs, ci, opts, oi = _cells(t)

@@ -25,6 +25,7 @@ from ..errors import ConfigError
 from .data import config_frame, factors_of, model_table
 from .design import ConfigDesign
 from .sampling import diagnostics, draws, sample
+from ..extras import require
 
 __all__ = ["HierarchicalFit", "fit_hierarchical", "build_model"]
 
@@ -81,7 +82,6 @@ def build_model(table, slopes="auto"):
     """The PyMC model and what prediction needs (design, configs, centring).
     slopes: "auto" (default: centred when the runs pin each configuration's slope,
     else non-centred, see _centre), "centred" or "noncentred"."""
-    from ..extras import require
     pm = require("pymc", "bayes")
     if slopes not in ("auto", "centred", "noncentred"):
         raise ConfigError("slopes", slopes, "auto | centred | noncentred")

@@ -38,6 +38,7 @@ from ..errors import ConfigError
 from .data import commit_durations, config_frame, model_table
 from .design import ConfigDesign
 from .sampling import diagnostics, draws, sample
+from ..extras import require
 
 __all__ = ["MechanisticFit", "fit_mechanistic", "mechanistic_table", "curves"]
 
@@ -99,7 +100,6 @@ def _prior_centres(t):
 
 
 def build_model(t):
-    from ..extras import require
     pm = require("pymc", "bayes")
     configs, idx = config_frame(t)
     design = ConfigDesign(configs)

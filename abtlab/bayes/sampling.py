@@ -4,12 +4,15 @@ convergence diagnostics recorded next to the draws."""
 from __future__ import annotations
 
 import contextlib
+import sys
 import tempfile
 import time
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..progress import _in_jupyter, shown, timed
+from ..extras import require
 
 __all__ = ["sample", "diagnostics", "draws", "SAMPLERS"]
 
@@ -34,11 +37,9 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise ConfigError(name, v, f"an integer >= {lo}")
     use = "nutpie" if sampler == "nutpie" or (sampler == "auto" and _nutpie_available()) else "pymc"
-    from ..progress import shown, timed
     bar = shown() and _live_display()
     t0 = time.perf_counter()
     if use == "nutpie":
-        from ..extras import require
         nutpie = require("nutpie", "fast")
         with _own_tempdir():
             with timed("compiling the model (nutpie)", quiet=not shown()):
@@ -49,7 +50,6 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
                 idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=chains,
                                       seed=seed, progress_bar=bar, target_accept=target_accept)
     else:
-        from ..extras import require
         pm = require("pymc", "bayes")
         t1 = t0
         # PyMC compiles inside pm.sample; its bar starts when sampling does
@@ -65,8 +65,6 @@ def sample(model, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", targe
 def _live_display() -> bool:
     """A sampler's own live bar only where it redraws in place (a terminal or Jupyter);
     in a log it would be hundreds of lines, so there the phases are lines with times."""
-    import sys
-    from ..progress import _in_jupyter
     return _in_jupyter() or sys.stderr.isatty()
 
 
@@ -85,7 +83,6 @@ def _own_tempdir():
 
 def diagnostics(idata, var_names, info=None):
     """Max R-hat, min bulk ESS, divergences, ESS per second of sampling."""
-    from ..extras import require
     az = require("arviz", "bayes")
     summ = az.summary(idata, var_names=var_names, kind="diagnostics")
     div = int(np.asarray(idata.sample_stats["diverging"]).sum())

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..trace import RECORD_DTYPE, Flag, Op
+from .radix import sort_keys
 
 __all__ = ["overlap_time", "overlap_time_fig3", "metrics", "DATA_OPS", "METRICS", "EXPECTED_SIGN"]
 
@@ -69,7 +70,6 @@ def _sorted(a):
     # timsort merges k presorted runs in O(n log k); on random order a radix sort wins
     if few_runs:
         return np.sort(a, kind="stable")
-    from .radix import sort_keys
     return sort_keys(a)
 
 

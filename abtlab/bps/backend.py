@@ -17,6 +17,7 @@ from ..data.result import RunResult
 from ..errors import ConfigError, RunError
 from ..trace import Op
 from . import metrics
+from ..trace.recorder import record
 
 __all__ = ["BpsBackend", "case", "parse_case", "CASE_KEYS", "one_run", "fio_available"]
 
@@ -83,7 +84,6 @@ def _fio_args(directory, set_name, p, cfg):
 
 def one_run(directory, set_name, p, cfg):
     """One fio run of a set under libabtrace -> its metrics (abtlab.bps.metrics)."""
-    from ..trace.recorder import record
     cmd, required = _fio_args(directory, set_name, p, cfg)
     rec = record(cmd)
     if rec.returncode != 0:

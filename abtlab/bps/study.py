@@ -26,6 +26,9 @@ from .. import about
 from . import EXPECTED_SIGN, METRICS
 from ..errors import ConfigError, UnavailableError
 from .backend import CASE_KEYS, BpsBackend, case, fio_available, parse_case
+from ..system.facts import collect
+from ..system import mounts
+from ..sweep import loop
 
 __all__ = ["SETS", "fio_available", "run_study", "by_run", "one_run", "correlations", "compare_with_paper"]
 
@@ -75,13 +78,11 @@ def _config(directory, total_bytes, job_bs, region_size, regions, spacings, siev
 
 
 def _attrs(directory, cfg, argv):
-    from ..about import __version__
-    from ..system.facts import collect
     facts = collect()
     fstype, opts = _mount_of(os.fspath(directory))
     fio_v = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
     return {"backend": "fio", "freq_mode": "real", "filesystem": fstype, "mount_options": opts,
-            "kernel": facts["kernel"], "cpu": facts["cpu"], "abtlab_version": __version__,
+            "kernel": facts["kernel"], "cpu": facts["cpu"], "abtlab_version": about.__version__,
             "command": argv, "fio_version": fio_v, "recorder": "libabtrace (LD_PRELOAD)",
             "cache": "O_DIRECT reads" if cfg["direct"] else "buffered reads (page cache; files "
                      "written just before, so mostly cached: the paper flushed caches)",
@@ -90,7 +91,6 @@ def _attrs(directory, cfg, argv):
 
 def _mount_of(path):
     """(fstype, options) of the mount holding path."""
-    from ..system import mounts
     m = mounts.holding(path)
     return ("unknown", "") if m is None else (m.fstype, m.options)
 
@@ -110,7 +110,6 @@ def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAUL
     does not masquerade as an effect): with out= every finished run is kept there
     (the sweep's dataset, dims case x rep) and resume=True continues a stopped study.
     """
-    from ..sweep.loop import run
     ok, why = fio_available()
     if not ok:
         raise UnavailableError(why)
@@ -125,7 +124,7 @@ def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAUL
             f"spacings={list(spacings)}, sets={list(sets)}, reps={reps})")
     work = tempfile.mkdtemp(prefix="abtlab-bps.", dir=os.fspath(directory))
     try:
-        ds = run(BpsBackend(), {"case": cases}, reps=reps, out=out, seed=seed, resume=resume,
+        ds = loop.run(BpsBackend(), {"case": cases}, reps=reps, out=out, seed=seed, resume=resume,
                  quiet=quiet, order="random", options={**cfg, "work": work},
                  attrs=_attrs(directory, cfg, argv), command=argv)
     finally:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from .. import policies
 from .levels import MAX_THREADS, parse_ints, parse_sizes, parse_words
 from ..machines.spec import parse_machines
+from ..system.device import parse_profile
 
 __all__ = ["PARSERS", "typed_levels"]
 
 
 def _devices(v):
-    from ..system.device import parse_profile
     return [parse_profile(w) for w in parse_words(v, "device")]
 
 

@@ -11,6 +11,8 @@ simulator (the ABT model) at the phase's concurrency with a seed of its own.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import ConfigError
 from .compare import Phase, Workload
 from .patterns import IOPattern
@@ -49,8 +51,6 @@ def _accesses(kind, factors):
 
 def _sim_stats(kind, factors, freqs, reps, seed, device):
     """f -> {elapsed, io_time} (mean over reps) from abtlab.sim, memoized."""
-    import numpy as np
-
     from ..sim import simulate_point
     cache = {}
     rate = "fcr" if kind == "metarates" else "throughput"

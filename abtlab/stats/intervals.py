@@ -9,6 +9,7 @@ import numpy as np
 from ..data import schema
 from ..errors import ConfigError
 from .values import _check_level, _provenance, _values
+from .tdist import t_ppf
 
 __all__ = ["ci_halfwidth", "point_stats", "point_summary", "reps_for_cv", "reps_needed"]
 
@@ -17,7 +18,6 @@ __all__ = ["ci_halfwidth", "point_stats", "point_summary", "reps_for_cv", "reps_
 def _tcrit(level: float, df: float) -> float:
     # scipy.stats.t.ppf's value without scipy (stats.tdist): scipy.special alone costs
     # ~0.5 s to import, which the summary at the end of `abtlab run` must not pay
-    from .tdist import t_ppf
     return t_ppf(0.5 + level / 2, df)
 
 

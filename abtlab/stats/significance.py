@@ -1,6 +1,7 @@
 """The one-sided test of "slower at the higher frequency", adjusted over configurations."""
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -37,7 +38,6 @@ def _paired_less(hi, lo):
 
 
 def _adjust(p, alpha, method):
-    import gc
     from statsmodels.stats.multitest import multipletests
     p_adj, reject = np.full(p.shape, np.nan), np.zeros(p.shape, bool)
     ok = np.isfinite(p)

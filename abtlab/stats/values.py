@@ -8,6 +8,7 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
+from ..system.device import parse_profile
 
 __all__ = ["provenance_label"]
 
@@ -75,8 +76,6 @@ def provenance_label(ds) -> str:
 
 def _emulated_devices(ds) -> str:
     """Which device levels were the FUSE latency model (a sweep may mix them with none)."""
-    from ..errors import ConfigError
-    from ..system.device import parse_profile
     names = []
     for name in str(ds.attrs.get("device_profile", "")).split(" | "):
         try:
