@@ -10,6 +10,7 @@ import numpy as np
 
 from .core import run_once, run_raw, run_reps
 from .params import DEVICES, SimParams, load_params, make
+from ..errors import ConfigError
 
 __all__ = ["simulate", "simulate_point", "run_once", "run_raw", "run_reps", "make",
            "load_params", "SimParams", "DEVICES", "FACTORS"]
@@ -33,8 +34,8 @@ def simulate(reps=10, seed=0, traces=True, out=None, resume=False, quiet=True, *
     repetition is kept and resume=True continues a stopped one. Repetition r of every
     point uses seed + r (common random numbers, as simulate_point).
     Returns an xarray.Dataset in the run schema (dims: FACTORS + rep)."""
+    # deferred: the sweep machinery, 27 more modules, which `import abtlab.sim` does without
     from .backend import SimBackend
-    from ..errors import ConfigError
     from ..sweep.loop import run
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")

@@ -26,10 +26,13 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -64,7 +67,6 @@ def _cpu_id() -> bytes:
         return b"\n".join(ln for ln in text.split(b"\n")[:40]
                           if ln.startswith((b"model name", b"flags", b"vendor_id")))
     except OSError:
-        import platform
         return (platform.machine() + platform.processor()).encode()
 
 
@@ -254,7 +256,6 @@ def _prune(keep: int) -> None:
 
 def _wait_for(lock: Path, dest: Path, timeout: float = 900.0) -> Path:
     """The module another process is building, once it is done."""
-    import time
     end = time.monotonic() + timeout
     while lock.exists() and _alive(lock) and time.monotonic() < end:
         time.sleep(0.5)
@@ -267,7 +268,6 @@ def _compile(k: str, dest: Path) -> None:
     """numba.pycc with the wrapper releasing the GIL (pycc's own keeps it) and numpy's
     error model (the JIT's), for the host CPU; written in a temporary folder and moved
     in place, so a reader sees the whole module or none."""
-    import warnings
     from . import kernel
     if not HAVE_NUMBA:
         raise RuntimeError("numba is not installed (pip install numba)")

@@ -5,10 +5,16 @@ freq_mode="simulated". Options (ctx.options): workload (iozone | metarates), cor
 and any other abtlab.sim.SimParams field."""
 from __future__ import annotations
 
+import platform
+from dataclasses import fields
+
 from ..errors import ConfigError
 from ..factors.levels import parse_words
 from ..backends.base import Availability, Backend
 from ..data.result import RunResult
+from .core import run_reps
+from .params import SimParams, load_params, make
+from .state import HAVE_NUMBA
 
 __all__ = ["SimBackend"]
 
@@ -24,12 +30,10 @@ class SimBackend(Backend):
     factor_parsers = {"device": lambda v: parse_words(v, "device")}
 
     def available(self) -> Availability:
-        from .state import HAVE_NUMBA
         return Availability(True, "" if HAVE_NUMBA else "numba missing: the simulator runs slowly")
 
     def _params(self, point: dict, options: dict):
         """Backend defaults < a params file (-o params=FILE) < options < the point."""
-        from .params import load_params, make
         opts = {k: _typed(k, v) for k, v in (options or {}).items() if k != "traces"}
         src = opts.pop("params", None)
         base = load_params(src) if src else {}
@@ -62,7 +66,6 @@ class SimBackend(Backend):
         return ("sim", task.index)
 
     def run_group(self, runs, workdir) -> list:
-        from .core import run_reps
         point, ctx = runs[0]
         options = dict(getattr(ctx, "options", {}))
         traces = _flag("traces", options.pop("traces", True))
@@ -70,20 +73,16 @@ class SimBackend(Backend):
         return out if traces else [RunResult(scalars=r.scalars, attrs=r.attrs) for r in out]
 
     def dataset_labels(self, attrs: dict) -> dict:
-        import platform
         return {"kernel": f"simulated (host {platform.release()})",
                 "cpu": f"simulated, {attrs.get('sim_cores', '?')} cores"}
 
 
 def _param_fields() -> set:
-    from dataclasses import fields
-    from .params import SimParams
     return {f.name for f in fields(SimParams)} - set(SimBackend.factors) - {"freq_ghz"}
 
 
 def _typed(name, value):
     """A command-line option string as the type of the SimParams field it sets."""
-    from .params import SimParams
     default = getattr(SimParams(), name, None)
     if not isinstance(value, str) or default is None or isinstance(default, str):
         return value

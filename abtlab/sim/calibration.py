@@ -13,10 +13,17 @@ defaults).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..data import runs, schema
 from ..errors import ConfigError
+from ..machines.kernel_knobs import parse_knobs
+from ..machines.spec import parse_machine
+from ..model import fit_sim_params
+from ..model.calibrate import cpu_scale
+from ..trace import Op
 from .devices import DEVICES
 from .params import make
 from .run_evidence import journal_params, sched_quantum_us, shared_stream, start_params
@@ -40,7 +47,6 @@ def _runs(ds, sel):
 
 def _fit_runs(ds, sel, f_ref, nonscaling, cores=None):
     """(per-run fits, [(ops, commits, freq_ghz)] of those runs): records are read once."""
-    from ..model import fit_sim_params
     fits, seen = [], []
     for run, f in _runs(ds, sel):
         ops, com = runs.ops(ds, run), runs.commits(ds, run)
@@ -81,7 +87,6 @@ def guest_device(ds) -> dict | None:
     abt_disk.h (disk_model=hdd7200, ...): the simulator's device of the same name,
     fitted to that model (abtlab.sim.devices). None otherwise (a dataset joining several
     disks, a host disk)."""
-    import re
     attrs = getattr(ds, "attrs", ds)
     text = str(attrs.get("guest_disk", ""))
     if "|" in text:
@@ -117,7 +122,6 @@ def _fsync_cpu(ops, cores, write_us, scale, dilation=False):
     blocked. By dilation the writes are dilated in the gap and the fsync is not (its
     dilation is spun after it returns). None when it cannot be told (also when the gap
     is not longer than the writes: a zero would read as measured)."""
-    from ..trace import Op
     tids = np.unique(ops["tid"])
     f = np.sort(ops["t_start_ns"][ops["op"] == int(Op.FSYNC)])
     writes = np.count_nonzero(ops["op"] == int(Op.WRITE))
@@ -134,7 +138,6 @@ def _median_fsync_cpu(seen, f_ref, nonscaling, cores, write_us, dilation=False):
     """Median of _fsync_cpu over the runs at the frequency nearest f_ref: the gap also
     holds the writes' CPU beyond their median (their tail, dilated with them), which at
     a lower clock would be taken for the fsync's, by dilation undilated."""
-    from ..model.calibrate import cpu_scale
     near = min((abs(f - f_ref) for _, _, f in seen if f), default=None)
     est = []
     for ops, _, f in seen:
@@ -161,7 +164,6 @@ def _dioread(attrs) -> str:
     """Where the runs' write-back joined a transaction: ext4's dioread_nolock is the
     default from Linux 5.6 (244adf6426ee); the dioread_lock mount option, or an older
     kernel, allocates when write-back starts."""
-    import re
     if "dioread_lock" in str(attrs.get("mount_options", "")).split(","):
         return "lock"
     m = re.search(r"(\d+)\.(\d+)", str(attrs.get("kernel", "")))
@@ -176,8 +178,6 @@ def _machine_attrs(ds, sel) -> dict:
     label = sel.get("machine")
     if label is None or "machine" not in ds.dims or ds.sizes["machine"] < 2:
         return attrs
-    from ..machines.spec import parse_machine
-    from ..machines.kernel_knobs import parse_knobs
     m = parse_machine(str(label))
     if not m.is_guest:                     # the host: none of the guests' settings
         return {k: v for k, v in attrs.items() if not k.startswith(("guest_", "kernel_"))}

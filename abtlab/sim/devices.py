@@ -25,6 +25,10 @@ starts from idle).
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..system.disk_model import DiskModel
+
 __all__ = ["DEVICES", "SOURCES", "fit_cache"]
 
 _NO_CACHE = dict(cache_kib=0.0, media_us_per_kib=0.0, destage_us_per_file=0.0, destage_fixed_us=0.0)
@@ -70,8 +74,6 @@ def fit_cache(profile: str = "hdd7200") -> dict:
     files) back to back, then a FLUSH, at three start offsets; least squares of the
     flush's end on N after the media transfer. commit_fixed_us: a FUA block right after
     a flushed 12-block log."""
-    import numpy as np
-    from ..system.disk_model import DiskModel
     media = DEVICES[profile]["media_us_per_kib"]
     rows = []
     for n in (4, 8, 16, 32, 48, 64):

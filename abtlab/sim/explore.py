@@ -17,11 +17,16 @@ calibrate --out p.toml`); the axis `vcpus` sets a qemu TCG guest's vCPUs, each r
 
 from __future__ import annotations
 
+import argparse
 import itertools
+from dataclasses import fields
 
 import numpy as np
 
-from .params import DEVICES, SimParams, make
+from ..errors import ConfigError
+from ..factors.levels import parse_size
+from .core import run_reps
+from .params import DEVICES, SimParams, load_params, make
 
 __all__ = ["sensitivity", "format_table", "candidates", "DEFAULT_AXES", "PAPER_POINT",
            "VCPUS"]
@@ -65,7 +70,6 @@ def _params(base: dict, combo: dict, policy: str, freq: float):
 
 def _vcpu_costs(kw: dict, n: int) -> dict:
     """cores=n and every CPU cost x n / the base's cores (a base calibrated on 1 vCPU)."""
-    from dataclasses import fields
     defaults = {f.name: f.default for f in fields(SimParams)}
     grow = n / kw.get("cores", defaults["cores"])
     return {"cores": n, **{c: kw.get(c, defaults[c]) * grow for c in _CPU_COSTS}}
@@ -78,13 +82,11 @@ def _fits(base: dict, combo: dict) -> bool:
 
 
 def _cell(p: SimParams, reps: int, seed: int) -> list:
-    from .core import run_reps
     rs = run_reps(p, seed + np.arange(reps))
     return [float(np.mean([r.scalars[m] for r in rs])) for m in _MEASURES]
 
 
 def _check_axes(axes: dict) -> None:
-    from ..errors import ConfigError
     fields = set(SimParams.__dataclass_fields__) | set(next(iter(DEVICES.values()))) | {VCPUS}
     for k, v in axes.items():
         if k not in fields or k in ("policy", "freq_ghz"):
@@ -104,7 +106,6 @@ def sensitivity(axes: dict | None = None, freqs=(1.6, 3.3), delay="delayjc:windo
     SimParams fields to start from; base: other fields, which win (default PAPER_POINT,
     write_us_per_kib=0 so that write_fixed_us is the whole CPU cost of a write)."""
     import xarray as xr
-    from .params import load_params
     axes = dict(DEFAULT_AXES if axes is None else axes)
     _check_axes(axes)
     start = load_params(params) if params is not None else {}
@@ -178,8 +179,6 @@ def candidates(ds, n: int = 5) -> str:
 
 def _value(text: str):
     """An axis value from the command line: an int, a float, a size (64k) or a word."""
-    from ..errors import ConfigError
-    from ..factors.levels import parse_size
     for conv in (int, float):
         try:
             return conv(text)
@@ -192,7 +191,6 @@ def _value(text: str):
 
 
 def _parse_axes(items) -> dict | None:
-    from ..errors import ConfigError
     axes = {}
     for item in items:
         key, eq, vals = item.partition("=")
@@ -204,7 +202,6 @@ def _parse_axes(items) -> dict | None:
 
 
 def main(argv=None) -> int:
-    import argparse
     ap = argparse.ArgumentParser(prog="python -m abtlab.sim.explore", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--params", help="a calibrated parameter file (abtlab calibrate --out)")

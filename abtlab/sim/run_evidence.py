@@ -30,6 +30,8 @@ from ..model.calibrate import cpu_scale
 from ..model.spans import commit_table
 from ..trace import Op
 from .params import POLL_US
+from ..errors import ConfigError
+from ..machines.kernel_knobs import sched_settings
 
 __all__ = ["start_params", "sched_quantum_us", "journal_params", "wake_lag_us",
            "shared_stream"]
@@ -51,7 +53,6 @@ def _start_option(attrs) -> tuple[str, str]:
 
 def start_params(attrs) -> tuple[dict, str, list]:
     """(SimParams of the start, where the mode was read, names left to defaults)."""
-    from ..errors import ConfigError
     if attrs.get("backend") == "sim" and "sim_start" in attrs:     # the simulator's own
         return ({"start": str(attrs["sim_start"]), "poll_us": float(attrs["sim_poll_us"]),
                  "poll_cpu_us": float(attrs["sim_poll_cpu_us"])}, "the simulated run's", [])
@@ -65,7 +66,6 @@ def start_params(attrs) -> tuple[dict, str, list]:
 
 def sched_quantum_us(attrs) -> float | None:
     """The guest's minimum slice (us) from its sched preset, None without one."""
-    from ..machines.kernel_knobs import sched_settings
     name = str(attrs.get("kernel_sched", "")).strip()
     if not name.startswith("cfs34"):
         return None

@@ -17,6 +17,8 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
+from ..model.remeasure import upgrade
+from . import simulate
 
 __all__ = ["compare", "simulate_like", "format_table", "ratios", "format_ratios", "METRICS"]
 
@@ -33,7 +35,6 @@ def _point_means(ds, metrics, single):
 def compare(real_ds, sim_ds, metrics=None):
     """xarray.Dataset over the shared points: real_<m>, sim_<m>, relerr_<m> per metric."""
     import xarray as xr
-    from ..model.remeasure import upgrade
     real_ds = upgrade(real_ds)
     want = [m for m in (metrics or METRICS) if m in real_ds and m in sim_ds
             and np.isfinite(real_ds[m].values).any()]
@@ -66,7 +67,6 @@ def compare(real_ds, sim_ds, metrics=None):
 
 def simulate_like(real_ds, params, reps=None, seed=0, **kw):
     """Simulate the factor levels of real_ds (workload from its backend) with params."""
-    from . import simulate
     backend = real_ds.attrs.get("backend", "")
     if backend not in ("iozone", "metarates"):
         raise ConfigError("real_ds.backend", backend, "iozone | metarates")

@@ -4,11 +4,12 @@ cpufreq, the undo stack that puts everything back, doctor checks and facts.
 Submodules are imported on use (`from abtlab.system.scratchfs import ScratchFS`), so
 `import abtlab` stays fast and never probes the machine.
 """
+import importlib
+
 __all__ = ["cleanup", "scratchfs", "device", "tracefs", "cpufreq", "doctor", "facts", "leftovers"]
 
 
 def __getattr__(name):
     if name in __all__:
-        import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(name)

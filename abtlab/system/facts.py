@@ -5,6 +5,8 @@ import os
 import platform
 import socket
 
+from ..about import __version__
+
 __all__ = ["collect", "cpu_model"]
 
 
@@ -25,7 +27,6 @@ def collect() -> dict:
     """Flat dict of str/int facts, ready to be dataset attrs."""
     import psutil
 
-    from ..about import __version__
     logical = psutil.cpu_count(logical=True) or os.cpu_count() or 0
     physical = psutil.cpu_count(logical=False) or 0
     return {

@@ -19,6 +19,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+import shutil
 
 from ..errors import ConfigError, RunError
 from . import cleanup, leftovers
@@ -32,7 +33,6 @@ __all__ = ["ScratchFS", "jbd2_commits", "parse_mount_options", "loop_devices", "
 def loop_devices() -> tuple[bool, str]:
     """Whether a scratch filesystem can be attached here: root, /dev/loop-control and
     losetup; (True, what is used) or (False, what is missing)."""
-    import shutil
     tool = shutil.which("losetup")
     missing = [n for n, ok in (("root", os.geteuid() == 0),
                                ("/dev/loop-control", os.path.exists("/dev/loop-control")),

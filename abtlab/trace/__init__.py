@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from enum import IntEnum
+import time
 
 import numpy as np
 
@@ -69,7 +70,6 @@ def read(path: str | os.PathLike, kind: int | None = None) -> np.ndarray:
 
 def write(path: str | os.PathLike, records: np.ndarray, kind: int = Kind.OPS) -> None:
     """Write records (RECORD_DTYPE) as a trace file; used by tests and converters."""
-    import time
     records = np.asarray(records, dtype=RECORD_DTYPE)
     hdr = np.zeros(1, HEADER_DTYPE)
     hdr[0] = (MAGIC, VERSION, 32, CLOCK_MONOTONIC, int(kind), records.size,
