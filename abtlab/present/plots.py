@@ -138,10 +138,31 @@ COUNTS = ("unblocked_threads", "threads_clear_of_commits")
 
 
 def plot_unblocked(ds, facet=None):
-    """The paper's unblocked threads (eq. 4 on the trace evidence: the write op never
-    slept on the journal) beside the threads clear of commits (span overlap, not the
-    paper's count), each against frequency, one panel per level of `facet`; a panel says
-    so where the data records no evidence. Also `ds.abt.plot_unblocked()`."""
+    """Plot the paper's unblocked threads beside the threads clear of commits.
+
+    The unblocked threads are eq. 4 on the trace evidence (the write op never slept on
+    the journal); the threads clear of commits are span overlap, not the paper's count.
+    Each against frequency, one panel per level of `facet`; a panel says so where the
+    data records no evidence. Also `ds.abt.plot_unblocked()`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run dataset with a `freq_ghz` dim.
+    facet : str, optional
+        A factor to draw one column of panels per level of (e.g. "threads").
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import abtlab
+    >>> from abtlab.present.plots import plot_unblocked
+    >>> ds = abtlab.load("data/samples/iozone_64t_loop_ext4_emulated.nc")
+    >>> fig = plot_unblocked(ds)  # doctest: +SKIP
+    """
     import matplotlib.pyplot as plt
     levels = list(ds[facet].values) if facet else [None]
     rows, cols = (2, len(levels)) if facet else (1, 2)
