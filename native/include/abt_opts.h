@@ -4,7 +4,7 @@
  * The programs' one convention: results go to stdout as "key: value" lines; the exit
  * code is 0 (done), 1 (the run failed), 2 (a bad argument: exactly one line on stderr
  * that names the option and what is accepted, so the Python side turns it into a
- * ConfigError without guessing; abtlab/backends/programs.py) or 3 (this filesystem
+ * ConfigError without guessing; abtlab/machines/programs.py) or 3 (this filesystem
  * cannot run it).
  */
 #ifndef ABT_OPTS_H
