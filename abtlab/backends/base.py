@@ -10,14 +10,14 @@ machine's consecutive points in one boot.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..data.result import RunResult
 from ..errors import AbtError
 from ..machines.availability import Availability
-from ..machines.dispatch import run_and_measure
-from ..machines.guest_point import guest_key, machine_for, run_batch
-from ..machines.host import Prepared, add_measures
-from ..machines.spec import parse_machine
+
+if TYPE_CHECKING:
+    from ..machines.host import Prepared
 
 __all__ = ["Backend", "ProgramBackend", "Availability", "RunContext"]
 
@@ -111,7 +111,12 @@ class ProgramBackend(Backend):
     """A driver of one program per point, run on the point's machine: the host, or a
     guest, whose consecutive points share one boot (group_key, run_group). A subclass
     writes prepare(): the program's command line and what the model needs; a tool with
-    host and guest paths of its own writes run_on_host() and run_group() instead."""
+    host and guest paths of its own writes run_on_host() and run_group() instead.
+
+    The machines (abtlab.machines: dispatch, host, guest_point) are imported by the
+    methods that send a point to one: every backend's module imports this one, and a
+    simulated run, which never uses them, paid 0.05-0.06 CPU s for them in a new process
+    (scratch fs, tracefs, qemu, tarfile, uuid, secrets, ...)."""
 
     def prepare(self, point: dict, ctx) -> Prepared:
         """The run without its machine: argv_for(data_dir, dilate, trace_path), the bytes
@@ -119,6 +124,7 @@ class ProgramBackend(Backend):
         raise NotImplementedError
 
     def run_point(self, point: dict, ctx) -> RunResult:
+        from ..machines.spec import parse_machine
         if parse_machine(point.get("machine") or "host").is_guest:
             res = self.run_group([(point, ctx)], ctx.workdir)[0]   # one point, one boot
             if isinstance(res, Exception):
@@ -129,6 +135,7 @@ class ProgramBackend(Backend):
     def run_on_host(self, point: dict, ctx) -> RunResult:
         """On the host (a kdelayjc point on a host kernel without the knobs still goes to
         the guest: abtlab.machines.dispatch)."""
+        from ..machines.dispatch import run_and_measure
         prep = self.prepare(point, ctx)
         return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
                                **prep.measure_kw)
@@ -137,10 +144,13 @@ class ProgramBackend(Backend):
         return int(task.options.get("guest_batch") or 32)
 
     def group_key(self, task):
+        from ..machines.guest_point import guest_key
         return guest_key(task.point, task)
 
     def run_group(self, runs: list, workdir) -> list:
         """A guest machine's points in one boot, each with the model's measures."""
+        from ..machines.guest_point import machine_for, run_batch
+        from ..machines.host import add_measures
         preps = [self.prepare(p, c) for p, c in runs]
         items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
         machine = machine_for(*runs[0])

@@ -32,7 +32,7 @@ def register(sub):
     p.add_argument("--direct", action="store_true", help="O_DIRECT writes")
     p.add_argument("--processes", action="store_true", help="metarates workers as processes")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1, help="discarded warm-up runs (default 1)")
+    p.add_argument("--warmup", type=int, default=1, help="discarded warm-up runs (default 1; a simulator's runs need none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="output NetCDF path")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")

@@ -2,7 +2,10 @@
 
 A finished repetition is written as its own small HDF5 file in `<out>.parts/`
 (temporary name, fsync, rename), so a killed sweep resumes from what is on disk; where
-runs cost milliseconds (a model's), a finished group of a point's repetitions is one part.
+runs cost milliseconds (a model's), a finished group of a point's repetitions is one part,
+renamed into place but not fsynced: a killed process loses none of it (the page cache
+outlives it), and after a crash of the machine a part torn or gone is found on resume
+and its runs repeated, milliseconds each (the dataset itself is always fsynced).
 A part that does not open cleanly (torn write, foreign file), or that holds a repetition
 another part has, is moved aside to `<out>.parts/rejected/` and its runs are repeated:
 never loaded twice, never silently lost.
@@ -49,20 +52,22 @@ def _fsync_dir(path: Path):
         os.close(fd)
 
 
-def _write_file_durably(path: Path, write) -> Path:
+def _write_file_durably(path: Path, write, fsync: bool = True) -> Path:
     """write(tmp) to a temporary name beside path, fsync it, rename it over path, fsync
-    the folder. An error or a signal mid-write removes the temporary file: no torn file
-    stays."""
+    the folder (fsync=False: neither fsync, for a file a crash may lose). An error or a
+    signal mid-write removes the temporary file: no torn file stays."""
     tmp = temp_path(path)
     try:
         write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
+        if fsync:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         _remove(tmp)
         raise
-    _fsync_dir(path.parent if str(path.parent) else Path("."))
+    if fsync:
+        _fsync_dir(path.parent if str(path.parent) else Path("."))
     return path
 
 
@@ -182,9 +187,11 @@ def block_name(block) -> str:
     return part_name(block.point_index, int(block.reps[0]), int(block.reps[-1]))
 
 
-def write_block(out, block) -> Path:
+def write_block(out, block, fsync: bool = True) -> Path:
     """Store a RunBlock (abtlab.data.block) as one part: HDF5 under a temporary name,
-    fsync, rename."""
+    fsync, rename. fsync=False for runs that cost milliseconds (a model's): renamed
+    into place unsynced, a crash of the machine may tear or lose the part, which
+    read_parts then sets aside and the sweep runs again."""
     import h5py
     from .block import write_hdf5
     d = parts_dir(out)
@@ -193,7 +200,7 @@ def write_block(out, block) -> Path:
     def write(tmp):
         with h5py.File(tmp, "w") as f:
             write_hdf5(block, f)
-    return _write_file_durably(d / block_name(block), write)
+    return _write_file_durably(d / block_name(block), write, fsync=fsync)
 
 
 def keep_rejected(out) -> Path | None:

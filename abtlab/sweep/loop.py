@@ -3,7 +3,8 @@
 Every finished repetition is written atomically to `<out>.parts/` before the next
 starts, so a killed sweep resumes (`resume=True`) without re-running or losing a run.
 A simulated backend's runs cost milliseconds and do not depend on their order: a point's
-repetitions run back to back as one group, kept and written as one part.
+repetitions run back to back as one group, kept and written as one part, not fsynced
+(a part a crash of the machine tears is found on resume and its runs repeated).
 Repetitions are fixed (`reps=5`) or adaptive (`reps=Reps(min=3, max=50, target=0.05)`):
 a point gets more runs only while the CI half-width of its mean (or of its slowdown
 ratio against the lowest frequency) is wider than the target.
@@ -29,7 +30,6 @@ from ..data.assemble import assemble_arrays
 from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
 from ..factors.typed import typed_levels
-from ..machines.dispatch import touches_host_devices
 from ..machines.spec import parse_machine
 from .executor import Task, make_executor
 from ..progress import Progress
@@ -93,8 +93,10 @@ def _machines(levels) -> list:
 def _availability(be, levels):
     """The backend's own check; for runs that all go to a qemu guest the guest's, since
     they need neither root nor loop devices on this machine (qemu runs unprivileged)."""
+    if be.simulated:
+        return be.available()
     machines = _machines(levels)
-    if not be.simulated and not any(m.touches_host_devices for m in machines):
+    if not any(m.touches_host_devices for m in machines):
         return machines[0].available()
     return be.available()
 
@@ -188,6 +190,9 @@ def _on_host_devices(be, levels, options) -> bool:
     every real backend, except runs that all go to a qemu guest."""
     if be.simulated or options.get("guest"):
         return False
+    # imported here: abtlab.machines.dispatch brings the host's and the guest's machinery
+    # (scratch fs, tracefs, qemu), which a simulated sweep never uses
+    from ..machines.dispatch import touches_host_devices
     return touches_host_devices(_machines(levels), levels.get("policy", ["ext4"]))
 
 
@@ -210,8 +215,9 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
     prog = Progress(_planned(reps, len(points), done), label=be.name, quiet=quiet)
     try:
         try:
-            if warmup and not resume:
-                # discarded: the first runs pay cold caches, page-ins and lazy init
+            if warmup and not resume and not be.simulated:
+                # discarded: the first runs pay cold caches, page-ins and lazy init (a
+                # model's results do not depend on what ran before: none for it)
                 with prog.phase(f"warm-up ({warmup} discarded run{'s' * (warmup > 1)})", counts=False):
                     for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
                         pass
@@ -278,8 +284,8 @@ def _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed
         if not be.simulated:    # a model has no drift for the order to cancel
             todo = _ordered(todo, points, order, rng)
         for block in ex.map([task(i, r) for i, r in todo]):
-            if out is not None:
-                store.write_block(out, block)
+            if out is not None:     # a model's part is not fsynced (abtlab.data.store)
+                store.write_block(out, block, fsync=not be.simulated)
             done[store.block_name(block)] = block
             held.update((block.point_index, int(r)) for r in block.reps)
             prog.step(_short(block.point), n=block.reps.size)

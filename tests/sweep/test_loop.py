@@ -184,7 +184,8 @@ def test_a_simulated_point_is_one_part_whatever_the_order(tmp_path, monkeypatch)
     an in-memory sweep gives, run for run."""
     written = []
     real = store.write_block
-    monkeypatch.setattr(store, "write_block", lambda out, b: written.append(store.block_name(b)) or real(out, b))
+    monkeypatch.setattr(store, "write_block", lambda out, b, **kw: written.append(store.block_name(b))
+                        or real(out, b, **kw))
     ds = sweep.run("sim", SIM_LEVELS, out=tmp_path / "s.nc", **_sim_kw())
     assert sorted(written) == [f"p{i:05d}-r0000-0002.h5" for i in range(4)]
     ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
@@ -218,3 +219,61 @@ def test_sigkilled_simulated_sweep_resumes_from_its_last_group(tmp_path, monkeyp
     for v in ("throughput", "commits", schema.RUN_ID, "op_t_end", "commit_end"):
         np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
     assert int((got[schema.RUN_ID] >= 0).sum()) == 12 and got.sizes["op"] == ref.sizes["op"]
+
+
+def _fsynced(monkeypatch) -> list:
+    """The paths os.fsync is called on from here on (files, and folders as `dir:...`)."""
+    synced, real = [], os.fsync
+
+    def fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        synced.append(f"dir:{Path(path).name}" if os.path.isdir(path) else Path(path).name)
+        return real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def test_a_models_parts_are_not_fsynced_a_real_runs_are(tmp_path, monkeypatch):
+    """A simulated part is renamed into place without fsync (a crash of the machine may
+    lose it: its runs are repeated, milliseconds each); a real run's part, and every
+    dataset, are fsynced with their folder."""
+    synced = _fsynced(monkeypatch)
+    sweep.run("sim", SIM_LEVELS, out=tmp_path / "s.nc", **_sim_kw())
+    assert synced == [".s.nc.tmp-%d" % os.getpid(), f"dir:{tmp_path.name}"]
+    synced.clear()
+    sweep.run("fake", LEVELS, reps=1, out=tmp_path / "r.nc", quiet=True)
+    parts = [n for n in synced if n.startswith(".p0")]
+    assert len(parts) == 4 and synced.count("dir:r.nc.parts") == 4
+    assert synced[-2:] == [".r.nc.tmp-%d" % os.getpid(), f"dir:{tmp_path.name}"]
+
+
+def test_a_simulated_part_torn_by_a_crash_is_run_again(tmp_path):
+    """What an unsynced part may be after a crash of the machine (cut short, or empty):
+    set aside on resume, its point run again, the dataset the same as an unbroken run's."""
+    ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
+    for cut in (0.5, 0.0):
+        out = tmp_path / f"c{cut}.nc"
+        with pytest.raises(KeyboardInterrupt):     # stopped after its second part
+            _stop_after_parts(out, 2)
+        part = sorted(store.parts_dir(out).glob("p*.h5"))[1]
+        data = part.read_bytes()
+        part.write_bytes(data[:int(len(data) * cut)])
+        with pytest.warns(UserWarning, match="discarded unreadable part"):
+            got = sweep.run("sim", SIM_LEVELS, out=out, resume=True, **_sim_kw())
+        for v in ("throughput", "commits", schema.RUN_ID, "op_t_end", "commit_end"):
+            np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
+        assert (out.parent / f"{out.name}.rejected" / part.name).exists()
+
+
+def _stop_after_parts(out, n):
+    """A simulated sweep to out, interrupted once n of its parts are written."""
+    real = store.write_block
+
+    def write(o, b, **kw):
+        path = real(o, b, **kw)
+        if len(list(store.parts_dir(o).glob("p*.h5"))) >= n:
+            raise KeyboardInterrupt
+        return path
+    import unittest.mock
+    with unittest.mock.patch.object(store, "write_block", write):
+        sweep.run("sim", SIM_LEVELS, out=out, **_sim_kw())
