@@ -65,15 +65,13 @@ def _attr(value):
 def _chunks(var, shape, dtype):
     """h5netcdf's chunks: the stored encoding's if it still fits, its heuristic where a
     dimension is empty (unlimited), else contiguous."""
+    from h5netcdf.core import _get_default_chunksizes
     chunks = var.encoding.get("chunksizes")
     if chunks is not None and (var.encoding.get("contiguous")
                                or tuple(var.encoding.get("original_shape", shape)) != shape
                                or any(c > n for c, n in zip(chunks, shape))):
         chunks = None       # as xarray: chunks of another shape do not carry over
     if chunks is None and 0 in shape:
-        # imported here: h5netcdf (and packaging) cost a new process 0.01-0.02 CPU s,
-        # and a sweep's RunArrays rarely have an empty dimension
-        from h5netcdf.core import _get_default_chunksizes
         chunks = _get_default_chunksizes(shape, dtype)
     return tuple(chunks) if chunks is not None and shape else None
 
