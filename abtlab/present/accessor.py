@@ -5,6 +5,10 @@ from __future__ import annotations
 import xarray as xr
 
 from ..data import runs
+from ..stats import slowdown
+from ..stats.intervals import point_summary
+from .plots import plot_metric, plot_throughput, plot_unblocked
+from .summary import summary_frame
 
 __all__ = ["AbtAccessor"]
 
@@ -56,9 +60,7 @@ class AbtAccessor:
         >>> ds.abt.summary(tidy=True)         # doctest: +SKIP
         """
         if tidy:
-            from .summary import summary_frame
             return summary_frame(self._ds, var, level)
-        from ..stats.intervals import point_summary
         return point_summary(self._ds, var, level, allow_all_nan=True)
 
     def slowdown(self, var="throughput", level=0.95):
@@ -83,7 +85,6 @@ class AbtAccessor:
         >>> sd = ds.abt.slowdown()                        # doctest: +SKIP
         >>> sd["ratio"].sel(policy="ext4", freq_ghz=3.3)  # doctest: +SKIP
         """
-        from ..stats import slowdown
         return slowdown(self._ds, var, level=level)
 
     def plot_throughput(self, facet=None, ax=None):
@@ -109,7 +110,6 @@ class AbtAccessor:
         >>> fig = ds.abt.plot_throughput(facet="threads")  # doctest: +SKIP
         >>> fig.savefig("throughput.png")                  # doctest: +SKIP
         """
-        from .plots import plot_throughput
         return plot_throughput(self._ds, facet=facet, ax=ax)
 
     def plot(self, var, facet=None, ax=None):
@@ -133,18 +133,25 @@ class AbtAccessor:
         --------
         >>> fig = ds.abt.plot("commits", facet="threads")  # doctest: +SKIP
         """
-        from .plots import plot_metric
         return plot_metric(self._ds, var, facet=facet, ax=ax)
 
     def plot_unblocked(self, facet=None):
         """The paper's unblocked threads (trace evidence) beside the threads clear of
         commits (span overlap), against frequency; see `abtlab.present.plots.plot_unblocked`.
 
+        Parameters
+        ----------
+        facet : str, optional
+            A factor to draw one column of panels per level of (e.g. "threads").
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
         Examples
         --------
         >>> fig = ds.abt.plot_unblocked(facet="threads")  # doctest: +SKIP
         """
-        from .plots import plot_unblocked
         return plot_unblocked(self._ds, facet=facet)
 
     def run_ids(self, **sel):

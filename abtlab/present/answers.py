@@ -11,6 +11,12 @@ import math
 import numpy as np
 
 from ..data import schema
+from ..stats.iozone_view import ratios_between
+from ..stats.ratios import format_ratio
+from ..stats.values import provenance_label
+from ..studies.notebook_studies import optimal_delay
+from .kernel_history_tables import ratio_table
+from .paper_terms import PAPER_IOZONE, unblocked, unblocked_var
 
 __all__ = ["slowdown", "abt_model", "delay", "bps", "frequency", "syscalls", "kernel_history"]
 
@@ -29,7 +35,6 @@ def _verdict(r, lo, hi) -> str:
 
 def _ratios(ds, var="throughput"):
     """(lo, hi, rows): per configuration a label and (ratio, ci_low, ci_high) of var."""
-    from ..stats.iozone_view import ratios_between
     freqs = [float(f) for f in ds[schema.FREQ].values]
     lo, hi = min(freqs), max(freqs)
     sd, r, a, b = ratios_between(ds, var, lo, hi)
@@ -44,8 +49,6 @@ def _ratios(ds, var="throughput"):
 def slowdown(ds, var="throughput") -> None:
     """Throughput (eq. 3, write op timed) at the fastest clock over the slowest, per
     configuration, with its CI and verdict (studies 01, 04)."""
-    from ..stats.ratios import format_ratio
-    from ..stats.values import provenance_label
     lo, hi, rows = _ratios(ds, var)
     parts = [f"{label}: x{format_ratio(r, a, b)} ({_verdict(r, a, b)})" for label, r, a, b in rows]
     slower = sum(1 for _, r, a, b in rows if math.isfinite(b) and b < 1)
@@ -56,9 +59,6 @@ def slowdown(ds, var="throughput") -> None:
 def abt_model(ds) -> None:
     """Study 02: unblocked threads (eq. 4; the trace evidence where the runs recorded it,
     else span overlap, said so) and commits at each clock, and the throughput ratio."""
-    from ..stats.ratios import format_ratio
-    from ..stats.values import provenance_label
-    from .paper_terms import unblocked_var
     lo, hi, rows = _ratios(ds)
     var = unblocked_var(ds)
     m = ds[[var, "commits"]].mean(schema.REP)
@@ -76,8 +76,6 @@ def abt_model(ds) -> None:
 
 def delay(ds, max_commit_wait_ms=None) -> None:
     """Study 03: the best delayJC window per clock and its gain over ext4."""
-    from ..stats.values import provenance_label
-    from ..studies.notebook_studies import optimal_delay
     best = optimal_delay(ds, max_commit_wait_ms=max_commit_wait_ms)
     parts = [f"{r.freq_ghz:g} GHz, {r.threads} threads: {r.window_ms:g} ms (x{r.gain_over_ext4:.2f} "
              f"ext4's throughput, commit wait {r.commit_wait_ms:.3g} ms)" for r in best.itertuples()]
@@ -129,9 +127,6 @@ def kernel_history(hist, policy="ext4") -> None:
     """Study 08, in the paper's terms: per kernel row the throughput ratio with the write op
     timed (the paper's) and its verdict, the fsync-timed ratio beside it, and the unblocked
     threads at each clock (the trace evidence, or span overlap said plainly)."""
-    from .kernel_history_tables import ratio_table
-    from .paper_terms import PAPER_IOZONE, unblocked
-    from ..stats.ratios import format_ratio
     df = ratio_table(hist)
     df = df[df.policy == policy]
     lo, hi = df.attrs["f_low"], df.attrs["f_high"]

@@ -11,15 +11,18 @@ measurement next to it, never the textbook answer against it: given per directio
 from __future__ import annotations
 
 import math
+import os
 import shutil
-
-import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ..errors import ConfigError
 from . import paper_terms
 from .paper_terms import PAPER, PAPER_IOZONE
+from ..stats.values import provenance_label
+from .report import NOTEBOOK_DIR
 
 __all__ = ["Feedback", "ANSWER_KEY_ENV", "check_change", "check_choice", "check_number", "measured_change",
            "paper_comparison", "lab_notebooks", "copy_labs", "WORDS", "PAPER"]
@@ -37,7 +40,6 @@ ANSWER_KEY_ENV = "ABTLAB_ANSWER_KEY"
 
 
 def _answer_key() -> bool:
-    import os
     return os.environ.get(ANSWER_KEY_ENV, "") not in ("", "0", "off")
 
 
@@ -106,7 +108,6 @@ def paper_comparison(ds, f_low, f_high, policy="ext4", level=0.95) -> str:
     paper's terms (throughput with the write op timed, unblocked threads: the trace
     evidence where the run has it, else span overlap said plainly) and with the fsync
     timed too: what this machine measured, said plainly where it differs."""
-    from ..stats.values import provenance_label
     p = PAPER_IOZONE
     w = paper_terms.ratio(ds, "throughput", f_low, f_high, policy, level)
     f = paper_terms.ratio(ds, "throughput_fsync", f_low, f_high, policy, level)
@@ -160,7 +161,6 @@ def check_choice(prediction, measured, choices, what, why="") -> Feedback:
 
 def lab_notebooks(directory=None) -> list[Path]:
     """The lab notebooks, in order."""
-    from .report import NOTEBOOK_DIR
     d = Path(directory or NOTEBOOK_DIR)
     labs = sorted(d.glob("lab_*.ipynb"))
     if not labs:

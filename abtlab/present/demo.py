@@ -11,6 +11,9 @@ result is <out>/index.html linking one self-contained HTML page per notebook.
 from __future__ import annotations
 
 from pathlib import Path
+import html
+
+from .report import Item, NOTEBOOK_DIR, notebook_parameters, run_batch, write_index
 
 __all__ = ["run_demo", "run_demo_report", "demo_items", "answer_html", "ANSWER_NOTEBOOK"]
 
@@ -20,7 +23,6 @@ ANSWER_TAG = "answer"
 
 def demo_items(force_sim=False) -> list:
     """One report item per study notebook (notebooks/NN_*.ipynb), on its defaults."""
-    from .report import NOTEBOOK_DIR, Item, notebook_parameters
     items = []
     for nb in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")):
         # every data source of the notebook (data, metarates_data, ...), not only the first
@@ -31,7 +33,6 @@ def demo_items(force_sim=False) -> list:
 
 def run_demo_report(out="demo-out", quiet=False, force_sim=False):
     """Run every study notebook into out/; return (outcomes, out/index.html)."""
-    from .report import run_batch, write_index
     title = "abtlab demo: does a faster CPU slow parallel I/O here?"
     outcomes, _ = run_batch(demo_items(force_sim), Path(out), workers=2, title=title,
                             progress=None if quiet else print)
@@ -45,7 +46,6 @@ def run_demo_report(out="demo-out", quiet=False, force_sim=False):
 def answer_html(outcome) -> str:
     """The outputs of an executed notebook's cells tagged `answer` (tables as the
     notebook rendered them, figures as embedded PNG), or what went wrong."""
-    import html
     import nbformat
     if outcome is None or outcome.ipynb is None:
         return "<p class='label'>notebook 08 did not run.</p>"
@@ -60,7 +60,6 @@ def answer_html(outcome) -> str:
 
 
 def _output_html(out) -> str:
-    import html
     data = out.get("data", {})
     if "image/png" in data:
         return f"<img alt='figure' src='data:image/png;base64,{data['image/png'].strip()}'>"

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from . import paper_terms as pt
+from ..stats.values import provenance_label
 
 __all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints",
            "unblocked_hints", "unblocked_what", "batching_note", "delay_note"]
@@ -20,7 +23,6 @@ _P = pt.PAPER_IOZONE
 
 
 def _mean_ms(ds, var, f, policy="ext4") -> float:
-    import numpy as np
     one = pt.of_policy(ds, policy)
     if var not in one:
         return math.nan
@@ -72,7 +74,6 @@ def _paper_line() -> str:
 def faster_cpu_note(ds, f_low, f_high) -> str:
     """Lab 1's closing answer: is the paper's slowdown (write op timed) measured here, and if
     not, what is, and why (the timing terms)."""
-    from ..stats.values import provenance_label
     w = pt.ratio(ds, "throughput", f_low, f_high)
     u = pt.unblocked(ds, f_low, f_high)
     here = f"this run ({provenance_label(ds)}): {pt.throughput_sentence(ds, f_low, f_high)}"
@@ -90,7 +91,6 @@ def faster_cpu_note(ds, f_low, f_high) -> str:
 
 def commit_hints(ds, f_low, f_high, threads) -> dict:
     """Lab 2, commits: each commit's share of the writers, measured."""
-    import numpy as np
     one = pt.of_policy(ds, "ext4")
     c = [float(np.nanmean(one["commits"].sel(freq_ghz=f).values)) for f in (f_low, f_high)]
     per = (f" (writers per commit {threads / c[0]:.3g} -> {threads / c[1]:.3g})"
@@ -118,7 +118,6 @@ def unblocked_hints(ds, f_low, f_high) -> dict:
 def batching_note(ds, f_low, f_high) -> str:
     """Lab 2's closing answer: do fewer writers get through unblocked at the faster clock (the
     paper's batching effect), on the evidence when the data has it."""
-    from ..stats.values import provenance_label
     u = pt.unblocked(ds, f_low, f_high)
     if u is None:
         return "Answer: this data counts no unblocked threads, so the lab's question cannot be answered on it."
@@ -140,7 +139,6 @@ def delay_note(ds, table, best, freq) -> str:
     """Lab 3's closing answer: does a delayJC window pay here within ext4's commit wait (the
     paper: x3.65 ext4), and if not, the bound the paper's account puts on it: a window gains
     at most about N over ext4's unblocked writers (the paper: 256/70 = 3.66)."""
-    from ..stats.values import provenance_label
     top = table.loc[table.throughput_mib_s.idxmax()]
     ext4 = table[table.window_ms == 0].iloc[0]
     gain = top.throughput_mib_s / ext4.throughput_mib_s

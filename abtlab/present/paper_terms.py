@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import schema
+from ..stats.iozone_view import ratios_between
+from ..stats.ratios import format_ratio
+from ..model import terms
 
 __all__ = ["PAPER", "PAPER_IOZONE", "Counts", "of_policy", "unblocked", "unblocked_var", "ratio", "direction",
            "terms_sentence", "throughput_sentence"]
@@ -96,7 +99,6 @@ def unblocked(ds, f_low, f_high, policy="ext4") -> Counts | None:
 
 def ratio(ds, var, f_low, f_high, policy="ext4", level=0.95):
     """(ratio, ci_low, ci_high) of var at f_high over f_low; NaNs when var has no data."""
-    from ..stats.iozone_view import ratios_between
     one = of_policy(ds, policy)
     if var not in one or not np.isfinite(one[var].values).any():
         return (math.nan,) * 3
@@ -114,7 +116,6 @@ def direction(r) -> str:
 def throughput_sentence(ds, f_low, f_high, policy="ext4") -> str:
     """'ext4 x2.26 [2.16, 2.37] at 3.3 GHz over 1.6 GHz with the write op timed (faster),
     x0.87 [...] with the fsync timed (IOzone -e)'."""
-    from ..stats.ratios import format_ratio
     words = {"down": "slower", "up": "faster", "same": "no clear change", "unknown": "no CI"}
     w, f = (ratio(ds, v, f_low, f_high, policy) for v in ("throughput", "throughput_fsync"))
     text = (f"{policy} throughput at {f_high:g} GHz over {f_low:g} GHz: x{format_ratio(*w)} with the "
@@ -125,7 +126,6 @@ def throughput_sentence(ds, f_low, f_high, policy="ext4") -> str:
 
 
 def _terms(ds, policy):
-    from ..model import terms
     one = ds.sel({schema.POLICY: [policy]}) if schema.POLICY in ds.dims else ds
     t = terms.terms_table(one)
     return t.groupby(schema.FREQ).mean(numeric_only=True)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
+from ..stats.values import _values
 
 __all__ = ["export_pyperf", "benchmark_name"]
 
@@ -62,7 +63,6 @@ def export_pyperf(ds, path, var="throughput") -> dict:
     Returns {"path", "benchmarks", "runs", "skipped"}: skipped lists points without
     any finite repetition. Values must be > 0 (pyperf's rule): ConfigError otherwise."""
     import pyperf
-    from ..stats.values import _values
     da = _values(ds, var)
     convert, how = _conversion(da, var)
     dims = [d for d in da.dims if d != schema.REP]

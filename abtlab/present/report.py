@@ -10,6 +10,7 @@ timings are not disturbed; the others run in a small process pool.
 """
 from __future__ import annotations
 
+import ast
 import concurrent.futures as cf
 import html
 import itertools
@@ -20,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import about
+from ..data.tomlfile import read_toml
 from ..errors import ConfigError
 from ..extras import check, require
+from .html import write_page
 
 __all__ = ["Item", "Outcome", "execute", "run_batch", "load_grid", "write_index",
            "notebook_parameters", "parse_value", "answers", "NOTEBOOK_DIR", "STATIC_ENV"]
@@ -107,7 +110,6 @@ def is_real_io(item: Item) -> bool:
         return False
     data = item.parameters.get("data")
     if data is None:                          # the notebook's own default
-        import ast
         try:
             data = ast.literal_eval(notebook_parameters(item.notebook).get("data", "'auto'"))
         except (ValueError, SyntaxError):
@@ -267,7 +269,6 @@ def write_index(outcomes, out, title="abtlab report", lead=()) -> Path:
     body = (f"<p>{ok} of {len(outcomes)} notebooks ran without error. Every figure says whether "
             f"its data was measured, emulated or simulated.</p><table><tr><th>report</th><th>notebook</th>"
             f"<th>parameters</th><th>status</th><th>run time</th><th>error</th></tr>{''.join(rows)}</table>")
-    from .html import write_page
     page = write_page(Path(out) / "index.html", title,
                       [*lead, ("Answers", _answers_section(outcomes)), ("Notebooks", body)])
     page.write_text(page.read_text().replace(
@@ -280,7 +281,6 @@ def load_grid(path) -> list[Item]:
     """Items of a grid TOML file: [[run]] tables with notebook, optional name, a
     `parameters` table (fixed values) and a `grid` table (lists, one item per
     combination). Notebook paths are relative to the file, or names in notebooks/."""
-    from ..data.tomlfile import read_toml
     path = Path(path)
     data = read_toml(path, "grid", "a TOML file of [[run]] tables")
     runs = data.get("run")

@@ -9,12 +9,17 @@ not a second of imports.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from ..data import schema
 from ..data.arrays import RunArrays
+from ..errors import ConfigError
+from ..stats.intervals import _tcrit
+from ..stats.ratios import format_ratio, ratio_ci
+from ..stats.values import _check_level, _provenance, provenance_label
 
 __all__ = ["headline", "summary_frame", "summary_text", "DISPLAY_UNITS"]
 
@@ -32,7 +37,6 @@ LABELS = {"throughput": "eq. 3 with the write op timed, IOzone's default report"
 def _arrays(ds) -> RunArrays:
     if isinstance(ds, RunArrays) or hasattr(ds, "data_vars"):
         return RunArrays.of(ds)
-    from ..errors import ConfigError
     raise ConfigError("ds", type(ds).__name__, "an xarray.Dataset run dataset")
 
 
@@ -61,7 +65,6 @@ def _unit(run, var):
 def _values(run, var, order):
     """var's array with its dims in `order` (every dim of var), checked as
     abtlab.stats.values checks a statistic's input."""
-    from ..errors import ConfigError
     if var not in run.variables:
         have = [v for v, (dims, _, _) in run.variables.items() if schema.REP in dims]
         raise ConfigError("var", var, ", ".join(have) or "(none: the dataset has no run variables)")
@@ -81,9 +84,6 @@ def _points(run, var, level):
     stored units: numpy on the raw (points, reps) array, as abtlab.stats.point_summary
     computes it (xarray's alignment per operation cost a simulated run's summary ~50 ms
     for a few points)."""
-    import itertools
-    from ..stats.intervals import _tcrit
-    from ..stats.values import _check_level
     _check_level(level)
     dims = [d for d in run.variables[var][0] if d != schema.REP] if var in run.variables else []
     x = _values(run, var, dims + [schema.REP])
@@ -102,7 +102,6 @@ def _points(run, var, level):
 def _var_or_headline(ds, var):
     var = var or headline(ds)
     if var is None:
-        from ..errors import ConfigError
         raise ConfigError("var", None, f"a variable with repetitions ({', '.join(HEADLINES)}, ...)")
     return var
 
@@ -113,7 +112,6 @@ def summary_frame(ds, var=None, level=0.95):
     interval of abtlab.stats.point_summary), `rsd` and `n`. Throughputs are in MiB/s.
     attrs: var, units, level and the provenance (freq_mode, backend, ...)."""
     import pandas as pd
-    from ..stats.values import _provenance
     run = _arrays(ds)
     var = _var_or_headline(run, var)
     dims, _, mean, half, rsd, n = _points(run, var, level)
@@ -156,7 +154,6 @@ def summary_text(ds, var=None, level=0.95, max_rows=MAX_ROWS) -> str:
     """A few lines: what was measured and how (provenance), the headline per point with
     its CI, and, with two or more clocks, its ratio fastest/slowest per configuration.
     ds: a run Dataset or its RunArrays."""
-    from ..stats.values import provenance_label
     run = _arrays(ds)
     var = var or headline(run)
     if var is None:
@@ -184,8 +181,6 @@ def summary_text(ds, var=None, level=0.95, max_rows=MAX_ROWS) -> str:
 def _ratio_lines(run, var, dims, level, max_rows) -> list[str]:
     """fastest/slowest clock per configuration with its Fieller CI, as abtlab.stats.slowdown
     gives it (paired for a blocked sweep); below 1: slower at the faster clock."""
-    import itertools
-    from ..stats.ratios import format_ratio, ratio_ci
     sizes = run.sizes
     if schema.FREQ not in dims or sizes[schema.FREQ] < 2:
         return []

@@ -87,9 +87,9 @@ def _cell(p: SimParams, reps: int, seed: int) -> list:
 
 
 def _check_axes(axes: dict) -> None:
-    fields = set(SimParams.__dataclass_fields__) | set(next(iter(DEVICES.values()))) | {VCPUS}
+    known = set(SimParams.__dataclass_fields__) | set(next(iter(DEVICES.values()))) | {VCPUS}
     for k, v in axes.items():
-        if k not in fields or k in ("policy", "freq_ghz"):
+        if k not in known or k in ("policy", "freq_ghz"):
             raise ConfigError(f"axes.{k}", k, "a SimParams or device field other than "
                                                "policy and freq_ghz, or vcpus")
         if not isinstance(v, (list, tuple)) or not v:
