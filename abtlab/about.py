@@ -48,6 +48,7 @@ def _copy_of(data: Path) -> Path:
     """data copied once into CACHE/package/<version>-<build>; the package data itself
     when the cache cannot be written (the programs still run; a guest build says where it
     could not write)."""
+    # deferred: `import abtlab` loads this module; shutil and tempfile would triple its time
     import shutil
     import tempfile
     build = (data / "BUILD").read_text().strip() if (data / "BUILD").is_file() else "unknown"

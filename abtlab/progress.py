@@ -227,6 +227,7 @@ class Progress:
 
     def _draw_widget(self, n, eta_s, final):
         if self._bar is None:
+            # deferred: tqdm is optional or only for this
             from tqdm.auto import tqdm
             self._bar = tqdm(total=self.total, desc=self.label, unit="run", leave=True,
                              bar_format="{desc} {bar} {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]")

@@ -53,6 +53,7 @@ class BaselineFit:
         return df
 
     def _exog(self, df):
+        # deferred: patsy is heavy; `import abtlab` and `abtlab run` do without it
         import patsy
         data = self.result.model.data
         info = getattr(data, "model_spec", None) or getattr(data, "design_info")
@@ -60,6 +61,7 @@ class BaselineFit:
 
     def predict_interval(self, table, level=0.9):
         """Mean of log y and a `level` predictive interval for every row."""
+        # deferred: scipy is heavy; `import abtlab` and `abtlab run` do without it
         from scipy import stats
         df = self._frame(table)
         if self.kind == "ols":
@@ -73,6 +75,7 @@ class BaselineFit:
     def slopes(self, table):
         """Per configuration: predicted d log y / d log f and its standard error,
         P(slope < 0) from the normal approximation (the frequentist analogue)."""
+        # deferred: scipy is heavy; `import abtlab` and `abtlab run` do without it
         from scipy import stats
         configs, _ = config_frame(table)
         df = self._frame(configs.assign(log_f=self.log_fref))
@@ -87,6 +90,7 @@ class BaselineFit:
 
 def fit_baseline(table, kind="ols"):
     """Fit an OLS (log y) or Gamma-GLM (y, log link) baseline to a model table."""
+    # deferred: patsy is heavy; `import abtlab` and `abtlab run` do without it
     import patsy
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
@@ -112,6 +116,7 @@ def fit_baseline(table, kind="ols"):
 def _check_identified(kind, formula, df):
     """Refuse a fit whose coefficients the runs cannot all determine, with room left
     for the residual scale (its intervals and p_slowdown need one)."""
+    # deferred: patsy is heavy; `import abtlab` and `abtlab run` do without it
     import patsy
     _, X = patsy.dmatrices(formula, df, return_type="dataframe")
     rank, n = np.linalg.matrix_rank(X.to_numpy()), len(X)

@@ -69,6 +69,7 @@ def _scores(y, mean, lo, hi, p_slow, obs_slope):
 def evaluate(fit, test, seed=0):
     """Scores of a fitted model on held-out rows, plus a per-row frame of observed
     and predicted log y with the 90% interval."""
+    # deferred: baselines imports pandas (and statsmodels, patsy on use)
     from .baselines import BaselineFit
     configs, obs = observed_slopes(test)
     if isinstance(fit, BaselineFit):
@@ -86,6 +87,7 @@ def evaluate(fit, test, seed=0):
 
 
 def _fit(name, train, draws, tune, chains, seed):
+    # deferred: baselines imports pandas (and statsmodels, patsy on use)
     from . import baselines, hierarchical, mechanistic
     if name == "hierarchical":
         return hierarchical.fit_hierarchical(train, draws=draws, tune=tune, chains=chains, seed=seed)
@@ -101,6 +103,7 @@ def compare(ds, holdout, models=MODELS, draws=1000, tune=1000, chains=2, seed=0,
     """Fit each model on the runs outside `holdout`, score it on the held-out runs
     (response `var`: the paper's write-op throughput, or throughput_fsync).
     Returns (scores DataFrame, {model: per-row predictions}, {model: fit})."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     rows, preds, fits = [], {}, {}
     for name in models:

@@ -29,6 +29,7 @@ THROUGHPUTS = ("throughput", "throughput_fsync")
 
 
 def _check_dataset(ds, var):
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     if not isinstance(ds, xr.Dataset):
         raise ConfigError("dataset", type(ds).__name__,

@@ -126,6 +126,7 @@ class DelayFit:
 def fit_delay(data, draws=1000, tune=1000, chains=2, seed=0, sampler="auto", target_accept=0.95,
               var="throughput"):
     """Fit the cell model to a sweep over ext4 and delayjc:window=W (throughput: `var`)."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     t0 = time.perf_counter()
     t = data if isinstance(data, pd.DataFrame) else delay_table(data, var)
@@ -143,6 +144,7 @@ def optimal_delay(fit):
     """Long table: per configuration and option (its policy label and window_us, 0 = ext4), the posterior
     probability that the option is the optimum, that it meets the wait constraint,
     and its expected throughput (bytes/s) and mean commit wait (s)."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     post = fit.idata.posterior
     ey = np.exp(post["cell_y"].values.reshape(-1, *fit.observed.shape))
@@ -173,5 +175,6 @@ def decision_summary(table):
                      "optimum": best["option"], "p_optimal": best["p_optimal"],
                      "throughput_x_ext4": best["throughput"] / ext4["throughput"],
                      "wait_x_ext4": best["mean_commit_wait"] / ext4["mean_commit_wait"]})
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     return pd.DataFrame(rows)

@@ -31,6 +31,7 @@ __all__ = ["HierarchicalFit", "fit_hierarchical", "build_model"]
 
 
 def _as_table(data, var):
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     return data if isinstance(data, pd.DataFrame) else model_table(data, var)
 
@@ -196,6 +197,7 @@ def fit_hierarchical(data, var="throughput", draws=1000, tune=1000, chains=2, se
 
 def _add_loglik(idata, table, parts):
     """Pointwise log likelihood (for ArviZ LOO), computed from the draws."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     post = idata.posterior
     idx = parts["idx"]

@@ -217,6 +217,7 @@ def fit_mechanistic(data, var="throughput", draws=1000, tune=1000, chains=2, see
                     sampler="auto", target_accept=0.95):
     """Fit the mechanistic model to a run dataset with unblocked/commit counts (and,
     when present, commit traces)."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     t0 = time.perf_counter()
     t = data if isinstance(data, pd.DataFrame) else mechanistic_table(data, var)
@@ -233,6 +234,7 @@ def fit_mechanistic(data, var="throughput", draws=1000, tune=1000, chains=2, see
 
 def _add_loglik(fit):
     """Pointwise log likelihood of log throughput (for ArviZ LOO)."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     _, _, _, _, mean = fit._rows(fit.table, 0)
     post = fit.idata.posterior

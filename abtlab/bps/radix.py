@@ -15,6 +15,7 @@ MIN_SIZE = 1 << 20  # below this np.sort is as fast and needs no compile
 
 
 def _kernel():
+    # deferred: numba is heavy; `import abtlab` and `abtlab run` do without it
     from numba import njit
 
     @njit(cache=True, nogil=True)

@@ -134,6 +134,7 @@ def run_study(directory, sizes=DEFAULT_SIZES, jobs=DEFAULT_JOBS, spacings=DEFAUL
 
 def by_run(ds):
     """The study's sweep dataset (dims case x rep) as one row per run (dim "run")."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     rows = [(*parse_case(c), int(r)) for c in ds["case"].values for r in ds["rep"].values]
     flat = ds[list(RUN_VARS)].stack(run=("case", "rep"))
@@ -147,6 +148,7 @@ def by_run(ds):
 
 def _set_means(ds, set_name):
     """Per set, the rep-averaged value of every variable at each level (the paper averaged 5 runs)."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     sub = ds.where(ds["set"] == set_name, drop=True)
     if sub.sizes.get("run", 0) == 0:
@@ -164,6 +166,7 @@ def correlations(ds):
     normalized (= |cc| if the sign is the expected one, else -|cc|) and n (levels).
     A final set "mean" averages the normalised CC over the sets, the paper's summary.
     """
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     rows = []
     for set_name in SETS:
@@ -188,6 +191,7 @@ def correlations(ds):
 
 def compare_with_paper(corr, reference=None):
     """Measured normalised CC next to He et al.'s (IPDPS Workshops 2013), one row per (set, metric)."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     ref_path = reference or about.REFERENCE_DATA / "bps_published.csv"
     ref = pd.read_csv(ref_path, comment="#", dtype=str).dropna(subset=["study_set"])

@@ -126,6 +126,7 @@ def check_real_freq(axis: FreqAxis, text) -> None:
     run; ConfigError('freq') saying what is possible here."""
     if axis.mode != "real":
         return
+    # deferred: cpufreq imports numpy, which a parsed factor level does not need
     from ..system import cpufreq
     ok, why = cpufreq.available()
     if not ok:

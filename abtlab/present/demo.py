@@ -46,6 +46,7 @@ def run_demo_report(out="demo-out", quiet=False, force_sim=False):
 def answer_html(outcome) -> str:
     """The outputs of an executed notebook's cells tagged `answer` (tables as the
     notebook rendered them, figures as embedded PNG), or what went wrong."""
+    # deferred: nbformat is optional or only for this
     import nbformat
     if outcome is None or outcome.ipynb is None:
         return "<p class='label'>notebook 08 did not run.</p>"

@@ -19,6 +19,7 @@ from ..data import schema
 from ..stats.iozone_view import ratios_between
 from ..stats.ratios import format_ratio
 from ..model import terms
+from .kernel_history_tables import answer_table
 
 __all__ = ["PAPER", "PAPER_IOZONE", "Counts", "of_policy", "unblocked", "unblocked_var", "ratio", "direction",
            "terms_sentence", "throughput_sentence"]
@@ -173,7 +174,6 @@ def history_table(hist, policy="ext4", level=0.95):
     (abtlab.present.kernel_history_tables.answer_table) the paper's throughput ratio, the
     fsync-timed one beside it, and the unblocked threads at each clock with what counted
     them; the paper's own row last."""
-    from .kernel_history_tables import answer_table
     table = answer_table(hist, policy, level=level)
     lo, hi = table.attrs["f_low"], table.attrs["f_high"]
     col = f"unblocked {lo:g} -> {hi:g} GHz"

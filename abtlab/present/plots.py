@@ -42,6 +42,7 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
     >>> from abtlab.present.plots import plot_metric
     >>> fig = plot_metric(ds, "throughput_fsync", facet="threads")  # doctest: +SKIP
     """
+    # deferred: matplotlib is heavy; `import abtlab` and `abtlab run` do without it
     import matplotlib.pyplot as plt
     stats = point_stats(ds, var)
     name, scale, unit = _LABELS.get(var, (var, 1, ds[var].attrs.get("units", "")))
@@ -163,6 +164,7 @@ def plot_unblocked(ds, facet=None):
     >>> ds = abtlab.load("data/samples/iozone_64t_loop_ext4_emulated.nc")
     >>> fig = plot_unblocked(ds)  # doctest: +SKIP
     """
+    # deferred: matplotlib is heavy; `import abtlab` and `abtlab run` do without it
     import matplotlib.pyplot as plt
     levels = list(ds[facet].values) if facet else [None]
     rows, cols = (2, len(levels)) if facet else (1, 2)

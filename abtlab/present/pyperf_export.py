@@ -62,6 +62,7 @@ def export_pyperf(ds, path, var="throughput") -> dict:
 
     Returns {"path", "benchmarks", "runs", "skipped"}: skipped lists points without
     any finite repetition. Values must be > 0 (pyperf's rule): ConfigError otherwise."""
+    # deferred: pyperf is optional or only for this
     import pyperf
     da = _values(ds, var)
     convert, how = _conversion(da, var)

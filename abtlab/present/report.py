@@ -117,6 +117,7 @@ def is_real_io(item: Item) -> bool:
     data = str(data)
     if data in ("sim", "guest") or Path(data).exists():   # a guest runs in its own virtual time
         return False
+    # deferred: the studies load numpy; `abtlab report`'s parent process does without
     from ..studies.notebook_studies import real_available
     return real_available(meta.get("backend", "iozone"))
 

@@ -111,6 +111,7 @@ def summary_frame(ds, var=None, level=0.95):
     repetitions), `ci_low [<unit>]`, `ci_high [<unit>]` (Student t at `level`, the
     interval of abtlab.stats.point_summary), `rsd` and `n`. Throughputs are in MiB/s.
     attrs: var, units, level and the provenance (freq_mode, backend, ...)."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     run = _arrays(ds)
     var = _var_or_headline(run, var)

@@ -32,6 +32,7 @@ def is_static(static=None) -> bool:
     if os.environ.get("ABTLAB_STATIC") == "1":
         return True
     try:
+        # deferred: IPython is optional or only for this
         from IPython import get_ipython
     except ImportError:
         return True
@@ -41,6 +42,7 @@ def is_static(static=None) -> bool:
 
 def delay_figure(result: dict):
     """Bars of ext4 vs delayJC for each measure of delay_point(); closed, displayable."""
+    # deferred: matplotlib is heavy; `import abtlab` and `abtlab run` do without it
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
     for ax, (m, label) in zip(axes, _MEASURES):
@@ -57,6 +59,7 @@ def delay_figure(result: dict):
 
 def frequency_figure(df):
     """Time, energy and EDP relative to fixed-high per policy; closed, displayable."""
+    # deferred: matplotlib is heavy; `import abtlab` and `abtlab run` do without it
     import matplotlib.pyplot as plt
     base = [c for c in df.columns if c.startswith("time_s_vs_")][0].removeprefix("time_s_vs_")
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8), sharey=True)
@@ -73,6 +76,7 @@ def frequency_figure(df):
 
 
 def _ipywidgets():
+    # deferred: the optional ipywidgets go through extras.require
     from ..extras import require
     return require("ipywidgets", "notebooks", "the live explorers (static=True draws the figure "
                    "without them)")
@@ -95,6 +99,7 @@ class Explorer:
         return {k: c.value for k, c in self.controls.items()}
 
     def update(self):
+        # deferred: IPython is optional or only for this
         from IPython.display import display
         self.result = self.compute(**self.values())
         self.out.clear_output(wait=True)
@@ -121,6 +126,7 @@ def delay_explorer(static=None, **defaults):
 
 def frequency_explorer(static=None, **defaults):
     """The frequency-policy explorer (live controls), or its default as a static figure."""
+    # deferred: sera (numpy and up) only for the frequency-policy explorer
     from .. import sera
     d = {**dict(workload="iozone", tol=0.02, up_threshold=0.8), **defaults}
     if is_static(static):

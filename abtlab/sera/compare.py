@@ -180,6 +180,7 @@ def compare(workloads, freqs=(0.8, 1.3, 1.8, 2.5), power=None, policies=POLICIES
             up_threshold=0.8, switch_s=50e-6, threshold_s=DEFAULT_THRESHOLD_S):
     """One row per (workload, policy): time_s, energy_j, edp, their ratios to fixed-high,
     frequencies used, and the labels time_mode / energy_mode ("modelled")."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     for p in policies:
         if p not in POLICIES:

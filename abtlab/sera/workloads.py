@@ -51,6 +51,7 @@ def _accesses(kind, factors):
 
 def _sim_stats(kind, factors, freqs, reps, seed, device):
     """f -> {elapsed, io_time} (mean over reps) from abtlab.sim, memoized."""
+    # deferred: the simulator, 48 more modules, only for simulated workloads
     from ..sim import simulate_point
     cache = {}
     rate = "fcr" if kind == "metarates" else "throughput"
@@ -107,6 +108,7 @@ def sim_workloads(names=WORKLOADS, freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0,
 
 def _emulated_stats(backend, kind, factors, freqs, reps, seed, quiet):
     """f -> {elapsed, io_time} from one emulated-frequency sweep of a real backend."""
+    # deferred: the sweep runner only for emulated-frequency runs
     from ..sweep.runner import run
     ds = run(backend, freq="emulated:" + ",".join(f"{f:g}" for f in freqs), reps=reps,
              seed=seed, quiet=quiet, warmup=1, **{k: str(v) for k, v in factors.items()})

@@ -268,11 +268,13 @@ def _compile(k: str, dest: Path) -> None:
     """numba.pycc with the wrapper releasing the GIL (pycc's own keeps it) and numpy's
     error model (the JIT's), for the host CPU; written in a temporary folder and moved
     in place, so a reader sees the whole module or none."""
+    # deferred: kernel imports numba (and scipy); only a build compiles it
     from . import kernel
     if not HAVE_NUMBA:
         raise RuntimeError("numba is not installed (pip install numba)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # pycc's pending deprecation
+        # deferred: numba is heavy; `import abtlab` and `abtlab run` do without it
         from numba.core.compiler import Flags
         from numba.pycc import CC
         from numba.pycc import compiler as pycc_compiler

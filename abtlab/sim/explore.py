@@ -105,6 +105,7 @@ def sensitivity(axes: dict | None = None, freqs=(1.6, 3.3), delay="delayjc:windo
     whose record exceeds the file stay NaN). params: a calibrated TOML file or dict of
     SimParams fields to start from; base: other fields, which win (default PAPER_POINT,
     write_us_per_kib=0 so that write_fixed_us is the whole CPU cost of a write)."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     axes = dict(DEFAULT_AXES if axes is None else axes)
     _check_axes(axes)

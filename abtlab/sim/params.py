@@ -179,6 +179,7 @@ def load_params(src) -> dict:
     if isinstance(src, dict):
         data = dict(src)
     else:
+        # deferred: tomllib (~10 ms) only for a params file; `abtlab run sim` does without
         from ..data.tomlfile import read_toml
         data = read_toml(src, "params", "a TOML file of SimParams fields, or a dict")
     data.pop("calibration", None)          # calibrate()'s provenance table, not a parameter

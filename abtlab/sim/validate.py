@@ -34,6 +34,7 @@ def _point_means(ds, metrics, single):
 
 def compare(real_ds, sim_ds, metrics=None):
     """xarray.Dataset over the shared points: real_<m>, sim_<m>, relerr_<m> per metric."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     real_ds = upgrade(real_ds)
     want = [m for m in (metrics or METRICS) if m in real_ds and m in sim_ds
@@ -100,6 +101,7 @@ def format_table(cmp) -> str:
 def ratios(cmp):
     """Each metric of compare()'s result at the highest freq_ghz over the lowest:
     real_<m> and sim_<m> ratios over the other factors of the points."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     if "freq_ghz" not in cmp.dims or cmp.sizes["freq_ghz"] < 2:
         raise ConfigError("freq_ghz", list(np.atleast_1d(cmp.get("freq_ghz", []))),

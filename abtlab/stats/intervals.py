@@ -52,6 +52,7 @@ def reps_needed(values, target_rel_halfwidth, level=0.95) -> int:
 
 def reps_for_cv(cv, target_rel_halfwidth, level=0.95) -> int:
     """Smallest n (>= 2) whose t-CI half-width t(n-1) * cv / sqrt(n) meets the target."""
+    # deferred: scipy is heavy; `import abtlab` and `abtlab run` do without it
     from scipy.stats import norm
     if cv == 0:
         return 2
@@ -65,6 +66,7 @@ def point_summary(ds, var="throughput", level=0.95, allow_all_nan=False):
     """Per point: mean, ci_low, ci_high (t-interval), rsd (sd/mean), n (finite reps).
     CI bounds are NaN where n < 2. allow_all_nan: NaN everywhere instead of ConfigError
     for a variable with no finite value (e.g. a plot of commits on a run without them)."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     _check_level(level)
     da = _values(ds, var, allow_all_nan)

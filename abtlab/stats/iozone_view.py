@@ -36,6 +36,7 @@ def iozone_view(ds, f_low=None, f_high=None, level=0.95, method="fieller"):
     never slept on the journal, from the trace: model.waits) where the runs recorded it, and
     `no overlap at lo|hi` (mean writers whose write op shares no time with any commit).
     Below 1 = slower at the faster clock."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     da = _with_freq(ds, "throughput")
     freqs = [float(f) for f in da[schema.FREQ].values]

@@ -118,6 +118,7 @@ def slowdown(ds, var="throughput", ref=None, level=0.95, method="fieller", n_boo
     paired: runs with the same rep index form a block (default: when the sweep ran in
     order="blocked"); the CI then uses their covariance.
     Returns a Dataset (config dims + freq_ghz) of ratio, ci_low, ci_high, n, n_ref."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     if paired is None:
         paired = ds.attrs.get("order") == "blocked"
@@ -165,6 +166,7 @@ def geomean_ratio_ci(num, den, dim: str = "rep", level: float = 0.95):
     t interval on the log ratios (NaN bounds with fewer than two pairs): a Dataset of
     ratio, lo, hi, n. Unlike ratio_ci (a ratio of means), each pair is one measurement
     of the ratio, as in the syscall lab's side-by-side timings."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     from scipy import stats
     if not 0 < level < 1:

@@ -39,6 +39,7 @@ def regress(ds, var="throughput", factors=None, log=True, order=None, formula=No
     """Fit OLS of var (log var when log) on the swept factors as categories, with all
     interactions up to `order` (None: full factorial). `formula` (patsy, response `y`,
     factor names as columns) replaces the generated one. Returns the statsmodels result."""
+    # deferred: statsmodels is heavy; `import abtlab` and `abtlab run` do without it
     import statsmodels.formula.api as smf
     df, factors = _long_frame(ds, var, factors, log)
     if formula is None:
@@ -62,6 +63,7 @@ def regress(ds, var="throughput", factors=None, log=True, order=None, formula=No
 
 def anova(ds, var="throughput", factors=None, log=True, order=None):
     """Type-2 ANOVA table (statsmodels anova_lm) of regress(ds, var, factors, log, order)."""
+    # deferred: statsmodels is heavy; `import abtlab` and `abtlab run` do without it
     import statsmodels.api as sm
     fit = regress(ds, var, factors, log, order)
     table = sm.stats.anova_lm(fit, typ=2)

@@ -19,6 +19,7 @@ CORRECTIONS = ("holm", "fdr_bh", "bonferroni", "holm-sidak", "hommel", "fdr_by")
 
 def _welch_less(hi, lo):
     """One-sided Welch test on logs: mean log(hi) < mean log(lo). (t, df, p)."""
+    # deferred: statsmodels is heavy; `import abtlab` and `abtlab run` do without it
     from statsmodels.stats.weightstats import ttest_ind
     if hi.size < 2 or lo.size < 2:
         return math.nan, math.nan, math.nan
@@ -32,12 +33,14 @@ def _paired_less(hi, lo):
     d = np.log(hi[keep]) - np.log(lo[keep])
     if d.size < 2:
         return math.nan, math.nan, math.nan
+    # deferred: scipy is heavy; `import abtlab` and `abtlab run` do without it
     from scipy.stats import ttest_1samp
     res = ttest_1samp(d, 0.0, alternative="less")
     return float(res.statistic), float(d.size - 1), float(res.pvalue)
 
 
 def _adjust(p, alpha, method):
+    # deferred: statsmodels is heavy; `import abtlab` and `abtlab run` do without it
     from statsmodels.stats.multitest import multipletests
     p_adj, reject = np.full(p.shape, np.nan), np.zeros(p.shape, bool)
     ok = np.isfinite(p)
@@ -65,6 +68,7 @@ def test_slowdown(ds, var="throughput", f_low=None, f_high=None, alpha=0.05, met
     Returns a DataFrame: config columns, n_low, n_high, ratio (= mean high / mean low),
     ci_low, ci_high (ci_method at `level`), t, df, p, p_adj, reject. Configurations with
     fewer than 2 finite repetitions at either frequency get p = NaN and are not counted."""
+    # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise ConfigError("alpha", alpha, "a number in (0, 1), e.g. 0.05")

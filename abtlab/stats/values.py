@@ -20,6 +20,7 @@ def _check_level(level, field="level"):
 
 def _values(ds, var, allow_all_nan=False):
     """ds[var] as a DataArray with a `rep` dim; ConfigError for anything unusable."""
+    # deferred: xarray is heavy; `import abtlab` and `abtlab run` do without it
     import xarray as xr
     if not isinstance(ds, xr.Dataset):
         raise ConfigError("ds", type(ds).__name__, "an xarray.Dataset run dataset")

@@ -178,6 +178,7 @@ class PowerModel:
     @classmethod
     def fit(cls, freqs_ghz, powers_w, v0=0.8, kv=0.2, source="fitted"):
         """Least-squares p_static and c from (f, P) pairs measured at full utilisation."""
+        # deferred: numpy only for the fit; reading power needs none
         import numpy as np
         f = np.asarray(freqs_ghz, float)
         a = np.column_stack([np.ones_like(f), f * (v0 + kv * f) ** 2])

@@ -45,6 +45,7 @@ def _physical_cores() -> int:
                 pass
         if lists:
             return len(lists)
+    # deferred: psutil is optional or only for this
     import psutil
     return psutil.cpu_count(logical=False) or 0
 
@@ -58,6 +59,7 @@ def _memory_bytes() -> int:
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    # deferred: psutil is optional or only for this
     import psutil
     return int(psutil.virtual_memory().total)
 

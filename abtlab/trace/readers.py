@@ -199,6 +199,7 @@ def read_darshan_dxt(path, module: str = "DXT_POSIX") -> np.ndarray:
         raise UnavailableError(f"cannot read Darshan log {os.fspath(path)!r}: {why}")
     if module not in ("DXT_POSIX", "DXT_MPIIO"):
         raise ConfigError("module", module, "DXT_POSIX | DXT_MPIIO")
+    # deferred: darshan is optional or only for this
     import darshan
     try:
         report = darshan.DarshanReport(os.fspath(path), read_all=False)
