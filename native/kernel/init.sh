@@ -2,7 +2,7 @@
 # /init of the abtlab guest: runs a batch of measurement points, each on a fresh ext4 made
 # inside the guest on a fresh null_blk disk (latency on a guest timer), with the jbd2/ext4
 # tracepoints on the CLOCK_MONOTONIC of the op records. /abt/batch.env (written by
-# abtlab.system.guest) sets NPOINTS, TRACE_KB and TRACE_EVENTS; /abt/pN.env sets point N's
+# abtlab.machines.guest) sets NPOINTS, TRACE_KB and TRACE_EVENTS; /abt/pN.env sets point N's
 # disk, mkfs arguments, mount options, kernel writes and its run_workload function.
 # Each point's results (/out/pN) leave as a base64 tar on the second serial port (ttyS1)
 # as soon as the point ends; slot 0 (dmesg) comes last, then the guest powers off. The

@@ -1,7 +1,7 @@
 #!/bin/bash
 # probe-boot.sh [CPUS] [DELAY_MS]: boot the Linux 3.4.2 bzImage (../build-kernel-3.4.2.sh)
 # under the abtlab guest's qemu and clock (TCG, -icount shift=0,sleep=off, the same -rtc,
-# memory and serial ports as abtlab.system.guest.qemu_argv) with probe-init.sh as /init,
+# memory and serial ports as abtlab.machines.guest.qemu_argv) with probe-init.sh as /init,
 # and print the console's "k342:" lines. The initramfs is the guest's own
 # (../out/initramfs.cpio.gz: busybox, mke2fs, abt-iozone) plus the host's dmsetup with its
 # libraries and abt-clockmark built for 3.4's tracing directory (debugfs, no tracefs).
