@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from abtlab import about
+from abtlab.factors.levels import parse_size
 from abtlab.system.scratchfs import ScratchFS, jbd2_commits
 
 PROG = about.NATIVE / "iozone" / "abt-iozone"
@@ -68,12 +69,6 @@ def run_once(a, size_mb: int) -> dict:
     return {"commits": c1 - c0, "cpu_us": (t1 - t0) / 1e3, "wall_ms": (w1 - w0) / 1e6}
 
 
-def size_of(text: str) -> int:
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower()
-    return int(float(t[:-1]) * mult[t[-1]]) if t[-1] in mult else int(t)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=256)
@@ -88,7 +83,7 @@ def main(argv=None) -> int:
         return 2
     if not PROG.exists():
         subprocess.run(["make", "-s", "-C", str(about.NATIVE), "iozone/abt-iozone"], check=True)
-    size_mb = max(64, 2 * a.threads * size_of(a.file_size) // (1 << 20) + 64)
+    size_mb = max(64, 2 * a.threads * parse_size(a.file_size, "file-size") // (1 << 20) + 64)
     runs = [run_once(a, size_mb) for _ in range(a.reps)]
     commits = np.array([r["commits"] for r in runs], float)
     cpu = np.array([r["cpu_us"] for r in runs])
