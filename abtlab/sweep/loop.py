@@ -3,8 +3,9 @@
 Every finished repetition is written atomically to `<out>.parts/` before the next
 starts, so a killed sweep resumes (`resume=True`) without re-running or losing a run.
 A simulated backend's runs cost milliseconds and do not depend on their order: a point's
-repetitions run back to back as one group, kept and written as one part, not fsynced
-(a part a crash of the machine tears is found on resume and its runs repeated).
+repetitions run back to back as one group, kept as one part, not fsynced (a part a
+crash of the machine tears is found on resume and its runs repeated), and written only
+once the sweep has run for a second (abtlab.sweep.parts).
 Repetitions are fixed (`reps=5`) or adaptive (`reps=Reps(min=3, max=50, target=0.05)`):
 a point gets more runs only while the CI half-width of its mean (or of its slowdown
 ratio against the lowest frequency) is wider than the target.
@@ -32,6 +33,7 @@ from ..errors import ConfigError, RunError
 from ..factors.typed import typed_levels
 from ..machines.spec import parse_machine
 from .executor import Task, make_executor
+from .parts import Parts
 from ..progress import Progress
 
 __all__ = ["expand", "run", "run_seed", "Reps", "ORDERS"]
@@ -201,8 +203,7 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
     out = None if out is None else Path(out)
     started = timestamp()
     done = store.read_parts(out) if resume else {}
-    if out is not None:
-        store.write_spec(out, spec)
+    parts = Parts(out, spec, be.simulated)
     f_ref = max(levels["freq_ghz"]) if "freq_ghz" in levels else None
     seeds = spec.get("seeds", "per_run")
 
@@ -222,9 +223,12 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
                     for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
                         pass
             with prog.phase("running"):
-                _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed)
-        except RunError as exc:
-            raise RunError(f"{be.name}: {exc}") from exc
+                _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed)
+        except BaseException as exc:
+            parts.write_held()      # stopped by an error or a signal: resume keeps them
+            if isinstance(exc, RunError):
+                raise RunError(f"{be.name}: {exc}") from exc
+            raise
         finally:
             ex.close()
             if out is not None:     # stopped before any repetition: nothing to resume
@@ -263,7 +267,7 @@ def _planned(reps, npoints, done) -> int:
     return per_point * npoints - sum(b.reps.size for b in done.values())
 
 
-def _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed):
+def _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed):
     """Run until every point has its repetitions (more for an adaptive rule)."""
     rng = np.random.default_rng(seed)
     rule = reps if isinstance(reps, Reps) else None
@@ -284,8 +288,7 @@ def _run_points(ex, task, be, points, levels, reps, order, out, done, prog, seed
         if not be.simulated:    # a model has no drift for the order to cancel
             todo = _ordered(todo, points, order, rng)
         for block in ex.map([task(i, r) for i, r in todo]):
-            if out is not None:     # a model's part is not fsynced (abtlab.data.store)
-                store.write_block(out, block, fsync=not be.simulated)
+            parts.add(block)
             done[store.block_name(block)] = block
             held.update((block.point_index, int(r)) for r in block.reps)
             prog.step(_short(block.point), n=block.reps.size)

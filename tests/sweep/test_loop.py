@@ -12,6 +12,7 @@ import abtlab
 from abtlab import backends
 from abtlab.data import schema, store
 from abtlab.sweep import loop as sweep
+from abtlab.sweep import parts
 from abtlab.errors import ConfigError
 
 HERE = Path(__file__).resolve().parents[1]   # tests/: fakebackend
@@ -178,20 +179,100 @@ def _sim_kw(**kw):
     return dict(reps=3, seed=7, quiet=True, order="random", freq_mode="simulated", **kw)
 
 
+def _written(monkeypatch) -> list:
+    """The names of the parts store.write_block writes from here on."""
+    written, real = [], store.write_block
+    monkeypatch.setattr(store, "write_block", lambda out, b, **kw: written.append(store.block_name(b))
+                        or real(out, b, **kw))
+    return written
+
+
+def _keep_parts_at_once(monkeypatch):
+    """A simulated sweep that keeps its parts from its first group, as one that has run
+    for longer than parts.KEEP_AFTER_S does."""
+    monkeypatch.setattr(parts, "KEEP_AFTER_S", 0.0)
+
+
 def test_a_simulated_point_is_one_part_whatever_the_order(tmp_path, monkeypatch):
     """A model's runs cost milliseconds and do not depend on their order: each point's
     repetitions run as one group and are written as one part; the dataset is the one
     an in-memory sweep gives, run for run."""
-    written = []
-    real = store.write_block
-    monkeypatch.setattr(store, "write_block", lambda out, b, **kw: written.append(store.block_name(b))
-                        or real(out, b, **kw))
+    _keep_parts_at_once(monkeypatch)
+    written = _written(monkeypatch)
     ds = sweep.run("sim", SIM_LEVELS, out=tmp_path / "s.nc", **_sim_kw())
     assert sorted(written) == [f"p{i:05d}-r0000-0002.h5" for i in range(4)]
     ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
     for v in ("throughput", "commits", schema.RUN_ID, "op_run", "op_t_end", "commit_end"):
         np.testing.assert_array_equal(ds[v].values, ref[v].values, err_msg=v)
     assert ds.attrs["order"] == "random"
+
+
+def test_a_short_simulated_sweep_writes_its_dataset_alone(tmp_path, monkeypatch):
+    """Younger than parts.KEEP_AFTER_S, a simulated sweep keeps its finished groups in
+    memory: no part, no parts folder, and the dataset an in-memory sweep gives."""
+    monkeypatch.setattr(parts, "KEEP_AFTER_S", 1e9)
+    written, specs, real_spec = _written(monkeypatch), [], store.write_spec
+    monkeypatch.setattr(store, "write_spec", lambda out, spec: specs.append(out) or real_spec(out, spec))
+    out = tmp_path / "s.nc"
+    ds = sweep.run("sim", SIM_LEVELS, out=out, **_sim_kw())
+    assert written == [] and specs == [] and not store.parts_dir(out).exists()
+    ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
+    for v in ("throughput", "commits", schema.RUN_ID, "op_run", "op_t_end", "commit_end"):
+        np.testing.assert_array_equal(ds[v].values, ref[v].values, err_msg=v)
+        np.testing.assert_array_equal(abtlab.load(out)[v].values, ref[v].values, err_msg=v)
+
+
+def test_a_simulated_sweep_past_its_first_second_writes_what_it_held_then_each_group(
+        tmp_path, monkeypatch):
+    """Once a simulated sweep is older than parts.KEEP_AFTER_S, the groups it held go to
+    disk first, then each group as it finishes; the spec goes with the first part."""
+    from abtlab.sim.backend import SimBackend
+    monkeypatch.setattr(parts, "KEEP_AFTER_S", 1e9)
+    written, calls, real = _written(monkeypatch), [], SimBackend.run_group
+
+    def run_group(self, runs, workdir):
+        calls.append(len(runs))
+        if len(calls) == 3:             # the sweep comes of age during its third group
+            monkeypatch.setattr(parts, "KEEP_AFTER_S", 0.0)
+        if len(calls) == 4:
+            assert written == [f"p{i:05d}-r0000-0002.h5" for i in range(3)]
+            assert (store.parts_dir(out) / store.SPEC_FILE).is_file()
+        return real(self, runs, workdir)
+    monkeypatch.setattr(SimBackend, "run_group", run_group)
+    out = tmp_path / "s.nc"
+    sweep.run("sim", SIM_LEVELS, out=out, **_sim_kw())
+    assert written == [f"p{i:05d}-r0000-0002.h5" for i in range(4)]
+    assert out.exists() and not store.parts_dir(out).exists()
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_a_short_simulated_sweep_stopped_keeps_its_finished_groups(tmp_path, monkeypatch, stop):
+    """A signal (KeyboardInterrupt, as abtlab.system.cleanup raises it) or an error stops
+    a young simulated sweep: the groups it held are written before it stops, and resume
+    runs only the others, to the dataset of an unbroken sweep."""
+    from abtlab.sim.backend import SimBackend
+    monkeypatch.setattr(parts, "KEEP_AFTER_S", 1e9)
+    ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
+    calls, real = [], SimBackend.run_group
+
+    def stop_at_third(self, runs, workdir):
+        calls.append(len(runs))
+        if len(calls) == 3:
+            raise stop("stopped")
+        return real(self, runs, workdir)
+    monkeypatch.setattr(SimBackend, "run_group", stop_at_third)
+    out = tmp_path / "s.nc"
+    with pytest.raises(stop):
+        sweep.run("sim", SIM_LEVELS, out=out, **_sim_kw())
+    kept = store.read_parts(out)
+    assert len(kept) == 2 and all(b.reps.tolist() == [0, 1, 2] for b in kept.values())
+    calls.clear()
+    monkeypatch.setattr(SimBackend, "run_group",
+                        lambda self, runs, workdir: calls.append(len(runs)) or real(self, runs, workdir))
+    got = sweep.run("sim", SIM_LEVELS, out=out, resume=True, **_sim_kw())
+    assert calls == [3, 3]
+    for v in ("throughput", "commits", schema.RUN_ID, "op_t_end", "commit_end"):
+        np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
 
 
 def test_sigkilled_simulated_sweep_resumes_from_its_last_group(tmp_path, monkeypatch):
@@ -247,9 +328,10 @@ def test_a_models_parts_are_not_fsynced_a_real_runs_are(tmp_path, monkeypatch):
     assert synced[-2:] == [".r.nc.tmp-%d" % os.getpid(), f"dir:{tmp_path.name}"]
 
 
-def test_a_simulated_part_torn_by_a_crash_is_run_again(tmp_path):
+def test_a_simulated_part_torn_by_a_crash_is_run_again(tmp_path, monkeypatch):
     """What an unsynced part may be after a crash of the machine (cut short, or empty):
     set aside on resume, its point run again, the dataset the same as an unbroken run's."""
+    _keep_parts_at_once(monkeypatch)
     ref = sweep.run("sim", SIM_LEVELS, **_sim_kw())
     for cut in (0.5, 0.0):
         out = tmp_path / f"c{cut}.nc"
