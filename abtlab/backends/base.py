@@ -4,8 +4,8 @@ A backend says what it can run here (`available()` with a reason), which factors
 sweeps, and runs one point, returning a `RunResult` (abtlab.data.result). `abtlab.sweep.loop` turns many
 results into one run dataset, so every backend gets repetitions, storage, traces and
 plots for free. A driver that runs a program on the point's machine (abtlab.machines)
-subclasses `ProgramBackend`, which sends each point to its machine and runs a guest
-machine's consecutive points in one boot.
+subclasses `ProgramBackend`, a third-party tool `ToolBackend`: the machines' dispatcher
+sends each point to its machine and runs a guest machine's consecutive points in one boot.
 """
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from ..machines.availability import Availability
 
 if TYPE_CHECKING:
     from ..machines.host import Prepared
+    from ..machines.tool_runner import ToolJob, ToolRun
 
-__all__ = ["Backend", "ProgramBackend", "Availability", "RunContext"]
+__all__ = ["Backend", "ProgramBackend", "ToolBackend", "Availability", "RunContext"]
 
 
 @dataclass
@@ -110,13 +111,8 @@ class Backend:
 class ProgramBackend(Backend):
     """A driver of one program per point, run on the point's machine: the host, or a
     guest, whose consecutive points share one boot (group_key, run_group). A subclass
-    writes prepare(): the program's command line and what the model needs; a tool with
-    host and guest paths of its own writes run_on_host() and run_group() instead.
-
-    The machines (abtlab.machines: dispatch, host, guest_point) are imported by the
-    methods that send a point to one: every backend's module imports this one, and a
-    simulated run, which never uses them, paid 0.05-0.06 CPU s for them in a new process
-    (scratch fs, tracefs, qemu, tarfile, uuid, secrets, ...)."""
+    writes prepare(): the program's command line and what the model needs; where it runs
+    is abtlab.machines.dispatch's choice, for this class and for ToolBackend alike."""
 
     def prepare(self, point: dict, ctx) -> Prepared:
         """The run without its machine: argv_for(data_dir, dilate, trace_path), the bytes
@@ -124,35 +120,54 @@ class ProgramBackend(Backend):
         raise NotImplementedError
 
     def run_point(self, point: dict, ctx) -> RunResult:
-        from ..machines.spec import parse_machine
-        if parse_machine(point.get("machine") or "host").is_guest:
-            res = self.run_group([(point, ctx)], ctx.workdir)[0]   # one point, one boot
-            if isinstance(res, Exception):
-                raise res
-            return res
-        return self.run_on_host(point, ctx)
+        return _dispatch().run_program(self.prepare(point, ctx), point, ctx)
 
     def run_on_host(self, point: dict, ctx) -> RunResult:
-        """On the host (a kdelayjc point on a host kernel without the knobs still goes to
-        the guest: abtlab.machines.dispatch)."""
-        from ..machines.dispatch import run_and_measure
-        prep = self.prepare(point, ctx)
-        return run_and_measure(prep.argv_for, point, ctx, prep.data_bytes, prep.workload,
-                               **prep.measure_kw)
+        """The point on the machine the dispatcher chooses: a host machine's on the host
+        (a kdelayjc point on a host kernel without the knobs still goes to the guest)."""
+        return self.run_point(point, ctx)
 
     def group_size(self, task) -> int:
         return int(task.options.get("guest_batch") or 32)
 
     def group_key(self, task):
-        from ..machines.guest_point import guest_key
-        return guest_key(task.point, task)
+        return _dispatch().group_key(task.point, task)
 
     def run_group(self, runs: list, workdir) -> list:
         """A guest machine's points in one boot, each with the model's measures."""
-        from ..machines.guest_point import machine_for, run_batch
-        from ..machines.host import add_measures
         preps = [self.prepare(p, c) for p, c in runs]
-        items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
-        machine = machine_for(*runs[0])
-        return [r if isinstance(r, Exception) else add_measures(r, pr)
-                for r, pr in zip(run_batch(items, machine, workdir), preps)]
+        return _dispatch().run_programs(preps, runs, workdir)
+
+
+class ToolBackend(ProgramBackend):
+    """A driver of a third-party tool (IOzone, mdtest, fio): a subclass writes tool_job(),
+    what one point runs, and tool_result(), the RunResult of its ToolRun; the dispatcher
+    runs the job on the point's machine, a guest machine's group in one boot."""
+
+    def tool_job(self, point: dict, ctx) -> ToolJob:
+        raise NotImplementedError
+
+    def tool_result(self, run: ToolRun, point: dict, ctx) -> RunResult:
+        raise NotImplementedError
+
+    def run_point(self, point: dict, ctx) -> RunResult:
+        return self.tool_result(_dispatch().run_tool(self.tool_job(point, ctx), point, ctx), point, ctx)
+
+    def run_group(self, runs: list, workdir) -> list:
+        """[(point, ctx)] of one group: a RunResult or the AbtError of each point, in order."""
+        jobs = [self.tool_job(p, c) for p, c in runs]
+        out = []
+        for run, (point, ctx) in zip(_dispatch().run_tools(jobs, runs, workdir), runs):
+            try:
+                out.append(run if isinstance(run, Exception) else self.tool_result(run, point, ctx))
+            except AbtError as exc:
+                out.append(exc)
+        return out
+
+
+def _dispatch():
+    # deferred: every backend's module imports this one, and a simulated run never sends a
+    # point to a machine; abtlab.machines.dispatch brings scratch fs, tracefs, qemu, tarfile,
+    # uuid, ... (MEASURED CPU s in a new process)
+    from ..machines import dispatch
+    return dispatch

@@ -19,14 +19,12 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..data.result import RunResult
-from .base import ProgramBackend
-from .iozone import check_file_sizes
 from ..machines.host import SCRATCH_OPTIONS
-from ..machines.spec import HOST
+from ..machines.tool_runner import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, ToolInGuest, ToolJob,
+                                    check_policy, check_tool_options, tool_available, trace_scalars)
+from .base import ToolBackend
+from .iozone import check_file_sizes
 from .tool_output import parse_fio
-from ..machines.tool_runner import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, boot_tools, check_policy, check_tool_options,
-                      find_tool, prepare_tool_in_guest, run_tool, tool_available,
-                      trace_scalars)
 
 __all__ = ["FioBackend", "fio_argv"]
 
@@ -36,6 +34,7 @@ GUEST_FIO = "/usr/bin/fio"
 OVERLAY = "fio.cpio.gz"
 NOT_IN_GUEST = ("fio is not in the guest's initramfs: install fio (apt) and rebuild "
                 "(make -C native/kernel)")
+IN_GUEST = ToolInGuest(GUEST_FIO, OVERLAY, NOT_IN_GUEST)
 
 
 def fio_argv(exe, point, data_dir, job="iozone", pattern=None) -> list:
@@ -91,7 +90,7 @@ def _job(value):
     return str(Path(str(value)).resolve())
 
 
-class FioBackend(ProgramBackend):
+class FioBackend(ToolBackend):
     name = "fio"
     description = ("fio on the scratch ext4: IOzone's initial-write pattern or a job file "
                    "(-o job=PATH); found on PATH, in $ABTLAB_FIO or -o exe=")
@@ -116,29 +115,18 @@ class FioBackend(ProgramBackend):
         check_file_sizes(point)
         return point
 
-    def run_on_host(self, point, ctx):
+    def tool_job(self, point, ctx) -> ToolJob:
         job = _job(ctx.options.get("job"))
-        exe = find_tool("fio", ENV, ctx.options.get("exe"))
         pat = pattern_options(ctx.options)
-        run = run_tool(lambda d: fio_argv(exe, point, d, job, pat), point, ctx,
-                       point["threads"] * point["file_size"], _starts(pat), (*WRITE_END, *FSYNC))
-        run.attrs.update(HOST.attrs())   # mixed datasets say both
-        return _result(run, job)
+        # the guest runs its own fio on the iozone pattern: no job file of the host's
+        host_only = {} if job == "iozone" else {"job": (ctx.options["job"], (
+            "iozone with --machine guest (a job file is on the host, not in the guest)"))}
+        return ToolJob("fio", ENV, lambda exe, d: fio_argv(exe, point, d, job, pat),
+                       point["threads"] * point["file_size"], _starts(pat), (*WRITE_END, *FSYNC),
+                       exe=ctx.options.get("exe"), guest=IN_GUEST, host_only=host_only)
 
-    def run_group(self, runs, workdir) -> list:
-        """[(point, ctx)] of one guest machine in one boot: a RunResult or the RunError of
-        each point, in order."""
-        jobs = [_job(ctx.options.get("job")) for _, ctx in runs]
-        items = []
-        for index, ((point, ctx), job) in enumerate(zip(runs, jobs), 1):
-            _check_guest_options(ctx.options, job)
-            items.append(prepare_tool_in_guest(
-                lambda d, p=point, j=job, o=pattern_options(ctx.options):
-                fio_argv(GUEST_FIO, p, d, j, o), point, ctx,
-                point["threads"] * point["file_size"], _starts(pattern_options(ctx.options)),
-                (*WRITE_END, *FSYNC), GUEST_FIO, OVERLAY, NOT_IN_GUEST, index))
-        return [r if isinstance(r, Exception) else _result(r, job)
-                for r, job in zip(boot_tools(items, workdir), jobs)]
+    def tool_result(self, run, point, ctx) -> RunResult:
+        return _result(run, _job(ctx.options.get("job")))
 
 
 def _result(run, job) -> RunResult:
@@ -155,13 +143,3 @@ def _result(run, job) -> RunResult:
              "runtime in whole ms, end_fsync included): eq. (3)'s shape, coarse for small files",
              "elapsed_definition": "tracefs window (first write to last write or fsync)"}
     return RunResult(scalars=scalars, commits=run.commits, batches=run.batches, attrs=attrs)
-
-
-def _check_guest_options(options, job):
-    """The guest runs its own fio on the iozone pattern: no host executable or job file."""
-    if options.get("exe") not in (None, ""):
-        raise ConfigError("exe", options["exe"], f"no exe with --machine guest (the guest runs "
-                          f"its initramfs's {GUEST_FIO})")
-    if job != "iozone":
-        raise ConfigError("job", options["job"], "iozone with --machine guest (a job file "
-                          "is on the host, not in the guest)")

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..data.result import RunResult
-from .base import Backend
-from .iozone import check_file_sizes
 from ..machines.host import SCRATCH_OPTIONS
+from ..machines.tool_runner import (FSYNC, WRITE_BEGIN, ToolJob, check_policy, check_tool_options,
+                                    first_fsyncs, tool_available, trace_scalars)
+from .base import ToolBackend
+from .iozone import check_file_sizes
 from .tool_output import parse_iozone
-from ..machines.tool_runner import (FSYNC, WRITE_BEGIN, WRITE_END, check_policy, check_tool_options, first_fsyncs,
-                      run_tool, tool_available, trace_scalars)
 
 __all__ = ["IozoneToolBackend", "iozone_argv"]
 
@@ -46,6 +46,12 @@ def _flag(options, name) -> bool:
     return str(options.get(name, _FLAGS[name])).lower() in ("true", "1")
 
 
+def _mode(options) -> dict:
+    """iozone_argv's fsync, stonewall and use_threads from the run options."""
+    return dict(fsync=_flag(options, "fsync"), stonewall=_flag(options, "stonewall"),
+                use_threads=_flag(options, "threads"))
+
+
 def reported_variable(options) -> str:
     """The dataset variable IOzone's one reported throughput is, in this mode."""
     if _flag(options, "fsync"):
@@ -53,7 +59,7 @@ def reported_variable(options) -> str:
     return "throughput_stonewall" if _flag(options, "stonewall") else "throughput"
 
 
-class IozoneToolBackend(Backend):
+class IozoneToolBackend(ToolBackend):
     name = "iozone-tool"
     description = ("the real IOzone (throughput mode, -+n, its default mode unless -o fsync=, "
                    "stonewall=, threads= say otherwise) on the scratch ext4; found on PATH, in "
@@ -84,18 +90,18 @@ class IozoneToolBackend(Backend):
         check_file_sizes(point)
         return point
 
-    def run_point(self, point, ctx):
-        from ..machines.tool_runner import find_tool
-        exe = find_tool("iozone", ENV, ctx.options.get("exe"))
-        fsync = _flag(ctx.options, "fsync")
-        mode = dict(fsync=fsync, stonewall=_flag(ctx.options, "stonewall"),
-                    use_threads=_flag(ctx.options, "threads"))
+    def tool_job(self, point, ctx) -> ToolJob:
+        mode = _mode(ctx.options)
         # the trace runs to the files' fsyncs either way: without -e IOzone still makes them,
         # after each child's clock stops, and their commits are what stalls the late writers
-        run = run_tool(lambda d: iozone_argv(exe, point["threads"], point["file_size"],
-                                             point["record_size"], d, **mode),
-                       point, ctx, point["threads"] * point["file_size"],
-                       WRITE_BEGIN, FSYNC, event_filter=first_fsyncs)
+        return ToolJob("iozone", ENV, lambda exe, d: iozone_argv(
+                           exe, point["threads"], point["file_size"], point["record_size"], d, **mode),
+                       point["threads"] * point["file_size"], WRITE_BEGIN, FSYNC,
+                       event_filter=first_fsyncs, exe=ctx.options.get("exe"))
+
+    def tool_result(self, run, point, ctx) -> RunResult:
+        mode = _mode(ctx.options)
+        fsync = mode["fsync"]
         out = parse_iozone(run.stdout)
         if out["threads"] != point["threads"]:
             raise ConfigError("threads", point["threads"], f"what iozone ran ({out['threads']})")

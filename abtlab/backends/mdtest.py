@@ -14,12 +14,12 @@ import shutil
 from .. import policies
 from ..errors import ConfigError
 from ..data.result import RunResult
-from .base import Backend
-from .metarates import write_bytes
 from ..machines.host import SCRATCH_OPTIONS
+from ..machines.tool_runner import (CREATE, FSYNC, WRITE_END, ToolJob, check_policy, check_tool_options,
+                                    tool_available, trace_scalars)
+from .base import ToolBackend
+from .metarates import write_bytes
 from .tool_output import parse_mdtest
-from ..machines.tool_runner import (CREATE, FSYNC, WRITE_END, check_policy, check_tool_options, find_tool,
-                      run_tool, tool_available, trace_scalars)
 
 __all__ = ["MdtestBackend", "mdtest_argv", "forward_flags", "unique_dirs"]
 
@@ -61,7 +61,7 @@ def unique_dirs(value) -> int:
                       "(one shared directory)")
 
 
-class MdtestBackend(Backend):
+class MdtestBackend(ToolBackend):
     name = "mdtest"
     description = ("mdtest -F -C -u (file creation, one directory per rank) under mpirun "
                    "on the scratch ext4; found on PATH, in $ABTLAB_MDTEST or -o exe=")
@@ -87,23 +87,22 @@ class MdtestBackend(Backend):
                               "1 without mpirun (Debian: openmpi-bin) for more ranks")
         return point
 
-    def run_point(self, point, ctx):
-        exe = find_tool("mdtest", ENV, ctx.options.get("exe"))
+    def tool_job(self, point, ctx) -> ToolJob:
         nbytes = int(ctx.options.get("write_bytes", 4096))
         n, files = point["threads"], point["files"]
         mpirun = shutil.which("mpirun") if n > 1 else None
         fwd = forward_flags(point["policy"]) if mpirun else []
 
-        def argv_for(d):
+        def argv_for(exe, d):
             argv = mdtest_argv(exe, n, files, d, nbytes, mpirun,
                                bool(ctx.options.get("unique_dirs", 1)))
             return argv[:1] + fwd + argv[1:]
         ends = (*WRITE_END, *FSYNC) if nbytes else ()
-        run = run_tool(argv_for, point, ctx, n * files * max(4096, nbytes), CREATE, ends)
-        return self._result(run, n, files)
+        return ToolJob("mdtest", ENV, argv_for, n * files * max(4096, nbytes), CREATE, ends,
+                       exe=ctx.options.get("exe"))
 
-    @staticmethod
-    def _result(run, n, files):
+    def tool_result(self, run, point, ctx) -> RunResult:
+        n, files = point["threads"], point["files"]
         out = parse_mdtest(run.stdout)
         if out["tasks"] != n:
             raise ConfigError("threads", n, f"what mdtest ran ({out['tasks']} tasks)")

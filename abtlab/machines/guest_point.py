@@ -4,7 +4,9 @@ abtlab.system.tracefs from the guest's own trace, on the guest's CLOCK_MONOTONIC
 jbd2_info_commits, the patched kernel's shadow waits, delayJC batches, plus the machine's attrs.
 
 `guest_run()` turns (point, ctx) into a GuestRun, `to_result()` a guest PointResult
-into a RunResult; `run_in_guest()` does one point per boot and `run_batch()` many.
+into a RunResult; `run_batch()` runs a group of abtlab's workloads in one boot and
+`run_tool_batch()` a group of a third-party tool's points. Which points come here, and on
+which Machine, is abtlab.machines.dispatch's choice: the Machine arrives parsed.
 """
 from __future__ import annotations
 
@@ -13,15 +15,23 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from .. import policies, trace
-from ..errors import AbtError, ConfigError, RunError
-from .guest import DEFAULT_TRACE_KB
-from .kernels import KERNELS, GuestKernel
-from .spec import Machine, parse_machine
 from ..data.result import RunResult
+from ..errors import AbtError, ConfigError, RunError, UnavailableError
+from ..model.waits import wait_measures
+from ..policies.delayjc import load_batches, preload_env
+from ..progress import phase
+from ..system.geometry import parse_dumpe2fs
+from ..system.sleeps import comm_of, offcpu_table
+from ..system.tracefs import EVENTS, commits_table, marker_between, parse_line
+from . import guest, guest_disk
+from .guest import DEFAULT_TRACE_KB
+from .host import ToolOutput, from_first_op, image_mb, mount_options_of, no_commits, scratch_geometry
+from .kernels import KERNELS, GuestKernel
+from .programs import check_exit
+from .spec import VIRTUAL_REF_GHZ, Machine
 
-__all__ = ["guest_run", "to_result", "run_in_guest", "run_batch", "clock_samples",
-           "guest_events", "shadow_waits", "DELAYJC_KNOBS", "guest_key", "machine_for",
-           "BootWatch"]
+__all__ = ["guest_run", "to_result", "run_batch", "run_tool_batch", "clock_samples",
+           "guest_events", "shadow_waits", "DELAYJC_KNOBS", "BootWatch"]
 
 _DATA = PurePosixPath("/mnt/data")
 _OUT = "/out/p{}"        # point N's results in the guest (native/kernel/init.sh)
@@ -35,7 +45,6 @@ def _mkfs_args(pol, ctx, seed: int, row: GuestKernel = KERNELS["6.1"]) -> list:
     drawn from the run's seed, so the same seed makes the same filesystem. Every point
     gets a fresh disk, whose unwritten blocks read as zeros; the kernel gets the ext4
     features it mounts (3.4.2: geometry.FEATURES_342)."""
-    from .host import scratch_geometry
     args = scratch_geometry(ctx.options).mkfs_args(pol.journal, zeroed=True,
                                                    features=row.mkfs_features)
     fs_uuid = str(uuid.UUID(int=(seed * 0x9E3779B97F4A7C15 + 1) % 2 ** 128, version=4))
@@ -60,19 +69,10 @@ def _dilate(point, ctx) -> float:
     return ctx.f_ref_ghz / float(point["freq_ghz"]) if ctx.freq_mode == "emulated" else 1.0
 
 
-def machine_for(point, ctx, machine=None) -> Machine:
-    """The point's guest machine; under `--freq virtual:F` its icount shift is F's."""
-    from .spec import at_virtual_freq
-    m = parse_machine(machine or point.get("machine") or "guest")
-    return at_virtual_freq(m, point["freq_ghz"]) if ctx.freq_mode == "virtual" else m
-
-
 def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1, exe=None):
     """The GuestRun of one point (index: its place in the batch, its null_blk index).
     exe: the program's path in the guest when it is not one of abtlab's /abt/NAME (a
     dynamically linked tool, which the delayJC preload needs no -dyn build of)."""
-    from . import guest, guest_disk
-    from .host import image_mb, mount_options_of
     pol = policies.parse(point["policy"])
     out = PurePosixPath(_OUT.format(index))
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
@@ -85,7 +85,6 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.guest_kernel), env={},
                          mount_options=mount, knobs=writes, knobs_reset=resets)
     if pol.needs_preload:  # the preload needs the dynamically linked build
-        from ..policies.delayjc import preload_env
         if exe is None:
             run.argv[0] += "-dyn"
         run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
@@ -106,7 +105,6 @@ def trace_lines(files: dict) -> list:
 def clock_samples(files: dict) -> list:
     """(before_ns, trace_ns, after_ns) of each marker abt-clockmark wrote (trace_ns -1 if
     the trace lacks it): the proof that op records and tracefs share the guest's clock."""
-    from ..system.tracefs import parse_line
     seen = {e["msg"]: e["ts"] for e in map(parse_line, trace_lines(files)) if e and "msg" in e}
     out = []
     for name in ("clock.before", "clock.after"):
@@ -120,7 +118,6 @@ def guest_events(files: dict, printed: str = "truncated") -> list:
     """The point's trace events in time order; RunError when events were lost (trace.stats:
     `overrun:` and, after 3.4, `dropped events:` per CPU) or the trace's clock is not the
     guest's CLOCK_MONOTONIC. printed: how the kernel prints microseconds (tracefs.PRINTED)."""
-    from ..system.tracefs import marker_between, parse_line
     lost = sum(int(ln.split(":")[1]) for ln in files.get("trace.stats", b"").decode().splitlines())
     if lost:
         raise RunError(f"{lost} trace events lost in the guest: raise the run option guest_trace_kb "
@@ -134,8 +131,6 @@ def guest_events(files: dict, printed: str = "truncated") -> list:
 
 def _commits(files, ops, printed: str = "truncated"):
     """Commits from the first op on; all of them for a program without op records."""
-    from ..system.tracefs import commits_table
-    from .host import from_first_op
     table = commits_table(guest_events(files, printed))
     return table if ops is None else from_first_op(table, ops)
 
@@ -143,10 +138,7 @@ def _commits(files, ops, printed: str = "truncated"):
 def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> RunResult:
     """A guest PointResult -> RunResult (RunError naming the step that failed; the
     workload's own exit as on the host: machines.programs.check_exit)."""
-    from .programs import check_exit
     argv0 = PurePosixPath(str(argv[0])).name
-    from ..policies.delayjc import load_batches
-    from ..system.geometry import parse_dumpe2fs
     if pres.status != "ok":
         log = {"mkfs": pres.files.get("mkfs.log", b""), "knobs": pres.files.get("where", b"")
                }.get(pres.status, b"").decode(errors="replace")
@@ -168,7 +160,7 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
         for p in saved:
             p.unlink(missing_ok=True)
     printed = machine.guest_kernel.printed
-    commits = _commits(pres.files, ops, printed) if pol.journal else _empty_commits()
+    commits = _commits(pres.files, ops, printed) if pol.journal else no_commits()
     waits = _waits(pres.files, ops, commits, argv0)
     b, a = pres.info_before, pres.info_after
     scalars = {"jbd2_info_commits": float(a["transactions"] - b["transactions"]) if a else 0.0}
@@ -184,8 +176,6 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
 
 def _waits(files, ops, commits, argv0: str) -> dict:
     """Why the workload's writes slept (model.waits), when the trace has its switch-outs."""
-    from ..model.waits import wait_measures
-    from ..system.sleeps import comm_of, offcpu_table
     if ops is None or b"sched_switch" not in files.get("trace", b""):
         return {}
     return wait_measures(ops, offcpu_table(trace_lines(files), comm_of(argv0)), commits)
@@ -205,17 +195,12 @@ def shadow_waits(files: dict) -> dict:
     return {"jbd2_shadow_waits": float(n1 - n0), "jbd2_shadow_wait": (us1 - us0) / 1e6}
 
 
-def _empty_commits():
-    from .host import no_commits
-    return no_commits()
-
-
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
-    from .guest import initramfs_build, kernel_build, qemu
     gk = machine.guest_kernel
     label = gk.label
-    attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": qemu().describe(),
-             "guest_kernel_build": kernel_build(machine.kernel), "guest_initramfs_build": initramfs_build(),
+    attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": guest.qemu().describe(),
+             "guest_kernel_build": guest.kernel_build(machine.kernel),
+             "guest_initramfs_build": guest.initramfs_build(),
              "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
              "filesystem": f"ext4 on {gk.disk} in a qemu TCG guest",
              "policy_mechanism": pol.mechanism,
@@ -234,7 +219,6 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
                                    "right after the call (guest CPU time); device and blocked "
                                    "time not dilated")
     if ctx.freq_mode == "virtual":
-        from .spec import VIRTUAL_REF_GHZ
         attrs["freq_emulation"] = (f"virtual: F GHz = icount shift log2({VIRTUAL_REF_GHZ:g}/F), one "
                                    "guest instruction every 1/F ns, for all guest code (kernel "
                                    "threads too); instructions, not cycles: 1 GHz at one "
@@ -242,28 +226,59 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
     return attrs
 
 
-def run_batch(items, machine, workdir, timeout=None) -> list:
+def run_batch(items, machine: Machine, workdir, timeout=None) -> list:
     """items: (argv_for, point, ctx, data_bytes) each; one boot runs them all in order.
     Returns a RunResult or the RunError of each point."""
-    from . import guest
-    machine = parse_machine(machine)
     built = [guest_run(a, p, c, d, machine, i) for i, (a, p, c, d) in enumerate(items, 1)]
-    ctx0 = items[0][2]
-    from ..progress import phase
-    with phase(BootWatch(workdir, len(built), machine.label), runs=len(built)):
-        res = guest.boot_batch([r for r, _ in built], machine, workdir, events=_events(),
-                               timeout=float(timeout or ctx0.options.get("guest_timeout", 600)),
-                               trace_kb=int(ctx0.options.get("guest_trace_kb") or DEFAULT_TRACE_KB))
+    res = _boot(built, machine, workdir, items[0][2], _events(), timeout=timeout)
     out = []
     for (run, pol), pres, (_, _, ctx, _) in zip(built, res.points, items):
         try:
-            r = to_result(pres, pol, machine, ctx, workdir, run.argv)
-            r.attrs.update({**run.disk.describe(), "mount_options": run.mount_options or "defaults"})
-            _disk_read_back(r.attrs, pres.files)
-            out.append(r)
+            out.append(_point_result(pres, run, pol, machine, ctx, workdir))
         except AbtError as exc:     # RunError, or ConfigError for a bad argument
             out.append(exc)
     return out
+
+
+def run_tool_batch(items, machine: Machine, workdir, tool, events) -> list:
+    """items: (argv_for(data_dir), point, ctx, data_bytes) of one third-party tool, run as
+    the guest's tool.exe (carried by the overlay tool.overlay beside the initramfs;
+    UnavailableError(tool.missing) when the build made none), with `events` traced; one
+    boot runs them all in order. Returns a ToolOutput or the RunError of each point."""
+    archive = guest.ensure_built()[1].with_name(tool.overlay)
+    if not archive.exists():
+        raise UnavailableError(tool.missing)
+    built = [guest_run(lambda d, _dilate, _trace, a=a: a(d), p, c, d, machine, i, exe=tool.exe)
+             for i, (a, p, c, d) in enumerate(items, 1)]
+    res = _boot(built, machine, workdir, items[0][2], events, overlays=[archive])
+    out = []
+    for (run, pol), pres, (_, _, ctx, _) in zip(built, res.points, items):
+        try:
+            base = _point_result(pres, run, pol, machine, ctx, workdir)   # raises for a failed point
+            extra = {k: v for k, v in base.scalars.items() if k != "jbd2_info_commits"}
+            out.append(ToolOutput(pres.stdout, run.argv,
+                                  guest_events(pres.files, machine.guest_kernel.printed),
+                                  base.scalars["jbd2_info_commits"], base.attrs, base.batches, extra))
+        except AbtError as exc:
+            out.append(exc)
+    return out
+
+
+def _boot(built, machine: Machine, workdir, ctx0, events, overlays=(), timeout=None):
+    """One guest boot for the built (GuestRun, policy) points, watched (BootWatch)."""
+    with phase(BootWatch(workdir, len(built), machine.label), runs=len(built)):
+        return guest.boot_batch([r for r, _ in built], machine, workdir, events=events,
+                                timeout=float(timeout or ctx0.options.get("guest_timeout") or 600),
+                                trace_kb=int(ctx0.options.get("guest_trace_kb") or DEFAULT_TRACE_KB),
+                                overlays=list(overlays))
+
+
+def _point_result(pres, run, pol, machine: Machine, ctx, workdir) -> RunResult:
+    """to_result, with the guest disk and mount options the point was given."""
+    r = to_result(pres, pol, machine, ctx, workdir, run.argv)
+    r.attrs.update({**run.disk.describe(), "mount_options": run.mount_options or "defaults"})
+    _disk_read_back(r.attrs, pres.files)
+    return r
 
 
 class BootWatch:
@@ -309,23 +324,5 @@ def _disk_read_back(attrs: dict, files: dict) -> None:
 
 
 def _events():
-    from ..system.tracefs import EVENTS
     # the workload's switch-outs with their stacks: why its writes slept (model.waits)
     return EVENTS + ("sched/sched_switch",)
-
-
-def run_in_guest(argv_for, point, ctx, data_bytes, machine=None, timeout=None) -> RunResult:
-    """One point, one boot: RunError if anything failed inside the guest."""
-    machine = machine_for(point, ctx, machine)
-    res = run_batch([(argv_for, point, ctx, data_bytes)], machine, ctx.workdir, timeout)[0]
-    if isinstance(res, Exception):
-        raise res
-    return res
-
-
-# -- a sweep's guest points, many per boot ------------------------------------------------
-def guest_key(point, ctx):
-    """The guest machine label a point runs on (its icount shift included), or None on the host."""
-    if not parse_machine(point.get("machine") or "host").is_guest:
-        return None
-    return machine_for(point, ctx).label

@@ -1,7 +1,8 @@
-"""The host machine: run one C workload on a fresh scratch ext4 with tracing, throttling and frequency set.
+"""The host machine: one point on a fresh scratch ext4 with tracing, throttling and
+frequency set -- an abtlab C workload (`run_workload`) or a third-party tool (`run_tool`).
 
-Shared by the iozone and metarates drivers: everything that touches the machine is
-entered as a context manager, so it is undone on every exit path.
+Everything that touches the machine is entered as a context manager, so it is undone
+on every exit path. abtlab.machines.dispatch decides which points come here.
 """
 from __future__ import annotations
 
@@ -14,15 +15,25 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import policies, trace
+from .. import model, policies, trace
 from ..data.result import RunResult
-from ..system.scratchfs import loop_devices
+from ..errors import ConfigError, RunError
+from ..factors.levels import MAX_IMAGE_MB
+from ..model.waits import wait_measures
+from ..policies.delayjc import load_batches, preload_env
+from ..system.cpufreq import FrequencyPin
+from ..system.device import DeviceThrottle, parse_profile
+from ..system.geometry import parse_geometry
+from ..system.scratchfs import ScratchFS, jbd2_commits, loop_devices
+from ..system.sleeps import comm_of, offcpu_table
+from ..system.slowdisk import SlowDisk
+from ..system.tracefs import JournalTrace
 from . import programs
 from .availability import Availability
 from .programs import check_exit
 
 __all__ = ["SCRATCH_OPTIONS", "check_data_fits", "real_available",
-           "run_workload", "scratch_on_device", "check_scratch_options",
+           "run_workload", "run_tool", "ToolOutput", "scratch_on_device", "check_scratch_options",
            "Prepared", "add_measures", "scratch_geometry", "image_mb", "mount_options_of",
            "drop_caches", "no_commits", "from_first_op"]
 
@@ -53,7 +64,6 @@ def _dilation(point, ctx):
     if mode == "emulated":
         return ctx.f_ref_ghz / float(point["freq_ghz"]), contextlib.nullcontext()
     if mode == "real":
-        from ..system.cpufreq import FrequencyPin
         return 1.0, FrequencyPin(int(round(float(point["freq_ghz"]) * 1e6)))
     return 1.0, contextlib.nullcontext()
 
@@ -66,7 +76,6 @@ def mount_options_of(policy, ctx) -> str:
 
 def scratch_geometry(options):
     """The scratch ext4's block size and journal (run options block_size, journal_mb)."""
-    from ..system.geometry import parse_geometry
     return parse_geometry(options.get("block_size"), options.get("journal_mb"))
 
 
@@ -80,8 +89,6 @@ def image_mb(options, data_bytes: int) -> int:
 
 def check_data_fits(data_bytes: int, field: str, given, per: str) -> None:
     """Refuse, before any run, a point whose data cannot fit the largest scratch image."""
-    from ..errors import ConfigError
-    from ..factors.levels import MAX_IMAGE_MB
     if image_mb({}, data_bytes) > MAX_IMAGE_MB:
         most = (MAX_IMAGE_MB - 128 - 4 * scratch_geometry({}).journal_mb) // 3
         raise ConfigError(field, given, f"a size whose data fits the largest scratch image "
@@ -91,7 +98,6 @@ def check_data_fits(data_bytes: int, field: str, given, per: str) -> None:
 def check_scratch_options(options: dict) -> dict:
     """Check the scratch filesystem's run options before anything runs; ConfigError
     naming the option. Returns options unchanged."""
-    from ..errors import ConfigError
     geometry = scratch_geometry(options)
     image = options.get("image_mb")
     if image is not None:
@@ -108,33 +114,18 @@ def check_scratch_options(options: dict) -> dict:
 def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 900) -> RunResult:
     """argv_for(data_dir, dilate, trace_path) -> argv. Returns the RunResult with raw
     ops, commits, batches and attrs; the driver adds the model's scalars."""
-    from ..system.device import parse_profile
-    from ..system.scratchfs import jbd2_commits
-    from ..model.waits import wait_measures
-    from ..system.sleeps import comm_of, offcpu_table
-    from ..system.tracefs import JournalTrace
     policy = policies.parse(point["policy"])
-    profile = parse_profile(point.get("device", "none"))
     dilate, freq_cm = _dilation(point, ctx)
     drop_caches()
     with contextlib.ExitStack() as stack:
-        fs, thr = stack.enter_context(scratch_on_device(
-            profile, image_mb(ctx.options, data_bytes), policy.journal, mount_options_of(policy, ctx),
-            ctx.workdir, scratch_geometry(ctx.options)))
-        data_dir = Path(fs.mountpoint) / "data"
-        data_dir.mkdir()
-        os.sync()
+        fs, thr, data_dir = _scratch(stack, point, ctx, data_bytes, policy)
         tpath = Path(ctx.workdir) / f"ops-{os.getpid()}.trace"
-        bpath = Path(ctx.workdir) / f"batches-{os.getpid()}.trace"
         argv = [str(a) for a in argv_for(data_dir, dilate, tpath)]
         # the journal's commits, and why the workload's threads slept (model.waits)
         jt = stack.enter_context(JournalTrace(fs.dev_t, sleeps_of=comm_of(argv[0]))) \
             if policy.journal else None
         stack.enter_context(freq_cm)
-        env = dict(os.environ)
-        if policy.needs_preload:
-            from ..policies.delayjc import preload_env
-            env.update(preload_env(policy, bpath))
+        env, bpath = _env(policy, ctx)
         before = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
         disk0 = thr.snapshot() if hasattr(thr, "snapshot") else None
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
@@ -145,17 +136,80 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         commits = from_first_op(jt.commits(), ops) if jt is not None else no_commits()
         waits = (wait_measures(ops, offcpu_table(jt.lines(), jt.sleeps_of), commits)
                  if jt is not None and jt.stacks else {})
-        batches = _batches(bpath) if policy.needs_preload else None
+        batches = _batches(bpath)
         attrs = {"freq_mode": "emulated" if ctx.freq_mode == "emulated"
                  else "real", **fs.describe(), **thr.describe()}
     if ctx.freq_mode == "emulated":
         attrs["f_ref_ghz"] = ctx.f_ref_ghz
         attrs["freq_emulation"] = ("each op's thread CPU time dilated by f_ref/f with spinning "
                                    "right after the call; device and blocked time not dilated")
-    for p in (tpath, bpath):
-        p.unlink(missing_ok=True)
+    tpath.unlink(missing_ok=True)
     scalars = {"jbd2_info_commits": float(after - before), **disk, **waits}
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+@dataclass
+class ToolOutput:
+    """What a machine gives back for one run of a tool, before its window is read
+    (abtlab.machines.tool_runner.read): its output, the traced events, the journal's
+    own commit count, the machine's attrs, delayJC batches, and scalars of its own."""
+    stdout: str
+    argv: list
+    events: list
+    jbd2_info_commits: float
+    attrs: dict
+    batches: dict | None = None
+    scalars: dict = field(default_factory=dict)
+
+
+def run_tool(argv_for, point: dict, ctx, data_bytes: int, events, timeout: float = 900) -> ToolOutput:
+    """argv_for(".") -> argv, run in the scratch data directory as run_workload runs
+    abtlab's programs, with `events` traced on the scratch device. The caller refuses an
+    emulated frequency first (a real tool cannot dilate its CPU time)."""
+    policy = policies.parse(point["policy"])
+    drop_caches()
+    with contextlib.ExitStack() as stack:
+        fs, thr, data_dir = _scratch(stack, point, ctx, data_bytes, policy)
+        jt = stack.enter_context(JournalTrace(fs.dev_t, events=events, buffer_size_kb=32768))
+        stack.enter_context(_dilation(point, ctx)[1])
+        env, bpath = _env(policy, ctx)
+        # the tool runs in data_dir and is given relative paths, so its recorded
+        # command line is the same for every run
+        argv = [str(a) for a in argv_for(".")]
+        before = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
+                              cwd=data_dir)
+        after = jbd2_commits(fs.jbd2_name) if fs.jbd2_name else 0
+        if proc.returncode != 0:
+            raise RunError(f"{Path(argv[0]).name} exited {proc.returncode}: "
+                           f"{(proc.stderr or proc.stdout).strip()[-2000:]}")
+        if (lost := jt.lost()):   # a window from a wrapped buffer would start late
+            raise RunError(f"{lost} trace events lost during {Path(argv[0]).name}: fewer threads")
+        traced = jt.read()
+        attrs = {"freq_mode": "real", **fs.describe(), **thr.describe()}
+    return ToolOutput(proc.stdout, argv, traced, float(after - before), attrs, _batches(bpath))
+
+
+def _scratch(stack, point, ctx, data_bytes, policy):
+    """The point's fresh scratch ext4 entered on stack: (fs, device, its empty data
+    directory), synced so the run starts from a settled journal."""
+    fs, thr = stack.enter_context(scratch_on_device(
+        parse_profile(point.get("device", "none")), image_mb(ctx.options, data_bytes),
+        policy.journal, mount_options_of(policy, ctx), ctx.workdir, scratch_geometry(ctx.options)))
+    data_dir = Path(fs.mountpoint) / "data"
+    data_dir.mkdir()
+    os.sync()
+    return fs, thr, data_dir
+
+
+def _env(policy, ctx):
+    """The environment, and where the delayJC preload writes its batches (or None)."""
+    env = dict(os.environ)
+    if not policy.needs_preload:
+        return env, None
+    bpath = Path(ctx.workdir) / f"batches-{os.getpid()}.trace"
+    env.update(preload_env(policy, bpath))
+    return env, bpath
 
 
 def _disk_delta(before: dict, after: dict) -> dict:
@@ -169,9 +223,6 @@ def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=
 
     A latency profile puts the image on the emulated slow disk (FUSE); a throttle
     profile limits the loop device with blkio. Everything is undone on exit."""
-    from ..system.device import DeviceThrottle, parse_profile
-    from ..system.scratchfs import ScratchFS
-    from ..system.slowdisk import SlowDisk
     profile = parse_profile(profile) if isinstance(profile, str) else profile
     with contextlib.ExitStack() as stack:
         disk = stack.enter_context(SlowDisk(profile, workdir)) if profile.kind == "latency" else None
@@ -194,7 +245,6 @@ class Prepared:
 
 
 def add_measures(res: RunResult, prep: Prepared) -> RunResult:
-    from .. import model
     res.scalars.update(model.measures(res.ops, res.commits, prep.workload, **prep.measure_kw))
     if res.batches is not None:
         res.scalars["batches"] = float(len(res.batches["open"]))
@@ -222,6 +272,12 @@ def from_first_op(commits: dict, ops) -> dict:
     return {k: np.asarray(v)[keep] for k, v in commits.items()}
 
 
-def _batches(path):
-    from ..policies.delayjc import load_batches
-    return load_batches(path) if Path(path).exists() else None
+def _batches(bpath):
+    """delayJC batches of every process of the run (one stats file each), then removed."""
+    if bpath is None or not bpath.exists():
+        return None
+    try:
+        return load_batches(bpath)
+    finally:
+        for p in bpath.parent.glob(bpath.name + "*"):
+            p.unlink(missing_ok=True)

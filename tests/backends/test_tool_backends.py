@@ -64,10 +64,12 @@ def test_mdtest_default_writes_4096_bytes_and_checks_mpirun(monkeypatch):
 
 def test_emulated_frequency_is_refused_before_any_set_up(tmp_path):
     from abtlab.backends.base import RunContext
-    from abtlab.machines.tool_runner import run_tool
+    from abtlab.machines.dispatch import run_tool
+    from abtlab.machines.tool_runner import ToolJob
     ctx = RunContext(workdir=tmp_path, freq_mode="emulated", f_ref_ghz=3.3)
+    job = ToolJob("true", "ABTLAB_TRUE", lambda exe, d: [exe], 0, (), ())
     with pytest.raises(ConfigError, match="freq"):
-        run_tool(lambda d: ["true"], {**POINT, "freq_ghz": 1.6}, ctx, 0, (), ())
+        run_tool(job, {**POINT, "freq_ghz": 1.6}, ctx)
     assert not list(tmp_path.iterdir())
 
 

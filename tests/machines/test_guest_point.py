@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from abtlab import policies, trace
-from abtlab.machines import guest_point, host
+from abtlab.machines import dispatch, guest_point, host
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, RunError
 from abtlab.machines.spec import parse_machine
@@ -68,7 +68,7 @@ def test_guest_point_has_ops_commits_and_machine_attrs(tmp_path, monkeypatch):
     ctx = RunContext(workdir=tmp_path, seed=7, freq_mode="emulated", f_ref_ghz=3.3)
     point = {"policy": "kdelayjc:window=2ms,max_resets=8", "device": "hdd7200", "freq_ghz": 1.65,
              "machine": "guest:shift=1"}
-    res = guest_point.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest:shift=1"))
+    res = dispatch.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest:shift=1"))
     run = seen["runs"][0]
     assert run.argv[:3] == ["/abt/abt-iozone", "--threads", "2"] and "2.000000" in run.argv
     assert run.knobs[:2] == [(guest_point.DELAYJC_KNOBS[0], 8), (guest_point.DELAYJC_KNOBS[1], 2000)]
@@ -103,26 +103,26 @@ def test_trace_on_another_clock_fails_the_point(tmp_path, monkeypatch):
     files = _files(tmp_path, marker_us=(100, 990))   # a marker outside its two clock reads
     _fake_boot(monkeypatch, files, {})
     with pytest.raises(RunError, match="disagree"):
-        guest_point.run_in_guest(_argv, {"policy": "ext4", "device": "none"},
+        dispatch.run_in_guest(_argv, {"policy": "ext4", "device": "none"},
                                  RunContext(workdir=tmp_path), 1, "guest")
 
 
 def test_failed_point_names_its_step_and_lost_events_fail(tmp_path, monkeypatch):
     _fake_boot(monkeypatch, {**_files(tmp_path), "status": b"mkfs\n"}, {})
     with pytest.raises(RunError, match="failed at 'mkfs'"):
-        guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
+        dispatch.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
     _fake_boot(monkeypatch, {**_files(tmp_path), "trace.stats": b"overrun: 12\n"}, {})
     with pytest.raises(RunError, match="12 trace events lost.*guest_trace_kb"):
-        guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
+        dispatch.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
 
 
 def test_trace_buffer_is_a_run_option_checked_before_the_boot(tmp_path, monkeypatch):
     seen = {}
     _fake_boot(monkeypatch, _files(tmp_path), seen)
-    guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
+    dispatch.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=tmp_path), 1, "guest")
     assert seen["trace_kb"] == guest.DEFAULT_TRACE_KB
     ctx = RunContext(workdir=tmp_path, options={"guest_trace_kb": 65536})
-    guest_point.run_in_guest(_argv, {"policy": "ext4"}, ctx, 1, "guest")
+    dispatch.run_in_guest(_argv, {"policy": "ext4"}, ctx, 1, "guest")
     assert seen["trace_kb"] == 65536
     for bad in ("lots", 512, True):
         with pytest.raises(ConfigError) as err:
@@ -134,7 +134,7 @@ def test_real_frequencies_are_refused_before_the_guest_boots(tmp_path, monkeypat
     monkeypatch.setattr(guest, "boot_batch", lambda *a, **k: pytest.fail("booted"))
     ctx = RunContext(workdir=tmp_path, freq_mode="real", f_ref_ghz=3.3)
     with pytest.raises(ConfigError) as err:
-        guest_point.run_in_guest(_argv, {"policy": "ext4", "freq_ghz": 1.6}, ctx, 1, "guest")
+        dispatch.run_in_guest(_argv, {"policy": "ext4", "freq_ghz": 1.6}, ctx, 1, "guest")
     assert err.value.field == "freq"
 
 
@@ -147,7 +147,7 @@ def test_failure_inside_the_guest_leaves_no_qemu_or_files(tmp_path, monkeypatch)
     monkeypatch.setattr(guest, "qemu_argv", lambda *a: ["sh", "-c", "echo Kernel panic; exit 1", "x"])
     work = tmp_path / "w"
     with pytest.raises(RunError, match="qemu exited 1"):
-        guest_point.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=work), 1, "guest")
+        dispatch.run_in_guest(_argv, {"policy": "ext4"}, RunContext(workdir=work), 1, "guest")
     assert not list(work.glob("guest-*")) and not any("guest" in p for p in cleanup.pending())
 
 
@@ -162,7 +162,7 @@ def test_a_workload_exit_in_the_guest_follows_the_host_convention(tmp_path, monk
         files = {**_files(tmp_path), "rc": f"{rc}\n".encode(), "stderr": err}
         _fake_boot(monkeypatch, files, {})
         with pytest.raises(raised) as e:
-            guest_point.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest"))
+            dispatch.run_in_guest(_argv, point, ctx, 1 << 20, parse_machine("guest"))
         assert ("threads" == e.value.field) if rc == 2 else "No space left" in str(e.value)
 
 

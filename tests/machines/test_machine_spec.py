@@ -95,7 +95,7 @@ def test_knob_items_need_the_knobs_module_or_reach_it():
 
 def test_virtual_frequency_is_an_icount_shift_of_guests_only():
     from abtlab.backends.base import RunContext
-    from abtlab.machines.guest_point import machine_for
+    from abtlab.machines.dispatch import machine_for
     from abtlab.factors.levels import parse_freq
     assert parse_freq("virtual:1,0.5,0.125").levels == [1.0, 0.5, 0.125]
     with pytest.raises(ConfigError):
