@@ -19,7 +19,6 @@ import numpy as np
 
 from ..data import runs, schema
 from ..errors import ConfigError
-from ..machines.kernel_knobs import parse_knobs
 from ..machines.spec import parse_machine
 from ..model import fit_sim_params
 from ..model.calibrate import cpu_scale
@@ -181,9 +180,9 @@ def _machine_attrs(ds, sel) -> dict:
     m = parse_machine(str(label))
     if not m.is_guest:                     # the host: none of the guests' settings
         return {k: v for k, v in attrs.items() if not k.startswith(("guest_", "kernel_"))}
-    knobs = parse_knobs(m.kernel or "6.1", **dict(m.knobs))
+    knobs, own = m.kernel_knobs, m.attrs()
     attrs.update(knobs.attrs(), mount_options=knobs.mount_options(),
-                 guest_cpus=str(m.cpus or 1), guest_disk_queue_depth=str(m.depth))
+                 **{k: own[k] for k in ("guest_cpus", "guest_disk_queue_depth")})
     return attrs
 
 
