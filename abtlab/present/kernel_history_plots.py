@@ -4,13 +4,20 @@ kernel. Each row is labelled with its kind of data (measured with emulated frequ
 virtual time, simulated); a missing row says why it is missing."""
 from __future__ import annotations
 
-import numpy as np
+import textwrap
 
-from ..data import schema
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from ..data import runs, schema
 from ..errors import ConfigError
+from ..stats.values import provenance_label
 from ..studies.kernel_history import ROWS, History
-from .kernel_history_tables import ratio_table
 from .figures import finish
+from .kernel_history_tables import ratio_table
+from .paper_terms import PAPER_IOZONE, unblocked_var
+from .study_plots import plot_commit_timeline
 
 __all__ = ["plot_ratios", "plot_unblocked", "plot_timelines"]
 
@@ -27,7 +34,6 @@ def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
     """Ratio f_high/f_low of throughput per study row, one marker per policy, with its
     CI and a line at 1 (below it: slower at the higher frequency): the paper's (write op
     timed) filled, the one with the fsync timed (IOzone -e) hollow beside it."""
-    import matplotlib.pyplot as plt
     df = ratio_table(hist, f_low, f_high, level)
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -68,7 +74,6 @@ def plot_ratios(hist: History, f_low=None, f_high=None, level=0.95, ax=None):
 
 def _log_ratio_axis(ax, df) -> None:
     """Ratios on a log scale (0.5 and 2 equally far from 1), ticks as plain numbers."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     vals = df[["ratio", "ci_low", "ci_high", "fsync_ratio"]].to_numpy(float).ravel()
     vals = vals[np.isfinite(vals) & (vals > 0)]
     lo, hi = (min(vals.min(), 0.5), max(vals.max(), 2.0)) if vals.size else (0.5, 2.0)
@@ -85,8 +90,6 @@ def plot_unblocked(hist: History, policy="ext4", ax=None):
     row: solid where the run recorded why writes slept (trace evidence), dashed and
     labelled where only span overlap counts them (not the paper's count); the paper's
     240 -> 40 of 256 in grey (a fraction, so a point of another size sits beside it)."""
-    import matplotlib.pyplot as plt
-    from .paper_terms import PAPER_IOZONE, unblocked_var
     if ax is None:
         fig, ax = plt.subplots(figsize=(6, 3.6))
     else:
@@ -117,12 +120,10 @@ def plot_unblocked(hist: History, policy="ext4", ax=None):
 
 
 def _label(ds) -> str:
-    from ..stats.values import provenance_label
     return provenance_label(ds)
 
 
 def _wrap(text: str, width: int = 28) -> str:
-    import textwrap
     return "\n".join(textwrap.wrap(text, width)[:5])
 
 
@@ -137,10 +138,6 @@ def plot_timelines(hist: History, policy="ext4", freqs=None, max_threads=64):
     writes coloured by class (X not blocked, I released inside a commit, Z partially, Y
     fully blocked; eqs. 4-6)
     with the journal commits drawn over them (abtlab.present.study_plots.plot_commit_timeline)."""
-    import matplotlib.pyplot as plt
-    from ..data import runs
-    from .study_plots import plot_commit_timeline
-    from ..stats.values import provenance_label
     freqs = list(freqs or (hist.point.freqs[0], hist.point.freqs[-1]))
     rows = [r for r in ROWS if r in hist.runs and "op_run" in hist.runs[r]]
     if not rows:

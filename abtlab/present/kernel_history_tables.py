@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..data import schema
 from ..errors import ConfigError
+from ..model import terms
+from ..stats import format_ratio, test_slowdown
+from ..stats.values import provenance_label
 from ..studies.kernel_history import ROWS, History
 
 __all__ = ["ratio_table", "answer_table", "mechanism_table", "terms_table"]
@@ -17,8 +22,8 @@ def ratio_table(hist: History, f_low=None, f_high=None, level=0.95):
     """One row per (study row, policy): throughput ratio f_high/f_low with its CI
     (Fieller) and the one-sided test of "slower at f_high" (abtlab.stats.test_slowdown),
     the kind of data, and for a missing study row the reason in `note`."""
+    # deferred: pandas adds ~0.35 s CPU to `abtlab lab`'s start (classroom -> paper_terms -> here)
     import pandas as pd
-    from ..stats.values import provenance_label
     pt = hist.point
     f_low = pt.freqs[0] if f_low is None else f_low
     f_high = pt.freqs[-1] if f_high is None else f_high
@@ -41,8 +46,6 @@ def ratio_table(hist: History, f_low=None, f_high=None, level=0.95):
 def _ratio_row(ds, f_low, f_high, level) -> dict:
     """The paper's throughput (write op timed) ratio with its test, and the -e one
     (fsync timed) beside it when the run has it."""
-    import numpy as np
-    from ..stats import test_slowdown
     t = test_slowdown(ds, "throughput", f_low, f_high, level=level)
     fs = {"fsync_ratio": math.nan, "fsync_ci_low": math.nan, "fsync_ci_high": math.nan}
     if "throughput_fsync" in ds and np.isfinite(ds["throughput_fsync"].values).any():
@@ -70,7 +73,6 @@ def answer_table(hist: History, policy="ext4", f_low=None, f_high=None, level=0.
     throughput (write op timed) as '0.53 [0.45, 0.61]', the kind of data, the ratio with
     the fsync timed (IOzone -e) beside it, n per frequency and the verdict (on the
     paper's quantity), or why the row is missing."""
-    from ..stats import format_ratio
     if policy not in hist.point.policies:
         raise ConfigError("policy", policy, "a policy of the study: " + ", ".join(hist.point.policies))
     df = ratio_table(hist, f_low, f_high, level)
@@ -97,8 +99,7 @@ def mechanism_table(hist: History, policy="ext4"):
     timed, and with the fsync timed), journal commits, unblocked threads (the trace
     evidence, where the run recorded it), writers whose write op shares no time with a
     commit (span overlap, not the paper's count) and the mean commit wait (ms)."""
-    import pandas as pd
-    from ..stats.values import provenance_label
+    import pandas as pd                 # deferred: see ratio_table
     cols = {"throughput": ("throughput_MB_s", 1e-6), "throughput_fsync": ("with_fsync_MB_s", 1e-6),
             "commits": ("commits", 1),
             "unblocked_threads": ("unblocked_threads", 1), "threads_clear_of_commits": ("no_commit_overlap", 1),
@@ -126,9 +127,7 @@ def terms_table(hist: History, policy="ext4"):
     (abtlab.model.terms, in ms; `writers_before_first_commit` a count): whether the lead
     writer's delay to the first commit shrinks with the clock faster than the others'
     lag behind it."""
-    import pandas as pd
-    from ..model import terms
-    from ..stats.values import provenance_label
+    import pandas as pd                 # deferred: see ratio_table
     frames = []
     for row in ROWS:
         ds = hist.runs.get(row)

@@ -126,8 +126,8 @@ def _kernel_config():
     """Encrypt the kernel's local TCP channels where the kernel can (CurveZMQ), so that
     ipykernel >= 7.3 does not warn about plain text on every notebook; elsewhere as before."""
     KernelManager = _require("jupyter_client.manager").KernelManager
-    import zmq                                 # jupyter_client's own dependency
-    from traitlets.config import Config
+    import zmq                      # deferred: jupyter_client's own dependency, extra [notebooks]
+    from traitlets.config import Config     # deferred: as zmq
     if not (zmq.has("curve") and KernelManager.class_traits().get("transport_encryption")):
         return Config()
     return Config({"KernelManager": {"transport_encryption": "auto"}})

@@ -2,9 +2,17 @@
 timeline of one run (their data: abtlab.studies.notebook_studies)."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import NullLocator
+
 from ..data import runs
 from ..errors import ConfigError
+from ..model import classify
+from ..model.classify import I, X, Y, Z
+from ..stats.values import provenance_label
 from ..studies.notebook_studies import delay_table
+from ..trace import Op
 from .figures import finish
 
 __all__ = ["plot_delay_tradeoff", "plot_commit_timeline"]
@@ -13,9 +21,6 @@ __all__ = ["plot_delay_tradeoff", "plot_commit_timeline"]
 def plot_delay_tradeoff(ds, threads=None):
     """Throughput and commit wait against the delay window, one line per frequency;
     ext4 (no delay) dashed. Title says the data is simulated when it is."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullLocator
-    from ..stats.values import provenance_label
     df = delay_table(ds)
     threads = int(df.threads.max()) if threads is None else threads
     df = df[df.threads == threads]
@@ -46,12 +51,6 @@ def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
     over all commits (X not blocked, I released inside a commit, Z partially, Y fully;
     eqs. 4-6) with the journal commits shaded. run_id: one run of ds (default: the first
     one with commits)."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from ..model import classify
-    from ..model.classify import I, X, Y, Z
-    from ..stats.values import provenance_label
-    from ..trace import Op
     if "op_run" not in ds:
         raise ConfigError("ds", "no traces", "a dataset with op and commit traces")
     ids = runs.run_ids(ds)
@@ -91,7 +90,6 @@ def plot_commit_timeline(ds, run_id=None, ax=None, max_threads=64):
 def _write_ops(writes, tids):
     """(row, first write's start, last write's end) of each of `tids` that wrote, rows in
     the order of tids."""
-    import numpy as np
     u, inv = np.unique(writes["tid"], return_inverse=True)
     first = np.full(u.size, np.iinfo(np.int64).max)
     last = np.full(u.size, np.iinfo(np.int64).min)

@@ -3,16 +3,18 @@ spinlock vs mutex heatmaps beside the paper's grid, direct vs buffered speedup b
 block size."""
 from __future__ import annotations
 
+import matplotlib
+import matplotlib.colors as mcolors
 import numpy as np
 import xarray as xr
 
+from ..backends.dio import WORKLOADS
 from ..studies.syscalls import PAPER_DIO, compare
 
 __all__ = ["plot_lock_comparison", "plot_dio_comparison"]
 
 
 def _heat(ax, da, title, cmap, vlim, fmt="{:.1f}"):
-    import matplotlib.colors as mcolors
     norm = mcolors.TwoSlopeNorm(vmin=-vlim, vcenter=0, vmax=vlim)
     vals = da.transpose("threads", "work").values
     im = ax.imshow(np.clip(vals if "diff" in title else np.log2(vals), -vlim, vlim), cmap=cmap,
@@ -35,9 +37,9 @@ def _short(w):
 def plot_lock_comparison(here: xr.Dataset, ref: xr.Dataset | None = None, path=None):
     """Three heatmaps on the common grid: spin_speedup measured here, the paper's, and
     log2(here / paper). Green: spinlock faster. Returns the figure; saves it to path."""
-    import matplotlib
     if path is not None:
         matplotlib.use("Agg", force=False)
+    # deferred: pyplot loads after the Agg choice above (a later use() would close figures)
     import matplotlib.pyplot as plt
     c = compare(here, ref)
     hw_here, hw_paper = c.attrs["hardware_threads_here"], c.attrs["hardware_threads_paper"]
@@ -58,11 +60,9 @@ def plot_lock_comparison(here: xr.Dataset, ref: xr.Dataset | None = None, path=N
 def plot_dio_comparison(ds: xr.Dataset, path=None):
     """direct_speedup (t_buffered / t_direct) with CIs vs block size, one panel per
     workload, and the paper's 1.25 at 4 KiB single-block overwrite."""
-    import matplotlib
     if path is not None:
         matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    from ..backends.dio import WORKLOADS
+    import matplotlib.pyplot as plt     # deferred: see plot_lock_comparison
     n = ds.workload.size
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.8), squeeze=False, constrained_layout=True)
     for ax, w in zip(axes[0], ds.workload.values):

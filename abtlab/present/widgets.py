@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import os
 
+import matplotlib.pyplot as plt
+
+from .. import sera
+from ..extras import require
 from ..studies.explorer_points import DELAY_MEASURES, delay_point, frequency_point
 from .figures import finish
 
@@ -32,7 +36,7 @@ def is_static(static=None) -> bool:
     if os.environ.get("ABTLAB_STATIC") == "1":
         return True
     try:
-        # deferred: IPython is optional or only for this
+        # deferred: IPython comes with the optional extra [notebooks]; without it, static
         from IPython import get_ipython
     except ImportError:
         return True
@@ -42,8 +46,6 @@ def is_static(static=None) -> bool:
 
 def delay_figure(result: dict):
     """Bars of ext4 vs delayJC for each measure of delay_point(); closed, displayable."""
-    # deferred: matplotlib is heavy; `import abtlab` and `abtlab run` do without it
-    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
     for ax, (m, label) in zip(axes, _MEASURES):
         ax.bar(["ext4", "delayJC"], [result["ext4"][m], result["delayjc"][m]],
@@ -59,8 +61,6 @@ def delay_figure(result: dict):
 
 def frequency_figure(df):
     """Time, energy and EDP relative to fixed-high per policy; closed, displayable."""
-    # deferred: matplotlib is heavy; `import abtlab` and `abtlab run` do without it
-    import matplotlib.pyplot as plt
     base = [c for c in df.columns if c.startswith("time_s_vs_")][0].removeprefix("time_s_vs_")
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8), sharey=True)
     for ax, col in zip(axes, ("time_s", "energy_j", "edp")):
@@ -76,8 +76,6 @@ def frequency_figure(df):
 
 
 def _ipywidgets():
-    # deferred: the optional ipywidgets go through extras.require
-    from ..extras import require
     return require("ipywidgets", "notebooks", "the live explorers (static=True draws the figure "
                    "without them)")
 
@@ -99,7 +97,7 @@ class Explorer:
         return {k: c.value for k, c in self.controls.items()}
 
     def update(self):
-        # deferred: IPython is optional or only for this
+        # deferred: IPython comes with the optional extra [notebooks] (as ipywidgets)
         from IPython.display import display
         self.result = self.compute(**self.values())
         self.out.clear_output(wait=True)
@@ -126,8 +124,6 @@ def delay_explorer(static=None, **defaults):
 
 def frequency_explorer(static=None, **defaults):
     """The frequency-policy explorer (live controls), or its default as a static figure."""
-    # deferred: sera (numpy and up) only for the frequency-policy explorer
-    from .. import sera
     d = {**dict(workload="iozone", tol=0.02, up_threshold=0.8), **defaults}
     if is_static(static):
         return frequency_figure(frequency_point(**d))

@@ -4,7 +4,9 @@ ext4 against delayJC at one window, `frequency_point` the SERA-IO comparison of 
 frequency policies on one workload."""
 from __future__ import annotations
 
+from .. import sera
 from ..errors import ConfigError
+from .notebook_studies import delay_sweep, delay_table
 
 __all__ = ["delay_point", "frequency_point", "DELAY_MEASURES"]
 
@@ -17,7 +19,6 @@ def delay_point(window_ms=16.0, max_resets=64, threads=256, freq_ghz=3.3, reps=3
     """Simulated ext4 and delayJC (window, max resets) at one point.
     Returns {"ext4": {...}, "delayjc": {...}} of throughput_mib_s, unblocked_threads,
     commit_wait_ms (means over reps)."""
-    from .notebook_studies import delay_sweep, delay_table
     if not isinstance(threads, int) or threads < 1:
         raise ConfigError("threads", threads, "an integer >= 1")
     if not isinstance(freq_ghz, (int, float)) or freq_ghz <= 0:
@@ -35,7 +36,6 @@ def frequency_point(workload="iozone", tol=0.02, up_threshold=0.8,
                     freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0):
     """sera.compare on one simulated workload: a DataFrame, one row per frequency policy
     (time, modelled energy, EDP and their ratios to fixed-high)."""
-    from .. import sera
     if workload not in sera.WORKLOADS:
         raise ConfigError("workload", workload, " | ".join(sera.WORKLOADS))
     wl = sera.sim_workloads(names=(workload,), freqs=tuple(freqs), reps=int(reps), seed=int(seed))

@@ -25,8 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import about
+from ..backends import get as get_backend
 from ..data import schema
+from ..data.store import load as load_dataset
 from ..errors import ConfigError, UnavailableError
+from ..factors.levels import parse_ints, parse_size, parse_words
+from ..machines.spec import Machine, parse_machine
+from ..model.remeasure import upgrade
+from ..policies import parse as parse_policy
 
 __all__ = ["ROWS", "DATA_CHOICES", "Point", "History", "make_point", "history_data",
            "guest_machines", "guest_ready", "kernel_key", "add_dataset_rows"]
@@ -64,8 +70,6 @@ class History:
 def make_point(threads=32, file_size="64k", record_size="32k", device="hdd7200", depth=1,
                policy="ext4,nojc", freqs="1.6,3.3", reps=2, seed=1) -> Point:
     """The point, checked: ConfigError naming the notebook parameter."""
-    from ..factors.levels import parse_ints, parse_size, parse_words
-    from ..policies import parse
     if isinstance(threads, bool) or len(parse_ints(threads, "threads")) != 1:
         raise ConfigError("threads", threads, "one thread count, e.g. 64")
     fs, rs = parse_size(file_size, "file_size"), parse_size(record_size, "record_size")
@@ -73,7 +77,7 @@ def make_point(threads=32, file_size="64k", record_size="32k", device="hdd7200",
         raise ConfigError("record_size", record_size, f"a size that divides file_size ({fs} bytes)")
     pols = tuple(parse_words(policy, "policy"))
     for p in pols:
-        parse(p)
+        parse_policy(p)
     if "ext4" not in pols:
         raise ConfigError("policy", policy, "a list including ext4 (the table's policy)")
     fq = tuple(sorted({_freq(f) for f in str(freqs).split(",") if f.strip()}))
@@ -101,19 +105,22 @@ def _freq(text) -> float:
 
 def guest_machines(depth: int) -> dict:
     """Row -> --machine spec of the two guests (canonical labels)."""
-    from ..machines.spec import parse_machine
+    return {row: m.label for row, m in _guests(depth).items()}
+
+
+def _guests(depth: int) -> dict[str, Machine]:
+    """Row -> the Machine of the two guests, parsed once here."""
     tail = f",depth={depth}" if depth != 1 else ""
-    return {STOCK: parse_machine(f"guest:kernel=6.1{tail}").label,
-            LEGACY: parse_machine(f"guest:kernel=6.1-legacy{tail}").label}
+    return {STOCK: parse_machine(f"guest:kernel=6.1{tail}"),
+            LEGACY: parse_machine(f"guest:kernel=6.1-legacy{tail}")}
 
 
 def guest_ready() -> tuple[bool, str]:
     """(ok, reason): the guest can boot here without a kernel build (its image for the
     current patch series and config is in the cache): a build takes tens of minutes."""
-    from ..machines import guest
-    ok, why = guest.available()
-    if not ok:
-        return False, why
+    avail = parse_machine("guest").available()     # can qemu boot a guest here
+    if not avail:
+        return False, avail.reason
     cache = Path(os.environ.get("ABTLAB_KERNEL_CACHE", "/var/cache/abtlab/kernel"))
     if not (cache / kernel_key() / "bzImage").is_file():
         return False, ("the guest kernel is not built yet (make -C native/kernel, once; "
@@ -137,8 +144,6 @@ def history_data(data="auto", point: Point | None = None, quiet=False) -> Histor
         _host_row(hist, data, quiet)
         _guest_rows(hist, data, quiet)
     else:
-        from ..data.store import load as load_dataset
-        from ..model.remeasure import upgrade
         add_dataset_rows(hist, upgrade(load_dataset(data)), Path(data).name)
     hist.runs[SIM] = _run("sim", point, quiet, freq=",".join(map(str, point.freqs)),
                           params=sim_params(hist))
@@ -153,6 +158,8 @@ def sim_params(hist: History) -> dict:
     legacy = hist.runs.get(LEGACY)
     if legacy is None or "op_run" not in legacy:
         return {"queue_depth": hist.point.depth}
+    # deferred: the simulator's calibration adds ~25 ms CPU to `abtlab lab`'s start
+    # (classroom -> paper_terms -> kernel_history_tables -> this module)
     from ..sim.calibration import calibrate
     sel = {"policy": "ext4"} if "policy" in legacy.dims else {}
     params = calibrate(legacy, **sel)
@@ -161,6 +168,7 @@ def sim_params(hist: History) -> dict:
 
 
 def _run(backend, point: Point, quiet, **kw):
+    # deferred: the sweep machinery adds ~12 ms CPU to `abtlab lab`'s start (see sim_params)
     from ..sweep.runner import run as run_sweep
     return run_sweep(backend, threads=point.threads, file_size=point.file_size,
                      record_size=point.record_size, policy=",".join(point.policies),
@@ -175,8 +183,7 @@ def _host_row(hist: History, data: str, quiet) -> None:
     if data != "auto":
         hist.missing[HOST] = f"not asked for (data={data!r})"
         return
-    from ..backends import get
-    avail = get("iozone").available()
+    avail = get_backend("iozone").available()
     if not avail:
         hist.missing[HOST] = f"cannot run here: {avail.reason}"
         return
@@ -190,7 +197,7 @@ def _guest_rows(hist: History, data: str, quiet) -> None:
             hist.missing[row] = "not asked for (data='sim': the simulator only)"
         return
     ok, why = guest_ready() if data == "auto" else (True, "")
-    for row, machine in guest_machines(hist.point.depth).items():
+    for row, machine in _guests(hist.point.depth).items():
         if not ok:
             hist.missing[row] = f"cannot run here: {why}"
             continue

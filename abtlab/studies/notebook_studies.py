@@ -14,8 +14,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
+from .. import about
+from ..backends import get as get_backend
+from ..bps import metrics
 from ..data import runs
+from ..data.store import load as load_dataset
 from ..errors import ConfigError, UnavailableError
+from ..factors.levels import parse_size, parse_words
+from ..model import measures
+from ..model.remeasure import upgrade
+from ..policies import parse as parse_policy
 
 __all__ = ["real_available", "study_data", "lab_data", "lab_delay_policies", "delay_policies", "delay_sweep", "delay_table",
            "trace_measures", "trace_metrics", "frequency_workloads",
@@ -27,8 +37,7 @@ _MS = 1e-3
 
 def real_available(backend: str = "iozone") -> bool:
     """True when `backend` can run on this machine now."""
-    from ..backends import get
-    return bool(get(backend).available().ok)
+    return bool(get_backend(backend).available().ok)
 
 
 def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=False, guest=None):
@@ -40,7 +49,9 @@ def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=False, gu
     sim: factors for run_sweep("sim", ...); real: factors for the real backend, with
     a "backend" key (default "iozone"); without `real`, "auto" means the simulator.
     guest: the same for data="guest", with a "machine" key (a guest spec)."""
-    from ..data.store import load as load_dataset
+    # deferred (here and below): the sweep machinery, machine specs, the simulator, SERA-IO
+    # and pandas add 29, 15, 38, 20 and 340 ms CPU to `abtlab report`'s parent process,
+    # which imports this module for real_available before any notebook runs
     from ..sweep.runner import run as run_sweep
     data = str(data)
     if data == "guest":
@@ -62,22 +73,22 @@ def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=False, gu
 
 def _guest_data(guest, reps, seed, quiet):
     """The study's point on a guest machine; UnavailableError when it cannot boot here."""
-    from ..sweep.runner import run as run_sweep
-    from ..machines.spec import parse_machine
-    from ..machines import guest as qemu_guest
+    from ..sweep.runner import run as run_sweep       # deferred: see study_data
+    from ..machines.spec import parse_machine         # deferred: see study_data
     if not guest:
         raise ConfigError("data", "guest", "auto | sim | the path of a dataset (this study has no guest runs)")
     factors = dict(guest)
     backend = factors.pop("backend", "iozone")
-    machine = factors.get("machine")
-    if not machine or not parse_machine(machine).is_guest:
-        raise ConfigError("guest_machine", machine, "a guest spec, e.g. guest:kernel=6.1-legacy,depth=256")
+    spec = factors.get("machine")
+    machine = parse_machine(spec) if spec else None   # parsed once: the sweep gets the Machine
+    if machine is None or not machine.is_guest:
+        raise ConfigError("guest_machine", spec, "a guest spec, e.g. guest:kernel=6.1-legacy,depth=256")
     if not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")
-    ok, why = qemu_guest.available()
-    if not ok:
-        raise UnavailableError(f"data='guest': {why}")
-    return run_sweep(backend, reps=reps, seed=seed, quiet=quiet, **factors)
+    avail = machine.available()
+    if not avail:
+        raise UnavailableError(f"data='guest': {avail.reason}")
+    return run_sweep(backend, reps=reps, seed=seed, quiet=quiet, **{**factors, "machine": machine})
 
 
 def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext4,nojc",
@@ -89,7 +100,6 @@ def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext
     examples/sim_paper_machine.toml), the host kernel (frequency by CPU-time dilation, no
     disk model), or a guest kernel in virtual time (`guest_kernel`, its disk serving
     `guest_depth` requests at once)."""
-    from ..factors.levels import parse_size
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ConfigError("threads", threads, "one thread count, an integer >= 1, e.g. 256")
     fs, rs = parse_size(file_size, "file_size"), parse_size(record_size, "record_size")
@@ -117,7 +127,6 @@ _GUEST_BOOTS = {"guest_batch": 8, "guest_timeout": 1800}
 
 def _sim_params(sim_params) -> dict:
     """The simulator option for a lab's `sim_params`: none, the paper's machine preset, or a file."""
-    from .. import about
     if sim_params is None:
         return {}
     path = about.EXAMPLES / "sim_paper_machine.toml" if sim_params == "paper_machine" else Path(str(sim_params))
@@ -128,8 +137,6 @@ def _sim_params(sim_params) -> dict:
 
 def _lab_policies(ds, policy):
     """A loaded dataset (remeasured with today's definitions) narrowed to the lab's policies."""
-    from ..factors.levels import parse_words
-    from ..model.remeasure import upgrade
     ds = upgrade(ds)
     if "policy" not in ds.dims:
         return ds
@@ -164,7 +171,7 @@ def delay_sweep(windows_ms=(1, 4, 16, 64), max_resets=64, threads=(256,), freqs=
                 reps=3, seed=0, **sim):
     """Simulated ext4 and delayJC at each window; a `window_ms` coordinate on the policy
     dim (0 = ext4). sim: other simulator factors/fields (device, cores, ...)."""
-    from ..sim import simulate
+    from ..sim import simulate                        # deferred: see study_data
     pols = delay_policies(list(windows_ms), max_resets)
     ds = simulate(reps=reps, seed=seed, policy=pols, threads=list(threads),
                   freq_ghz=list(freqs), **sim)
@@ -176,7 +183,6 @@ def delay_table(ds):
     the run has it), unblocked threads (the trace evidence, where the run has it),
     threads clear of commits (span overlap), commit wait (ms) and commits per point, as a
     DataFrame with a window_ms column (0 = ext4)."""
-    import numpy as np
     keep = [d for d in ds["throughput"].dims if d != "rep"]
     extra = [v for v in ("throughput_fsync", "unblocked_threads")
              if v in ds and np.isfinite(ds[v].values).any()]
@@ -196,8 +202,7 @@ def delay_table(ds):
 
 
 def _window_ms(spec: str) -> float:
-    from ..policies import parse
-    p = parse(spec)
+    p = parse_policy(spec)
     if p.kind == "ext4":
         return 0.0
     if p.kind not in ("delayjc", "kdelayjc") or p.params.get("mode") == "adaptive":
@@ -230,7 +235,6 @@ def optimal_delay(ds, max_commit_wait_ms=None):
 
 def _runs(ds):
     """(run_id, {factor: level}) of every run of ds that has a trace."""
-    import numpy as np
     if "op_run" not in ds:
         raise ConfigError("ds", "no traces", "a dataset with op and commit traces")
     rid = ds["run_id"]
@@ -243,8 +247,7 @@ def _runs(ds):
 def trace_measures(ds, workload="iozone"):
     """The model's measures (eqs. 1-10) recomputed from each run's op and commit
     traces: a DataFrame, one row per run (factor levels + measures)."""
-    import pandas as pd
-    from ..model import measures
+    import pandas as pd                               # deferred: see study_data
     fsync = str(ds.attrs.get("sim_fsync", "True")) != "False"
     rows = []
     for r, lv in _runs(ds):
@@ -257,8 +260,7 @@ def trace_measures(ds, workload="iozone"):
 def trace_metrics(ds, block_size=512):
     """abtlab.bps metrics (BPS, IOPS, bandwidth, ARPT) of each run's op trace beside the
     run's elapsed time: a DataFrame, one row per run."""
-    import pandas as pd
-    from ..bps import metrics
+    import pandas as pd                               # deferred: see study_data
     rows = []
     for r, lv in _runs(ds):
         elapsed = float(ds["elapsed"].sel({k: v for k, v in lv.items()}).item())
@@ -270,7 +272,7 @@ def frequency_workloads(data="sim", names=("iozone", "metarates", "fio-seq", "mi
                         freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0):
     """SERA-IO comparison workloads: "sim" (simulator), or "auto": emulated-frequency
     runs of iozone and metarates when this machine can run them, else the simulator."""
-    from .. import sera
+    from .. import sera                               # deferred: see study_data
     if data not in DATA_CHOICES:
         raise ConfigError("data", data, " | ".join(DATA_CHOICES))
     if data == "auto" and real_available("iozone"):

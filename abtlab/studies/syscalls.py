@@ -22,8 +22,11 @@ import numpy as np
 import xarray as xr
 
 from .. import about
+from ..backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend
+from ..backends.locks import MAX_THREADS, MAX_WORK, LocksBackend
 from ..errors import ConfigError
 from ..stats.ratios import geomean_ratio_ci
+from ..sweep.loop import run as run_sweep
 
 __all__ = ["lock_grid", "dio_grid", "load_reference", "compare",
            "add_lock_speedup", "add_dio_speedup",
@@ -68,8 +71,6 @@ def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entrie
 
     It runs as a sweep (abtlab.sweep.loop): one timing run on the machine at a time, and
     with out= every finished repetition kept, so resume=True continues a stopped grid."""
-    from ..backends.locks import MAX_THREADS, MAX_WORK, LocksBackend
-    from ..sweep.loop import run as run_sweep
     threads = _levels(threads, PAPER_THREADS if full else QUICK_THREADS, "threads", 1, MAX_THREADS)
     work = _levels(work, PAPER_WORK if full else QUICK_WORK, "work", 1, MAX_WORK)
     _check_reps(reps)
@@ -166,8 +167,6 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     16 MiB file. Returns elapsed/throughput (mode, workload, block_size, rep), ops_per_run,
     and direct_speedup = t_buffered / t_direct with its CI. A durable sweep like lock_grid
     (out=, resume=)."""
-    from ..backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend
-    from ..sweep.loop import run as run_sweep
     blocks = _levels(block_sizes, PAPER_BLOCKS if full else QUICK_BLOCKS, "block_sizes",
                      MIN_BLOCK, MAX_BLOCK)
     workloads = _levels(workloads, (1, 2, 3, 4), "workloads", 1, 4)
