@@ -1,6 +1,7 @@
 """abtlab.data.netcdf writes the file xarray's h5netcdf engine writes: the same HDF5 objects
 (dimension scales and their references, netCDF-4's hidden attributes, dtypes, shapes,
 chunks, fill values, data) and a dataset that loads identical, attribute order included."""
+import re
 from pathlib import Path
 
 import h5py
@@ -134,3 +135,30 @@ def test_a_simulated_sweep_saved_from_its_arrays(tmp_path):
 def test_arrays_of_another_kind_are_left_to_xarray():
     run = RunArrays({"b": (["x"], np.array([True, False]), {})}, {"x": [1, 2]}, {})
     assert not netcdf.arrays_writable(run)
+
+
+def _attr_kind(obj, name):
+    """What HDF5 stores for an attribute: its value, class, size, string form, dataspace."""
+    aid = obj.attrs.get_id(name)
+    t = aid.get_type()
+    text = (t.get_cset(), t.is_variable_str(), t.get_strpad()) if t.get_class() == h5py.h5t.STRING else None
+    return repr(obj.attrs[name]), t.get_class(), t.get_size(), text, aid.shape, aid.dtype.str
+
+
+@pytest.mark.parametrize("value", ["bytes/s", "", "é", np.str_("ext4"), np.int32(3), np.float64(2.5),
+                                   np.array([np.nan]), np.array([1, 2], np.int32), np.arange(3, dtype=np.uint8),
+                                   np.array([True]), np.array(b"version=2", "S9"), 7])
+def test_an_attribute_as_h5py_writes_it(tmp_path, value):
+    """netcdf._set_attr writes text and numbers through h5py's low-level calls: the
+    attribute h5py's own `attrs[name] = value` writes, type, size and dataspace included;
+    any other kind goes through h5py."""
+    with h5py.File(tmp_path / "a.h5", "w", track_order=True) as f:
+        ours, theirs = f.create_dataset("ours", (1,), "f8"), f.create_dataset("theirs", (1,), "f8")
+        try:
+            theirs.attrs["a"] = value
+        except TypeError as exc:        # numpy's str_: h5py finds no type for it
+            with pytest.raises(TypeError, match=re.escape(str(exc))):
+                netcdf._set_attr(ours, "a", value)
+            return
+        netcdf._set_attr(ours, "a", value)
+        assert _attr_kind(ours, "a") == _attr_kind(theirs, "a")
