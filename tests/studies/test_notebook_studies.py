@@ -1,15 +1,10 @@
 """abtlab.studies.notebook_studies: data sources of the notebooks, the delay table and the
-optimal delay; and their figures (abtlab.present.study_plots)."""
-import matplotlib
-import numpy as np
+optimal delay, the measures from traces. Their figures (abtlab.present.study_plots) are
+tested in tests/present/test_study_plots.py."""
 import pytest
 
-import abtlab.present.accessor  # noqa: F401  (registers ds.abt)
-from abtlab.present import study_plots
 from abtlab.studies import notebook_studies as studies
 from abtlab.errors import ConfigError
-
-matplotlib.use("Agg")
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +62,7 @@ def test_window_from_policy_labels(delay_ds):
     assert sorted(set(t.window_ms)) == [0.0, 1.0, 16.0]
 
 
-def test_plots_and_trace_tables(delay_ds):
-    assert len(study_plots.plot_delay_tradeoff(delay_ds).axes) == 2
-    fig = study_plots.plot_commit_timeline(delay_ds)
-    assert "SIMULATED" in fig.axes[0].get_title().upper()
+def test_trace_tables(delay_ds):
     tm = studies.trace_measures(delay_ds)
     assert len(tm) == delay_ds.run_id.size
     # measures from the traces agree with the simulator's own
@@ -79,8 +71,6 @@ def test_plots_and_trace_tables(delay_ds):
     assert one.throughput == pytest.approx(float(delay_ds.throughput.sel(sel)), rel=1e-6)
     tb = studies.trace_metrics(delay_ds)
     assert (tb.bps > 0).all() and (tb.elapsed > 0).all()
-    with pytest.raises(ConfigError, match="run_id"):
-        study_plots.plot_commit_timeline(delay_ds, run_id=10 ** 6)
 
 
 def test_frequency_workloads_bad_data():
@@ -102,27 +92,3 @@ def test_study_data_guest(monkeypatch):
     monkeypatch.setattr(guest, "available", lambda: (False, "qemu-system-x86_64 not found"))
     with pytest.raises(UnavailableError, match="qemu-system-x86_64 not found"):
         studies.study_data("guest", guest=dict(machine="guest:kernel=6.1-legacy", threads=4))
-
-
-def test_commit_timeline_draws_each_threads_first_to_last_write(delay_ds):
-    """One line per thread (up to max_threads), from its first write's start to its last
-    write's end, in the classifier's thread order."""
-    from abtlab.model import classify
-    from abtlab.trace import Op
-    rid = int(delay_ds.abt.run_ids(policy="ext4", freq_ghz=3.3)[0])
-    fig = study_plots.plot_commit_timeline(delay_ds, run_id=rid, max_threads=20)
-    ops = delay_ds.abt.ops(rid)
-    writes, t0 = ops[ops["op"] == Op.WRITE], int(ops["t_start_ns"].min())
-    tids = classify(ops, delay_ds.abt.commits(rid))["tid"][:20]
-    want = [[(i, (writes["t_start_ns"][writes["tid"] == t].min() - t0) / 1e6),
-             (i, (writes["t_end_ns"][writes["tid"] == t].max() - t0) / 1e6)] for i, t in enumerate(tids)]
-    segs = [[(y, x) for x, y in seg] for seg in fig.axes[0].collections[0].get_segments()]
-    np.testing.assert_allclose(np.array(segs, float), np.array(want, float))
-
-
-def test_delay_tradeoff_ticks_are_the_windows_run(delay_ds):
-    fig = study_plots.plot_delay_tradeoff(delay_ds)
-    for ax in fig.axes:
-        assert ax.get_xscale() == "log"
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16"]
-        assert ax.get_xticks().tolist() == [1.0, 16.0]

@@ -1,5 +1,6 @@
 """abtlab.studies.syscalls: ratio/CI math on constructed data, the reference grid, the
-comparison, small real grids; and the plots (abtlab.present.syscalls_plots)."""
+comparison, small real grids. Their plots (abtlab.present.syscalls_plots) are tested in
+tests/present/test_syscalls_plots.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,9 +9,10 @@ import xarray as xr
 from scipy import stats
 
 from abtlab.stats.ratios import geomean_ratio_ci
-from abtlab.present import syscalls_plots as scp
 from abtlab.studies import syscalls as sc
 from abtlab.errors import ConfigError
+
+from tests.studies.syscalls_data import constructed_elapsed
 
 
 def paired(ratios, base=1.0):
@@ -51,16 +53,6 @@ def test_ratio_ci_keeps_other_dims():
     den = xr.ones_like(num)
     out = geomean_ratio_ci(num, den)
     np.testing.assert_allclose(out.ratio.values, [2.0, 0.5])
-
-
-def constructed_elapsed(speedup: np.ndarray, reps=3):
-    """elapsed where t_mutex / t_spin = speedup exactly in every rep."""
-    threads, work = [1, 2, 8], [1, 100]
-    spin = np.ones((3, 2, reps)) * np.arange(1, reps + 1)
-    el = np.stack([spin, spin * speedup[..., None]])
-    return xr.Dataset({"elapsed": (("lock", "threads", "work", "rep"), el)},
-                      coords={"lock": ["spin", "mutex"], "threads": threads, "work": work,
-                              "rep": range(reps)}, attrs={"hardware_threads": 2})
 
 
 def test_speedup_orientation_is_the_papers():
@@ -140,16 +132,6 @@ def test_lock_grid_small_real(built_native):
     assert ds.attrs["hardware_threads"] >= 1
 
 
-def test_plot_lock_comparison_titles(tmp_path):
-    ds = sc.add_lock_speedup(constructed_elapsed(np.full((3, 2), 1.5)))
-    fig = scp.plot_lock_comparison(ds, path=tmp_path / "locks.png")
-    titles = [ax.get_title() for ax in fig.axes]
-    assert "measured here (2 hardware threads)" in titles[0]
-    assert "i7-2600K (8 hardware threads), from the paper" in titles[1]
-    assert "log2(here / paper)" in titles[2]
-    assert (tmp_path / "locks.png").stat().st_size > 0
-
-
 def test_dio_grid_bad_input():
     with pytest.raises(ConfigError) as exc:
         sc.dio_grid("/nonexistent", block_sizes=[100])
@@ -163,7 +145,7 @@ def test_dio_grid_bad_input():
 
 
 @pytest.mark.root
-def test_dio_grid_small_real(built_native, scratch_ext4, tmp_path):
+def test_dio_grid_small_real(built_native, scratch_ext4):
     ds = sc.dio_grid(scratch_ext4.mountpoint, block_sizes=[4096, 16384], workloads=[1, 3],
                      reps=2, max_bytes=64 << 10)
     assert ds.elapsed.shape == (2, 2, 2, 2) and bool((ds.elapsed > 0).all())
@@ -172,10 +154,6 @@ def test_dio_grid_small_real(built_native, scratch_ext4, tmp_path):
     r = ds.elapsed.sel(mode="buffered") / ds.elapsed.sel(mode="direct")
     np.testing.assert_allclose(ds.direct_speedup.values, np.exp(np.log(r).mean("rep")).values)
     assert ds.attrs["filesystem"] == "ext4" and ds.attrs["freq_mode"] == "real"
-    fig = scp.plot_dio_comparison(ds, path=tmp_path / "dio.png")
-    labels = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
-    assert any("from the paper" in lb for lb in labels)
-    assert any("measured here" in lb for lb in labels)
 
 
 def test_dio_speedup_orientation():
