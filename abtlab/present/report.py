@@ -117,9 +117,10 @@ def is_real_io(item: Item) -> bool:
     data = str(data)
     if data in ("sim", "guest") or Path(data).exists():   # a guest runs in its own virtual time
         return False
-    # deferred: the studies load numpy; `abtlab report`'s parent process does without
-    from ..studies.notebook_studies import real_available
-    return real_available(meta.get("backend", "iozone"))
+    # deferred: the drivers load numpy; `abtlab report`'s parent process does without
+    # until a notebook may run real I/O
+    from ..backends import get as get_backend
+    return bool(get_backend(meta.get("backend", "iozone")).available())
 
 
 def _kernel_config():

@@ -23,16 +23,21 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import about
-from ..backends import get as get_backend
 from ..data import schema
-from ..data.store import load as load_dataset
 from ..errors import ConfigError, UnavailableError
 from ..factors.levels import parse_ints, parse_size, parse_words
-from ..machines.spec import Machine, parse_machine
 from ..model.remeasure import upgrade
-from ..policies import parse as parse_policy
+
+if TYPE_CHECKING:
+    from ..machines.spec import Machine
+
+# The imports inside functions are deferred: `abtlab lab` loads this module at its start
+# (classroom -> paper_terms -> kernel_history_tables -> here), where each would add, on
+# top of what classroom loads anyway, CPU time: machine specs 13 ms, the dataset store
+# 11 ms, policies 5 ms, the drivers' registry 5 ms, the sweep 12 ms, calibration 25 ms.
 
 __all__ = ["ROWS", "DATA_CHOICES", "Point", "History", "make_point", "history_data",
            "guest_machines", "guest_ready", "kernel_key", "add_dataset_rows"]
@@ -70,6 +75,7 @@ class History:
 def make_point(threads=32, file_size="64k", record_size="32k", device="hdd7200", depth=1,
                policy="ext4,nojc", freqs="1.6,3.3", reps=2, seed=1) -> Point:
     """The point, checked: ConfigError naming the notebook parameter."""
+    from ..policies import parse as parse_policy      # deferred: see the note at the top
     if isinstance(threads, bool) or len(parse_ints(threads, "threads")) != 1:
         raise ConfigError("threads", threads, "one thread count, e.g. 64")
     fs, rs = parse_size(file_size, "file_size"), parse_size(record_size, "record_size")
@@ -110,6 +116,7 @@ def guest_machines(depth: int) -> dict:
 
 def _guests(depth: int) -> dict[str, Machine]:
     """Row -> the Machine of the two guests, parsed once here."""
+    from ..machines.spec import parse_machine         # deferred: see the note at the top
     tail = f",depth={depth}" if depth != 1 else ""
     return {STOCK: parse_machine(f"guest:kernel=6.1{tail}"),
             LEGACY: parse_machine(f"guest:kernel=6.1-legacy{tail}")}
@@ -118,7 +125,8 @@ def _guests(depth: int) -> dict[str, Machine]:
 def guest_ready() -> tuple[bool, str]:
     """(ok, reason): the guest can boot here without a kernel build (its image for the
     current patch series and config is in the cache): a build takes tens of minutes."""
-    avail = parse_machine("guest").available()     # can qemu boot a guest here
+    from ..machines.spec import parse_machine         # deferred: see the note at the top
+    avail = parse_machine("guest").available()        # can qemu boot a guest here
     if not avail:
         return False, avail.reason
     cache = Path(os.environ.get("ABTLAB_KERNEL_CACHE", "/var/cache/abtlab/kernel"))
@@ -144,6 +152,7 @@ def history_data(data="auto", point: Point | None = None, quiet=False) -> Histor
         _host_row(hist, data, quiet)
         _guest_rows(hist, data, quiet)
     else:
+        from ..data.store import load as load_dataset   # deferred: see the note at the top
         add_dataset_rows(hist, upgrade(load_dataset(data)), Path(data).name)
     hist.runs[SIM] = _run("sim", point, quiet, freq=",".join(map(str, point.freqs)),
                           params=sim_params(hist))
@@ -158,9 +167,7 @@ def sim_params(hist: History) -> dict:
     legacy = hist.runs.get(LEGACY)
     if legacy is None or "op_run" not in legacy:
         return {"queue_depth": hist.point.depth}
-    # deferred: the simulator's calibration adds ~25 ms CPU to `abtlab lab`'s start
-    # (classroom -> paper_terms -> kernel_history_tables -> this module)
-    from ..sim.calibration import calibrate
+    from ..sim.calibration import calibrate           # deferred: see the note at the top
     sel = {"policy": "ext4"} if "policy" in legacy.dims else {}
     params = calibrate(legacy, **sel)
     params.pop("calibration", None)
@@ -168,8 +175,7 @@ def sim_params(hist: History) -> dict:
 
 
 def _run(backend, point: Point, quiet, **kw):
-    # deferred: the sweep machinery adds ~12 ms CPU to `abtlab lab`'s start (see sim_params)
-    from ..sweep.runner import run as run_sweep
+    from ..sweep.runner import run as run_sweep       # deferred: see the note at the top
     return run_sweep(backend, threads=point.threads, file_size=point.file_size,
                      record_size=point.record_size, policy=",".join(point.policies),
                      device=point.device, reps=point.reps, seed=point.seed, quiet=quiet, **kw)
@@ -183,6 +189,7 @@ def _host_row(hist: History, data: str, quiet) -> None:
     if data != "auto":
         hist.missing[HOST] = f"not asked for (data={data!r})"
         return
+    from ..backends import get as get_backend        # deferred: see the note at the top
     avail = get_backend("iozone").available()
     if not avail:
         hist.missing[HOST] = f"cannot run here: {avail.reason}"

@@ -15,17 +15,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from .. import about
+from .. import about, sera
 from ..backends import get as get_backend
 from ..bps import metrics
 from ..data import runs
 from ..data.store import load as load_dataset
 from ..errors import ConfigError, UnavailableError
 from ..factors.levels import parse_size, parse_words
+from ..machines.spec import parse_machine
 from ..model import measures
 from ..model.remeasure import upgrade
 from ..policies import parse as parse_policy
+from ..sim import simulate
+from ..sweep.runner import run as run_sweep
 
 __all__ = ["real_available", "study_data", "lab_data", "lab_delay_policies", "delay_policies", "delay_sweep", "delay_table",
            "trace_measures", "trace_metrics", "frequency_workloads",
@@ -49,10 +53,6 @@ def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=False, gu
     sim: factors for run_sweep("sim", ...); real: factors for the real backend, with
     a "backend" key (default "iozone"); without `real`, "auto" means the simulator.
     guest: the same for data="guest", with a "machine" key (a guest spec)."""
-    # deferred (here and below): the sweep machinery, machine specs, the simulator, SERA-IO
-    # and pandas add 29, 15, 38, 20 and 340 ms CPU to `abtlab report`'s parent process,
-    # which imports this module for real_available before any notebook runs
-    from ..sweep.runner import run as run_sweep
     data = str(data)
     if data == "guest":
         return _guest_data(guest, reps, seed, quiet)
@@ -73,8 +73,6 @@ def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=False, gu
 
 def _guest_data(guest, reps, seed, quiet):
     """The study's point on a guest machine; UnavailableError when it cannot boot here."""
-    from ..sweep.runner import run as run_sweep       # deferred: see study_data
-    from ..machines.spec import parse_machine         # deferred: see study_data
     if not guest:
         raise ConfigError("data", "guest", "auto | sim | the path of a dataset (this study has no guest runs)")
     factors = dict(guest)
@@ -171,7 +169,6 @@ def delay_sweep(windows_ms=(1, 4, 16, 64), max_resets=64, threads=(256,), freqs=
                 reps=3, seed=0, **sim):
     """Simulated ext4 and delayJC at each window; a `window_ms` coordinate on the policy
     dim (0 = ext4). sim: other simulator factors/fields (device, cores, ...)."""
-    from ..sim import simulate                        # deferred: see study_data
     pols = delay_policies(list(windows_ms), max_resets)
     ds = simulate(reps=reps, seed=seed, policy=pols, threads=list(threads),
                   freq_ghz=list(freqs), **sim)
@@ -247,7 +244,6 @@ def _runs(ds):
 def trace_measures(ds, workload="iozone"):
     """The model's measures (eqs. 1-10) recomputed from each run's op and commit
     traces: a DataFrame, one row per run (factor levels + measures)."""
-    import pandas as pd                               # deferred: see study_data
     fsync = str(ds.attrs.get("sim_fsync", "True")) != "False"
     rows = []
     for r, lv in _runs(ds):
@@ -260,7 +256,6 @@ def trace_measures(ds, workload="iozone"):
 def trace_metrics(ds, block_size=512):
     """abtlab.bps metrics (BPS, IOPS, bandwidth, ARPT) of each run's op trace beside the
     run's elapsed time: a DataFrame, one row per run."""
-    import pandas as pd                               # deferred: see study_data
     rows = []
     for r, lv in _runs(ds):
         elapsed = float(ds["elapsed"].sel({k: v for k, v in lv.items()}).item())
@@ -272,7 +267,6 @@ def frequency_workloads(data="sim", names=("iozone", "metarates", "fio-seq", "mi
                         freqs=(0.8, 1.3, 1.8, 2.5), reps=3, seed=0):
     """SERA-IO comparison workloads: "sim" (simulator), or "auto": emulated-frequency
     runs of iozone and metarates when this machine can run them, else the simulator."""
-    from .. import sera                               # deferred: see study_data
     if data not in DATA_CHOICES:
         raise ConfigError("data", data, " | ".join(DATA_CHOICES))
     if data == "auto" and real_available("iozone"):
