@@ -120,7 +120,7 @@ def is_real_io(item: Item) -> bool:
     # deferred: the drivers load numpy; `abtlab report`'s parent process does without
     # until a notebook may run real I/O
     from ..backends import get as get_backend
-    return bool(get_backend(meta.get("backend", "iozone")).available())
+    return bool(get_backend(meta.get("backend", "iozone")).available().ok)
 
 
 def _kernel_config():
