@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from importlib.metadata import entry_points
 
 from ..errors import ConfigError
 from ..data.result import RunResult
@@ -40,7 +41,6 @@ def _load_entry_points():
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
-    from importlib.metadata import entry_points
     for ep in entry_points(group="abtlab.backends"):
         _registry.setdefault(ep.name, ep.value)
 

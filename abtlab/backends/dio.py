@@ -16,7 +16,7 @@ from .. import trace
 from ..errors import ConfigError
 from ..data.result import RunResult
 from ..system import mounts
-from ..system.scratchfs import loop_devices
+from ..system.scratchfs import ScratchFS, loop_devices
 from .base import Backend
 from ..machines import programs
 from .locks import int_in, run_kv
@@ -111,7 +111,6 @@ class DioBackend(Backend):
                 raise ConfigError("directory", str(d), "an existing directory")
             return d, mount_of(d)
         if opts.get("scratch", True) and loop_devices()[0]:
-            from ..system.scratchfs import ScratchFS
             size = max(128, 2 * _data_bytes(point, opts) // 2**20 + 64)
             fs = stack.enter_context(ScratchFS(size_mb=size, journal=True, workdir=ctx.workdir))
             return Path(fs.mountpoint), fs.describe()

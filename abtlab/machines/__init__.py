@@ -6,11 +6,11 @@ kernels        the guest kernels and what differs between them, one row each
 kernel_knobs   the guest kernel's knobs (legacy items, CFS settings, elevator, BFQ)
 guest          qemu: building the guest, booting it for a batch of points
 guest_disk     the scratch disk inside the guest (null_blk, or 3.4.2's brd)
-guest_point    a workload point in the guest, and a sweep's guest points per boot
-host           a workload point on the host's scratch ext4
+guest_point    a group of points (a program's or a tool's) in one guest boot
+host           a point (a program's or a tool's) on the host's scratch ext4
 kernel_delayjc the kernel delayJC knobs of a patched host kernel
-dispatch       the one place that sends a point to its machine
-tool_runner    a third-party tool (IOzone, mdtest, fio) on the host or in the guest
+dispatch       the one place that sends a point to its machine, programs and tools alike
+tool_runner    a third-party tool (IOzone, mdtest, fio): found, checked, its job and window
 programs       how abtlab's C programs are found and answer
 availability   whether something can run here, and why not
 doctor         `abtlab doctor`: what can run on this machine, and why not

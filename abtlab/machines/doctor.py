@@ -15,9 +15,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from .. import about
+from ..errors import ConfigError, UnavailableError
 from ..system import cpufreq, device, tracefs
+from ..system.facts import collect
 from ..system.scratchfs import loop_devices
+from . import guest
+from .guest import ICOUNT_SMP_MAJOR
+from .tool_runner import find_tool
 
 __all__ = ["Check", "report", "render"]
 
@@ -72,8 +79,6 @@ def _tool_version(exe, path) -> str:
 
 def _tool(backend, exe, env, how):
     """Where a real tool's backend finds it (-o exe=, $env, PATH) and its version, or why not."""
-    from .tool_runner import find_tool
-    from ..errors import ConfigError, UnavailableError
     try:
         path = find_tool(exe, env)
     except (ConfigError, UnavailableError) as exc:
@@ -156,7 +161,6 @@ def _qemu_version(binary) -> tuple[int, str]:
 def _qemu():
     """The qemu native/kernel/qemu.sh would pick (the system's if 8+, else the cached
     bookworm-backports one, else the system's older one), without fetching anything."""
-    from .guest import ICOUNT_SMP_MAJOR
     cache = _cache("ABTLAB_QEMU_CACHE", "qemu")
     found = [(p, *_qemu_version(p)) for p in (shutil.which(QEMU), cache / "root/usr/bin" / QEMU)
              if p and os.access(p, os.X_OK)]
@@ -224,7 +228,6 @@ def _k342():
 def guest_checks() -> list[Check]:
     """The qemu guest machine (abtlab.machines.guest): can it boot here, with which qemu,
     and what is built already or costs a first build."""
-    from . import guest
     ok, why = guest.available()
     checks = [Check("guest machine", ok, why or "x86_64 Linux guests under qemu TCG (no KVM)")]
     if not ok:
@@ -233,8 +236,6 @@ def guest_checks() -> list[Check]:
 
 
 def _facts():
-    import psutil
-    from ..system.facts import collect
     f = collect()
     disks = [f"{p.device} on {p.mountpoint} ({p.fstype})"
              for p in psutil.disk_partitions(all=False)

@@ -18,8 +18,10 @@ point's timing. qemu and the temporary files go on every exit path
 from __future__ import annotations
 
 import base64
+import ctypes
 import functools
 import gzip
+import hashlib
 import io
 import os
 import shlex
@@ -34,6 +36,8 @@ from pathlib import Path
 from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 from ..system import cleanup
+from ..system.sleeps import comm_of
+from .guest_disk import NullBlk
 from .kernels import (CMDLINE, K342_LABEL, KERNEL_LABEL, cached_build, check_kernels,
                       guest_kernel, kernel_label, trace_times)
 
@@ -193,7 +197,6 @@ def initramfs_build() -> str:
 @functools.lru_cache(maxsize=8)
 def _digest(path: str, mtime_ns: int, size: int) -> str:
     """sha256 prefix of a file, once per version of it (the overlay is 32 MB)."""
-    import hashlib
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -228,8 +231,6 @@ def _words(pairs) -> str:
 
 def point_env(run: GuestRun, index: int) -> str:
     """/abt/pN.env: point N's settings and its workload as a function, every word quoted."""
-    from .guest_disk import NullBlk
-    from ..system.sleeps import comm_of
     disk = run.disk or NullBlk(256)
     # these are split on blanks by /init's shell, unquoted: no blanks, quotes or $ in them
     for k, v in list(run.knobs) + list(run.knobs_reset) + disk.settings(index) + [
@@ -307,7 +308,6 @@ def _kill(proc):
 def _die_with_parent():
     """In the qemu child before exec: be SIGKILLed when the process that started it dies,
     even by SIGKILL, when no handler of abtlab's can run (prctl PR_SET_PDEATHSIG)."""
-    import ctypes
     ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))   # 1 = PR_SET_PDEATHSIG
 
 

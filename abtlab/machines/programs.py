@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
+from .availability import Availability
 
 __all__ = ["path", "built", "availability", "program", "check_exit", "parse_result",
            "EXIT_BAD_ARGUMENT", "EXIT_UNAVAILABLE"]
@@ -30,7 +31,6 @@ def built(name: str) -> bool:
 
 def availability(name: str):
     """A backend's Availability as far as its program goes: built, or why not."""
-    from .availability import Availability
     if not built(name):
         return Availability(False, f"{path(name)} not built (make -C {about.NATIVE})")
     return Availability(True)
