@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from importlib.metadata import entry_points
 
 from ..errors import ConfigError
 from ..data.result import RunResult
@@ -41,6 +40,9 @@ def _load_entry_points():
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
+    # deferred: only a name that is not built in needs the plugins; importlib.metadata
+    # (email, zipfile, ...) adds 0.06 CPU s to importing the simulator's driver
+    from importlib.metadata import entry_points
     for ep in entry_points(group="abtlab.backends"):
         _registry.setdefault(ep.name, ep.value)
 
