@@ -181,12 +181,16 @@ def slowed(real):
 netcdf.write, netcdf.write_arrays = slowed(netcdf.write), slowed(netcdf.write_arrays)
 sys.exit(main(sys.argv[1:]))
 """
+# the same, for a sweep that keeps its parts from its first group (one past its first second)
+_FINAL_WRITE_KEEPING = _FINAL_WRITE.replace("sys.exit(", "from abtlab.sweep import parts\n"
+                                            "parts.KEEP_AFTER_S = 0.0\nsys.exit(")
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
 def test_a_signal_during_the_final_write_leaves_no_torn_file(tmp_path, sig):
-    """SIGTERM while the dataset is written beside --out: exit 143 and no `.x.nc.tmp-PID`;
-    after SIGKILL the torn file stays until --resume, which writes each repetition once."""
+    """SIGTERM while the dataset is written beside --out: exit 143 and no `.x.nc.tmp-PID`,
+    the finished runs kept as parts; after SIGKILL (to a sweep that kept its parts) the torn
+    file stays until --resume, which writes each repetition once."""
     import signal
     import subprocess
     import sys
@@ -197,7 +201,8 @@ def test_a_signal_during_the_final_write_leaves_no_torn_file(tmp_path, sig):
     out.parent.mkdir()
     cmd = ["run", "sim", "--threads", "4", "--freq", "1.6,3.3", "--reps", "2", "--quiet",
            "--out", str(out)]
-    p = subprocess.Popen([sys.executable, "-c", _FINAL_WRITE, *cmd], stdout=subprocess.PIPE,
+    script = _FINAL_WRITE if sig == "SIGTERM" else _FINAL_WRITE_KEEPING
+    p = subprocess.Popen([sys.executable, "-c", script, *cmd], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "writing"
     p.send_signal(getattr(signal, sig))

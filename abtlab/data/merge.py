@@ -9,6 +9,7 @@ source with its command and seed."""
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
 from ..errors import ConfigError
 from . import schema
@@ -68,7 +69,6 @@ def merge_reps(datasets: list, names: list | None = None):
     then the second's, ...). datasets must share factors, levels, backend and freq_mode
     (ConfigError naming what differs); names label them in `merged_from` (default: their
     order)."""
-    import xarray as xr
     names = [str(n) for n in (names or [f"dataset {i}" for i in range(len(datasets))])]
     dims = _check(datasets, names)
     per_run, tables, offset = [], {dim: [] for dim, _ in _TABLES}, 0

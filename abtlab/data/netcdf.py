@@ -12,7 +12,11 @@ encoding of its few kinds of arrays done here, so the command line never imports
 """
 from __future__ import annotations
 
+import h5py
 import numpy as np
+from h5py import h5a, h5s, h5t
+
+from ..about import __version__
 
 __all__ = ["write", "writable", "write_arrays", "arrays_writable"]
 
@@ -31,7 +35,9 @@ def writable(ds) -> bool:
     unlimited dimension that holds data (write() makes only empty dimensions unlimited)."""
     if any(ds.sizes.get(d, 0) for d in ds.encoding.get("unlimited_dims") or ()):
         return False
-    try:    # xarray's and h5netcdf's own helpers, not public: gone in a release, xarray writes
+    # xarray's and h5netcdf's own helpers, not public: gone in a release, xarray writes; a
+    # Dataset's write only (the command line writes RunArrays without xarray: 0.67 CPU s)
+    try:
         from h5netcdf.core import _get_default_chunksizes  # noqa: F401
         from xarray.backends.common import ensure_dtype_not_object  # noqa: F401
         from xarray.backends.netCDF4_ import _encode_nc4_variable  # noqa: F401
@@ -46,6 +52,7 @@ def writable(ds) -> bool:
 
 def _encoded(ds):
     """(variables, attrs) as xarray's h5netcdf store receives them to write."""
+    # a Dataset's write only: the command line writes RunArrays without xarray (0.67 CPU s)
     from xarray import conventions
     from xarray.backends.common import ensure_dtype_not_object
     from xarray.backends.netCDF4_ import _encode_nc4_variable
@@ -67,7 +74,6 @@ def _set_attr(obj, name: str, value) -> None:
     and data), straight through its low-level calls for text and numbers: h5py's own
     path checks for an attribute to replace and works the types out anew each time,
     ~0.05 ms of ~0.12 ms an attribute, and a simulated sweep's file has ~350 of them."""
-    from h5py import h5a, h5s
     if type(value) is str and name.isascii():     # as h5py: not numpy's str_
         data = np.array(value, dtype=_STRING)
         types = _types(_STRING, "str")
@@ -93,7 +99,6 @@ def _types(dtype, key):
     """(file type, memory type) of an attribute of dtype, made once, as h5py makes them
     (key: the dtype; "str" for text, whose object dtype equals every other object one)."""
     if key not in _TYPES:
-        from h5py import h5t
         _TYPES[key] = (h5t.py_create(dtype, logical=True), h5t.py_create(dtype))
     return _TYPES[key]
 
@@ -101,6 +106,7 @@ def _types(dtype, key):
 def _chunks(var, shape, dtype):
     """h5netcdf's chunks: the stored encoding's if it still fits, its heuristic where a
     dimension is empty (unlimited), else contiguous."""
+    # only a write with an empty table needs h5netcdf: 0.02 CPU s of a new process
     from h5netcdf.core import _get_default_chunksizes
     chunks = var.encoding.get("chunksizes")
     if chunks is not None and (var.encoding.get("contiguous")
@@ -160,8 +166,6 @@ def write_arrays(run, path) -> None:
 
 def _write(variables, attrs, unlimited, path) -> None:
     """Lay encoded variables and attrs out as h5netcdf does (unlimited: dimension names)."""
-    import h5py
-    from ..about import __version__
     # dimension ids as xarray sets them: the dataset's unlimited ones, then by first use
     sizes: dict = {d: None for d in unlimited}
     for v in variables.values():
@@ -216,7 +220,6 @@ def _write_data(h5ds, data) -> None:
     if not data.size:
         return
     if data.dtype.kind in "iuf" and data.dtype == h5ds.id.dtype:
-        from h5py import h5s
         h5ds.id.write(h5s.ALL, h5s.ALL, np.ascontiguousarray(data))
     else:
         h5ds[...] = data.astype(object) if data.dtype.kind == "U" else data
@@ -228,7 +231,6 @@ def _write_data(h5ds, data) -> None:
 # DIMENSION_LIST (its scale per dimension). H5DSattach_scale reads and rewrites both on
 # every call: a simulated sweep's ~230 attachments cost more than its 46 MB of data.
 def _ref_list_dtype():
-    import h5py
     return np.dtype({"names": ["dataset", "dimension"], "formats": [h5py.ref_dtype, "<u4"],
                      "offsets": [0, 8], "itemsize": 16})
 
@@ -250,7 +252,6 @@ def _scales(f, variables, made, scales, sizes, dimid, coords) -> None:
 
 def _attach(h5ds, scales) -> None:
     """A variable's DIMENSION_LIST: one scale per dimension."""
-    import h5py
     value = np.empty(len(scales), object)
     for i, s in enumerate(scales):
         value[i] = np.array([s.ref], h5py.ref_dtype)

@@ -17,12 +17,16 @@ import json
 import os
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError, TraceError
 from . import schema
+from .arrays import RunArrays
+from .block import from_part, read_hdf5, write_hdf5
+from .schema import SWEEP_SPEC
 
 __all__ = ["save", "load", "parts_dir", "write_block", "read_parts", "part_name",
            "block_name", "keep_rejected",
@@ -75,14 +79,13 @@ def save(ds, path) -> Path:
     """Write ds to path atomically: NetCDF (h5netcdf), or Zarr when path ends in .zarr.
     ds: an xarray.Dataset, or RunArrays (abtlab.data.arrays), written to NetCDF without
     xarray where netcdf.write_arrays encodes all of it."""
-    from .arrays import RunArrays
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise ConfigError("out", str(path), "a path in an existing, writable directory")
     for stale in stale_temps(path):     # torn by a kill -9: this write replaces it
         _remove(stale)
     if isinstance(ds, RunArrays):
-        from . import netcdf
+        from . import netcdf    # h5py: 0.07 CPU s that `abtlab cleanup` (system.runlock) skips
         if path.suffix != ".zarr" and netcdf.arrays_writable(ds):
             clean = RunArrays({k: (dims, data, _clean_attrs(a)) for k, (dims, data, a) in ds.variables.items()},
                               ds.coords, _clean_attrs(ds.attrs))
@@ -93,7 +96,7 @@ def save(ds, path) -> Path:
     for v in ds.variables.values():
         v.attrs = _clean_attrs(v.attrs)
     if path.suffix != ".zarr":
-        from . import netcdf
+        from . import netcdf    # h5py: 0.07 CPU s that `abtlab cleanup` (system.runlock) skips
         # the file xarray's h5netcdf engine writes, laid out in one pass of h5py (~0.1 s
         # for a simulated sweep's 47 variables, ~0.6 s through h5netcdf); data it does
         # not lay out itself (compressed, dask-backed) goes through xarray
@@ -158,7 +161,7 @@ def _remove(p: Path) -> None:
 
 def load(path):
     """Load a run dataset fully into memory (NetCDF or Zarr)."""
-    import xarray as xr
+    import xarray as xr     # the command line writes without it: 0.67 CPU s
 
     path = Path(path)
     if not path.exists():
@@ -192,8 +195,7 @@ def write_block(out, block, fsync: bool = True) -> Path:
     fsync, rename. fsync=False for runs that cost milliseconds (a model's): renamed
     into place unsynced, a crash of the machine may tear or lose the part, which
     read_parts then sets aside and the sweep runs again."""
-    import h5py
-    from .block import write_hdf5
+    import h5py     # 0.07 CPU s that `abtlab cleanup` (system.runlock) skips
     d = parts_dir(out)
     d.mkdir(parents=True, exist_ok=True)
 
@@ -217,7 +219,6 @@ def keep_rejected(out) -> Path | None:
 
 
 def _set_aside(part: Path, message: str) -> None:
-    import warnings
     rej = part.parent / "rejected"
     rej.mkdir(exist_ok=True)
     os.replace(part, rej / part.name)
@@ -226,11 +227,10 @@ def _set_aside(part: Path, message: str) -> None:
 
 def _read_part(p: Path):
     """The RunBlock in a part; an earlier version's parts are NetCDF, one repetition each."""
-    import h5py
-    from .block import from_part, read_hdf5
     if p.suffix == ".nc":
-        import xarray as xr
+        import xarray as xr     # an earlier version's part only (0.67 CPU s)
         return from_part(xr.load_dataset(p, engine="h5netcdf"))
+    import h5py     # 0.07 CPU s that `abtlab cleanup` (system.runlock) skips
     with h5py.File(p, "r") as f:
         block = read_hdf5(f)
     for was, now in schema.RENAMED.items():     # a part written before a variable's rename
@@ -278,7 +278,7 @@ def is_dataset(path) -> bool:
     try:
         if path.is_dir():
             return (path / ".zattrs").is_file() or (path / "zarr.json").is_file()
-        import h5netcdf
+        import h5netcdf      # only an output that exists: 0.02 CPU s of a new process
         with h5netcdf.File(path, "r") as f:
             return "abtlab_version" in f.attrs and "backend" in f.attrs
     except Exception:       # not HDF5, truncated, unreadable: not a dataset of ours
@@ -342,7 +342,6 @@ def write_spec(out, spec: dict) -> None:
 
 def stored_spec(out) -> tuple[dict | None, str]:
     """(the spec an earlier sweep to out ran with, where it was read) or (None, "")."""
-    from .schema import SWEEP_SPEC
     f = parts_dir(out) / SPEC_FILE
     try:
         if f.is_file():

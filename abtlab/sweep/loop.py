@@ -26,12 +26,15 @@ import numpy as np
 from ..about import __version__
 from ..data import store
 from ..data.arrays import RunArrays
-from ..data.schema import timestamp
+from ..data.schema import SWEEP_SPEC, timestamp
 from ..data.assemble import assemble_arrays
 from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
 from ..factors.typed import typed_levels
-from ..machines.spec import parse_machine
+from ..machines.spec import machine_coords, parse_machine
+from ..stats import ci_halfwidth, ratio_halfwidth, reps_for_cv
+from ..system.facts import collect
+from ..system.runlock import MachineLock, OutputLock
 from .executor import Task, make_executor
 from .parts import Parts
 from ..progress import Progress
@@ -145,7 +148,6 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     dask Client. A run on real devices holds the machine (`system.runlock`): it waits
     for another, or with wait=False fails at once.
     """
-    from ..system.runlock import MachineLock, OutputLock
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels = typed_levels(levels, be.factor_parsers)   # a no-op for abtlab.run's levels
     options = be.validate_options(dict(options or {}))
@@ -193,7 +195,7 @@ def _on_host_devices(be, levels, options) -> bool:
     if be.simulated or options.get("guest"):
         return False
     # imported here: abtlab.machines.dispatch brings the host's and the guest's machinery
-    # (scratch fs, tracefs, qemu), which a simulated sweep never uses
+    # (scratch fs, tracefs, qemu), which a simulated sweep never uses: 0.08 CPU s
     from ..machines.dispatch import touches_host_devices
     return touches_host_devices(_machines(levels), levels.get("policy", ["ext4"]))
 
@@ -233,13 +235,16 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
             ex.close()
             if out is not None:     # stopped before any repetition: nothing to resume
                 store.drop_unstarted(out)
-        from ..data.schema import SWEEP_SPEC
         meta = {"backend": be.name, "abtlab_version": __version__, "start_time": started,
                 "command": command or " ".join(sys.argv), "seed": seed, "reps": str(reps),
                 "order": order, SWEEP_SPEC: json.dumps(spec, default=str), **(attrs or {})}
         # a guest sweep's many records take seconds to assemble and write
         with prog.phase("writing the dataset" if out is not None else "assembling the dataset"):
-            return _finish(be, done, levels, meta, out)
+            try:
+                return _finish(be, done, levels, meta, out)
+            except BaseException:
+                parts.write_held()      # stopped mid-write: resume keeps the finished runs
+                raise
     finally:
         prog.close()
 
@@ -247,12 +252,10 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
 def _finish(be, done, levels, meta, out):
     """The finished runs as one dataset (RunArrays, or a Dataset where a sweep of guest
     machines adds their coordinates), written to out (when given) and its parts removed."""
-    from ..system.facts import collect
     meta = {**collect(), **meta, "end_time": timestamp()}
     ds = assemble_arrays(list(done.values()), levels, meta)
     ds.attrs.update(be.dataset_labels(ds.attrs))
     if "machine" in levels:  # each machine level's clock and kernel (abtlab.machines.spec)
-        from ..machines.spec import machine_coords
         ds = ds.to_dataset().assign_coords(machine_coords(levels["machine"]))
     if out is not None:
         store.save(ds, out)
@@ -322,7 +325,6 @@ def _more_reps(rule, points, levels, done, wanted, paired=False):
     says the target needs (t-quantile at that count), at most doubling per round so a
     misleading pilot cannot spend the whole budget at once. paired (a blocked sweep):
     every point of a configuration gets the same count, so blocks stay complete."""
-    from ..stats import reps_for_cv
     by_rep = _values_by_point(done, rule.metric)
     own = {i: _mean_spread(by_rep.get(i, {}), rule.level) for i in wanted}
     spread = own
@@ -355,7 +357,6 @@ def _more_reps(rule, points, levels, done, wanted, paired=False):
 
 def _mean_spread(vals: dict, level):
     """(relative CI half-width of the mean, RSD) of one point's runs."""
-    from ..stats import ci_halfwidth
     x = np.array(list(vals.values()))
     return ci_halfwidth(x, level), _cv(x)
 
@@ -364,7 +365,6 @@ def _paired_spread(a: dict, b: dict, level):
     """(relative CI half-width, per-run relative spread) of mean(a)/mean(b) over the
     blocks both have: the spread of the per-block difference of relative deviations,
     so drift shared within a block cancels."""
-    from ..stats import ratio_halfwidth
     reps = sorted(set(a) & set(b))
     x, y = np.array([a[r] for r in reps]), np.array([b[r] for r in reps])
     if x.size < 2 or x.mean() == 0 or y.mean() == 0:

@@ -5,6 +5,8 @@ from ..backends import get as get_backend
 from ..errors import ConfigError
 from ..factors.levels import check_real_freq, parse_freq
 from ..factors.typed import PARSERS
+from ..machines.spec import check_virtual_freq
+from . import loop as sweep
 
 __all__ = ["build_levels", "run"]
 
@@ -47,7 +49,6 @@ def build_levels(backend, freq=None, **factors):
                               f"({be.option_names()}) of backend {be.name}")
     options.update(factors)
     if options.get("freq_mode") == "virtual":
-        from ..machines.spec import check_virtual_freq
         check_virtual_freq(levels.get("machine", ["host"]))
     return levels, options
 
@@ -64,7 +65,6 @@ def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
     the machine (see abtlab.sweep.loop.run). dataset=False: the written dataset may come
     back as its RunArrays (abtlab.data.arrays), without importing xarray.
     """
-    from . import loop as sweep
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels, options = build_levels(be, freq=freq, **factors)
     freq_mode = options.pop("freq_mode", None)

@@ -30,8 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends import get as get_backend, names
 from ..errors import ConfigError
 from ..data.tomlfile import read_toml
+from .loop import BOOL_OPTIONS, ORDERS, Reps
+from .runner import run
 
 __all__ = ["Spec", "load_spec", "parse_spec", "run_spec"]
 
@@ -64,14 +67,12 @@ def _int(data, key, lo, default):
 
 
 def parse_spec(data: dict) -> Spec:
-    from ..backends import get, names
-    from .loop import Reps
     unknown = set(data) - _TOP
     if unknown:
         raise ConfigError(sorted(unknown)[0], data[sorted(unknown)[0]], ", ".join(sorted(_TOP)))
     if "backend" not in data:
         raise ConfigError("backend", None, ", ".join(names()))
-    get(data["backend"])  # unknown names raise naming the field
+    get_backend(data["backend"])  # unknown names raise naming the field
     reps = data.get("repetitions", 3)
     if isinstance(reps, dict):
         bad = set(reps) - {"min", "max", "target", "level", "metric", "on"}
@@ -84,7 +85,6 @@ def parse_spec(data: dict) -> Spec:
     bad = set(ex) - {"scheduler", "workers", "order"}
     if bad:
         raise ConfigError(f"execution.{sorted(bad)[0]}", ex, "scheduler, workers, order")
-    from .loop import ORDERS
     if ex.get("order", "random") not in ORDERS:
         raise ConfigError("execution.order", ex["order"], " | ".join(ORDERS))
     seed, warmup = _int(data, "seed", 0, 0), _int(data, "warmup", 0, 0)
@@ -95,7 +95,6 @@ def parse_spec(data: dict) -> Spec:
     options = data.get("options", {})
     if not isinstance(options, dict):
         raise ConfigError("options", options, "a table of backend option = value")
-    from .loop import BOOL_OPTIONS
     for key in BOOL_OPTIONS:
         if key in options and not isinstance(options[key], bool):
             raise ConfigError(f"options.{key}", options[key], "true or false (a TOML boolean, "
@@ -109,7 +108,6 @@ def parse_spec(data: dict) -> Spec:
 def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None,
              force=False, wait=True, dataset=True):
     """Run a sweep spec; `out` overrides the spec's own. dataset=False: see runner.run."""
-    from .runner import run
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)
     elif isinstance(spec, dict):
