@@ -35,7 +35,11 @@ def register(sub):
     p.add_argument("--warmup", type=int, default=1, help="discarded warm-up runs (default 1; a simulator's runs need none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="output NetCDF path")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run from its finished runs (a simulated run "
+                        "keeps them on disk once it has run a second, or when stopped by an "
+                        "error or a signal; a kill -9 in its first second leaves nothing to "
+                        "resume)")
     p.add_argument("--force", action="store_true",
                    help="replace what is at --out (a finished dataset, unfinished parts, a file)")
     p.add_argument("--no-wait", dest="wait", action="store_false",
