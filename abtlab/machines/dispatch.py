@@ -19,7 +19,7 @@ from .spec import Machine, at_virtual_freq, parse_machine
 from .tool_runner import ToolJob, ToolRun
 
 __all__ = ["HOST", "KERNEL", "GUEST", "machine_for", "route", "group_key", "run_program",
-           "run_programs", "run_tool", "run_tools", "run_and_measure", "run_any",
+           "run_programs", "run_tool", "run_tools", "run_any",
            "run_kdelayjc", "run_in_guest", "touches_host_devices"]
 
 HOST, KERNEL, GUEST = "host", "host with the kernel delayJC knobs", "guest"
@@ -68,11 +68,6 @@ def run_programs(preps: list, runs: list, workdir) -> list:
     items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
     return [r if isinstance(r, Exception) else add_measures(r, pr)
             for r, pr in zip(guest_point.run_batch(items, machine, workdir), preps)]
-
-
-def run_and_measure(argv_for, point, ctx, data_bytes, workload, **measure_kw) -> RunResult:
-    """run_program of a Prepared given by its parts."""
-    return run_program(Prepared(argv_for, data_bytes, workload, measure_kw), point, ctx)
 
 
 def run_any(argv_for, point, ctx, data_bytes, machine=None) -> RunResult:
