@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     try:
         ending.start()
         words = sys.argv[1:] if argv is None else list(argv)
+        if argv is None and words and not words[0].startswith("-"):
+            _numpy_with_one_blas_thread()
         parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
         try:
             args = parser.parse_args(argv)
@@ -83,6 +85,29 @@ def main(argv=None) -> int:
             # VM); frozen, they are left to the exit (atexit handlers still run)
             import gc
             gc.freeze()
+
+
+# BLAS's thread-count variables (OpenBLAS, MKL, OpenMP): a user's setting is left alone
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def _numpy_with_one_blas_thread() -> None:
+    """Load numpy, in this process only, with one OpenBLAS thread. abtlab's work runs in
+    parallel over repetitions and points (threads, processes, guests), where BLAS's own
+    threads would only contend for the cores, and OpenBLAS starts a thread per core and
+    their buffers as it loads: ~0.1 s of a 2-core machine's new process. The variable is
+    read once, at load, and removed again, so processes this one starts (a notebook's
+    kernel) get BLAS's own default."""
+    import os
+    if "numpy" in sys.modules or any(k in os.environ for k in _BLAS_THREADS):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:     # the command's own import then says what is missing
+        pass
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _interrupted(ending, name, signum) -> int:

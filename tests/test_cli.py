@@ -129,6 +129,54 @@ def test_the_command_line_does_not_load_numpy_before_its_signal_handlers():
     assert cp.stdout.strip() == "[]", cp.stderr
 
 
+_BLAS = """
+import os, sys
+import abtlab.cli as cli
+seen = {}
+def probe(args):
+    import numpy   # loaded by main already: what OpenBLAS read at its load is gone again
+    seen["env"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    seen["numpy"] = "numpy" in sys.modules
+    try:                       # what OpenBLAS itself runs with, where threadpoolctl is
+        import threadpoolctl
+        seen["blas"] = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                        if i["internal_api"] == "openblas"][:1]
+    except ImportError:
+        seen["blas"] = []
+def parser(*command):
+    import argparse
+    seen["early"] = "numpy" in sys.modules
+    p = argparse.ArgumentParser(prog="abtlab")
+    p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
+    return p
+cli.build_parser = parser
+sys.argv = ["abtlab", "probe"]
+code = cli.main()
+print(seen["early"], seen["env"], seen["numpy"], *seen["blas"])
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("user", [None, "3"])
+def test_the_command_line_loads_numpy_with_one_blas_thread_and_leaves_the_rest(monkeypatch, user):
+    """A command's process loads numpy with OPENBLAS_NUM_THREADS=1 and removes it again
+    (children get BLAS's default); a user's own setting is left as it is."""
+    if user is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", user)
+    for k in ("MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(k, raising=False)
+    cp = _child(_BLAS)
+    assert cp.returncode == 0, cp.stderr
+    early = "True" if user is None else "False"       # a user's setting: numpy left to the command
+    words = cp.stdout.split()
+    assert words[:3] == [early, str(user), "True"]
+    # OpenBLAS caps a user's count at the cores; [] without threadpoolctl
+    import os
+    assert words[3:] in ([], ["1" if user is None else str(min(int(user), os.cpu_count()))])
+
+
 @pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_a_signal_before_the_command_starts_gives_one_line(tmp_path, sig, code):
     cp = _child(_EARLY, sig, tmp_path / "r.nc")

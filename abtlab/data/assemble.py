@@ -66,7 +66,7 @@ def _tables(blocks, ids) -> dict:
         if np.any(run[1:] < run[:-1]):     # blocks of one point that interleave their reps
             order = np.argsort(run, kind="stable")
             merged = {c: v[order] for c, v in merged.items()}
-        out.update(merged)
+        out.update({c: v.astype(schema.table_dtype(c), copy=False) for c, v in merged.items()})
     return out
 
 

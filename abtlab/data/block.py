@@ -31,8 +31,9 @@ class RunBlock:
     """Repetitions `reps` of the point `point` (index `point_index` in its sweep).
 
     scalars: variable -> float64 array, one value per repetition (NaN: not measured).
-    tables: every column of schema's op, commit and batch tables -> int64 array; a
-    `*_run` column holds the position in `reps` of the repetition a record belongs to.
+    tables: every column of schema's op, commit and batch tables -> an integer array
+    (assembly stores each as schema.table_dtype); a `*_run` column holds the position
+    in `reps` of the repetition a record belongs to.
     run_attrs: one dict of facts per repetition, or a single dict that holds for all.
     """
     point: dict
@@ -68,10 +69,10 @@ def _table(results, source, columns) -> dict:
 def _op_table(results) -> dict:
     ops = [r.ops if r.ops is not None else np.zeros(0, RECORD_DTYPE) for r in results]
     sizes = np.array([o.size for o in ops], np.int64)
-    out = {"op_run": np.repeat(np.arange(len(results), dtype=np.int64), sizes)}
-    # each field cast straight into its column: concatenating the records first copied
-    # them once more (a 100-repetition group of 256 threads: ~50 ms -> ~5 ms)
-    cols = {col: np.empty(int(sizes.sum()), np.int64) for col in _OP_FIELDS}
+    out = {"op_run": np.repeat(np.arange(len(results), dtype=schema.table_dtype("op_run")), sizes)}
+    # each field cast straight into its column, in its stored type: concatenating the
+    # records first copied them once more (100 repetitions of 256 threads: ~50 ms -> ~5 ms)
+    cols = {col: np.empty(int(sizes.sum()), schema.table_dtype(col)) for col in _OP_FIELDS}
     for o, end in zip(ops, np.cumsum(sizes).tolist()):
         for col, field in _OP_FIELDS.items():
             cols[col][end - o.size:end] = o[field]

@@ -109,6 +109,15 @@ COMMIT_COLUMNS = {"commit_run": "1", "commit_tid": "1", "commit_start": "ns",
 BATCH_COLUMNS = {"batch_run": "1", "batch_open": "ns", "batch_close": "ns",
                  "batch_members": "1", "batch_resets": "1",
                  "batch_flush_start": "ns", "batch_flush_end": "ns", "batch_window_us": "us"}
+# the op table's small columns (a run's position, a thread, an op kind, flags: 16 bits
+# or 32 in the binary trace record) stored in 32 bits: 40 bytes a record instead of 56,
+# so a 256-thread sweep of 100 repetitions writes and reads ~30% less; the rest int64
+TABLE_DTYPES = {"op_run": "int32", "op_tid": "int32", "op_kind": "int32", "op_flags": "int32"}
+
+
+def table_dtype(column: str) -> str:
+    """The stored integer type of a table column."""
+    return TABLE_DTYPES.get(column, "int64")
 
 REQUIRED_ATTRS = {
     "backend": "driver name from the registry",

@@ -68,3 +68,18 @@ def test_parts_and_results_give_the_same_dataset():
 def test_a_point_outside_the_levels_is_an_error():
     with pytest.raises(KeyError, match="threads|8"):
         assemble_results([({"policy": "ext4", "threads": 8}, 0, _result(8, 1.0))], LEVELS, {})
+
+
+def test_table_columns_are_stored_in_their_schema_types():
+    """The op table's run, thread, kind and flags in 32 bits (a trace record's widths
+    fit), times, bytes and every other column in 64; a stored part (narrowed to the
+    smallest type) assembles to the same types."""
+    triples = _triples()
+    index = {}
+    parts = [result_to_part(r, point, index.setdefault((point["policy"], point["threads"]), len(index)), rep)
+             for point, rep, r in triples]
+    for ds in (assemble_results(triples, LEVELS, {}), assemble(parts, LEVELS, {})):
+        for _, cols in ((schema.OP_DIM, schema.OP_COLUMNS), (schema.COMMIT_DIM, schema.COMMIT_COLUMNS)):
+            for c in cols:
+                assert ds[c].dtype == np.dtype(schema.table_dtype(c)), c
+        assert ds["op_kind"].dtype == np.int32 and ds["op_t_end"].dtype == np.int64
