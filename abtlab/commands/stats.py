@@ -80,7 +80,8 @@ def main(args):
         _show(f"as the paper measures: throughput {v.attrs['f_high']:g}/{v.attrs['f_low']:g} GHz "
               f"with the write op timed (eq. 3; IOzone's default report, without and "
               f"with stonewalling) and with fsync timed (IOzone -e), {args.level:.0%} {args.ci} CIs, below 1 = slower at the faster "
-              f"clock; unblocked threads (eq. 4, mean) per clock", _drop_constant(v, tuple(c for c in v.columns if "/" in c or "unblocked" in c)))
+              f"clock; unblocked threads (eq. 4, mean) per clock, and the ratio eq. 3 gives from "
+              f"them (clock ratio x unblocked ratio)", _drop_constant(v, tuple(c for c in v.columns if "/" in c or "unblocked" in c)))
     if args.anova:
         _show(f"ANOVA (type 2) of log({args.var})", stats.anova(ds, args.var, order=args.order))
     if args.pyperf:

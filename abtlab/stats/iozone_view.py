@@ -11,7 +11,7 @@ from ..data import schema
 from .ratios import format_ratio, slowdown
 from .values import _freq_level, _provenance, _with_freq
 
-__all__ = ["iozone_view", "has_both_throughputs", "ratios_between"]
+__all__ = ["iozone_view", "has_both_throughputs", "ratios_between", "eq3_ratio"]
 
 
 def has_both_throughputs(ds) -> bool:
@@ -30,12 +30,24 @@ def _ratio_column(ds, var, lo, hi, level, method):
     return [format_ratio(*x) if np.isfinite(x[0]) else "-" for x in zip(r, a, b)], sd
 
 
+def eq3_ratio(f_low, f_high, nb_low, nb_high):
+    """The throughput ratio eq. 3 gives from the unblocked writers alone: an unblocked
+    write op is memory copies (its time scales with 1/f), a blocked one waits on the
+    journal and adds little, so throughput ~ NB * S * f / c and the fast clock over the
+    slow one ~ (f_high / f_low) * NB(f_high) / NB(f_low). Below 1 when the unblocked
+    writers fall by more than the clock rises (the paper: 240 -> 40 for 2.06)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return f_high / f_low * np.asarray(nb_high, float) / np.asarray(nb_low, float)
+
+
 def iozone_view(ds, f_low=None, f_high=None, level=0.95, method="fieller"):
     """A DataFrame, one row per configuration: `throughput hi/lo` (the paper's, with its
     CI), `with fsync hi/lo` (IOzone -e), `unblocked at lo|hi` (mean writers whose write op
     never slept on the journal, from the trace: model.waits) where the runs recorded it, and
-    `no overlap at lo|hi` (mean writers whose write op shares no time with any commit).
-    Below 1 = slower at the faster clock."""
+    `no overlap at lo|hi` (mean writers whose write op shares no time with any commit),
+    and `eq. 3 from unblocked hi/lo` (eq3_ratio of the first of those counts: what the
+    throughput ratio would be if the unblocked writers alone carried it). Below 1 =
+    slower at the faster clock."""
     # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     da = _with_freq(ds, "throughput")
@@ -50,10 +62,16 @@ def iozone_view(ds, f_low=None, f_high=None, level=0.95, method="fieller"):
         if var in ds and np.isfinite(ds[var].values).any():
             out[f"{name} {hi:g}/{lo:g}"] = _ratio_column(ds, var, lo, hi, level, method)[0]
     # unblocked by trace evidence where the run recorded why writes slept, then by span overlap
+    counts = []
     for var, name in (("unblocked_threads", "unblocked"), ("threads_clear_of_commits", "no overlap")):
         if var in ds and np.isfinite(ds[var].values).any():
             nb = ds[var].mean(schema.REP)
-            for f in (lo, hi):
-                out[f"{name} at {f:g}"] = np.round(nb.sel({schema.FREQ: f}).transpose(*cfg).values.ravel(), 1)
+            at = [nb.sel({schema.FREQ: f}).transpose(*cfg).values.ravel() for f in (lo, hi)]
+            counts.append(at)
+            for f, v in zip((lo, hi), at):
+                out[f"{name} at {f:g}"] = np.round(v, 1)
+    if counts:
+        out[f"eq. 3 from unblocked {hi:g}/{lo:g}"] = [
+            f"{x:.2f}" if np.isfinite(x) else "-" for x in eq3_ratio(lo, hi, *counts[0])]
     out.attrs = _provenance(ds, f_low=lo, f_high=hi, level=level, method=method)
     return out.reset_index(drop=not cfg)

@@ -322,3 +322,29 @@ def test_stats_reads_a_metarates_run_by_its_own_rate(tmp_path, capsys):
     assert main(["stats", str(path), "--slowdown"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(f"{path}: fcr, backend sim") and "files/s" in out
+
+
+def test_the_paper_view_gives_eq3s_ratio_from_the_unblocked_writers(tmp_path, capsys):
+    """`eq. 3 from unblocked hi/lo` = (hi / lo) x NB(hi) / NB(lo), from the evidence
+    count where the runs have it: 240 -> 40 unblocked at 1.6 -> 3.3 GHz (the paper's)
+    gives 0.34; a count that does not change gives the clock ratio; it is printed by
+    `abtlab stats --slowdown` beside the measured ratios."""
+    from abtlab.cli import main
+    from abtlab.data import store
+    from abtlab.stats.iozone_view import eq3_ratio, iozone_view
+    assert eq3_ratio(1.6, 3.3, 240, 40) == pytest.approx(3.3 / 1.6 / 6)
+    assert np.isnan(eq3_ratio(1.6, 3.3, 0, 0))
+    ds = make_run({"ext4": 0.5, "nojc": 2.0}, reps=4, rsd=0.02, threads=(256,))
+    ds["throughput_fsync"] = ds["throughput"] * 0.5
+    nb = np.zeros(ds["throughput"].shape)
+    nb[0, 0], nb[0, 1], nb[1] = 240, 40, 256          # ext4 240 -> 40, nojc 256 at both
+    ds["unblocked_threads"] = (ds["throughput"].dims, nb)
+    ds["threads_clear_of_commits"] = (ds["throughput"].dims, nb + 1)   # not the one read
+    view = iozone_view(ds).set_index("policy")
+    assert view.loc["ext4", "eq. 3 from unblocked 3.3/1.6"] == f"{3.3 / 1.6 * 40 / 240:.2f}"
+    assert view.loc["nojc", "eq. 3 from unblocked 3.3/1.6"] == f"{3.3 / 1.6:.2f}"
+    path = tmp_path / "paper.nc"
+    store.save(ds, path)
+    assert main(["stats", str(path), "--slowdown"]) == 0
+    out = capsys.readouterr().out
+    assert "the ratio eq. 3 gives from them" in out and "eq. 3 from unblocked 3.3/1.6" in out
