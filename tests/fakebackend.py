@@ -5,6 +5,7 @@ import numpy as np
 
 from abtlab.backends.base import Backend
 from abtlab.data.result import RunResult
+from abtlab.errors import RunError
 from abtlab.trace import RECORD_DTYPE
 
 
@@ -12,10 +13,15 @@ class FakeBackend(Backend):
     name = "fake"
     description = "deterministic numbers from the run seed"
     factors = {"policy": "ext4", "threads": 4}
-    options = {"delay": "seconds to sleep per run"}
+    options = {"delay": "seconds to sleep per run",
+               "fail": "THREADS:REP: the runs of that many threads at that repetition fail "
+                       "(RunError; * for every run)"}
 
     def run_point(self, point, ctx):
         time.sleep(float(ctx.options.get("delay", 0)))
+        fail = str(ctx.options.get("fail", ""))
+        if fail == "*" or fail == f"{point['threads']}:{ctx.rep}":
+            raise RunError(f"fake failure at threads={point['threads']} rep {ctx.rep}")
         rng = np.random.default_rng(ctx.seed)
         ops = np.zeros(point["threads"], RECORD_DTYPE)
         ops["tid"] = np.arange(point["threads"])

@@ -44,6 +44,9 @@ def register(sub):
                    help="replace what is at --out (a finished dataset, unfinished parts, a file)")
     p.add_argument("--no-wait", dest="wait", action="store_false",
                    help="fail at once if another real run holds this machine (default: wait)")
+    p.add_argument("--keep-going", dest="keep_going", action="store_true",
+                   help="a run that fails is left missing (listed in the dataset's failed_runs "
+                        "and on stderr) and the sweep goes on; exit status 1 when any failed")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=main)
 
@@ -106,11 +109,26 @@ def _main(args):
     ds = run(args.backend, out=args.out, reps=args.reps, seed=args.seed, resume=args.resume,
              quiet=args.quiet, freq=args.freq, warmup=args.warmup,
              command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait,
-             dataset=False, **factors, **opts)     # written and summarised without xarray
+             dataset=False, keep_going=args.keep_going, **factors, **opts)
+    # written and summarised without xarray
     from ..present.summary import summary_text
     print(summary_text(ds))
     print(f"wrote {args.out}: {_points(ds)}")
-    return 0
+    return failed_runs(ds, "abtlab run")
+
+
+def failed_runs(ds, name) -> int:
+    """1, each failed run named on stderr, when a keep-going sweep left runs missing; else 0."""
+    from ..sweep.loop import FAILED_RUNS
+    text = ds.attrs.get(FAILED_RUNS)
+    if not text:
+        return 0
+    lines = str(text).splitlines()
+    print(f"{name}: {len(lines)} run{'s' * (len(lines) != 1)} failed, left missing (NaN, run id "
+          f"-1; the dataset's attr {FAILED_RUNS}):", file=sys.stderr)
+    for line in lines:
+        print(f"  {line}", file=sys.stderr)
+    return 1
 
 
 def _points(ds) -> str:

@@ -1,7 +1,7 @@
 """`abtlab sweep SPEC.toml --out PATH [--resume]`: run a sweep spec."""
 import sys
 
-from .run import _points
+from .run import _points, failed_runs
 
 __all__ = ["register"]
 
@@ -15,6 +15,10 @@ def register(sub):
     p.add_argument("--machine", help="overrides the spec's machine factor: host or "
                    "guest[:key=value,...], ';'-separated")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--keep-going", dest="keep_going", action="store_true", default=None,
+                   help="a run that fails is left missing (listed in the dataset's failed_runs "
+                        "and on stderr) and the sweep goes on; exit status 1 when any failed "
+                        "(the spec's [execution] keep_going = true does the same)")
     p.add_argument("--force", action="store_true",
                    help="replace what is at --out (a finished dataset, unfinished parts, a file)")
     p.add_argument("--no-wait", dest="wait", action="store_false",
@@ -31,9 +35,9 @@ def main(args):
         spec.factors["machine"] = args.machine
     ds = run_spec(spec, out=args.out, resume=args.resume, quiet=args.quiet,
                   command="abtlab " + " ".join(sys.argv[1:]), force=args.force, wait=args.wait,
-                  dataset=False)      # written and summarised without xarray
+                  dataset=False, keep_going=args.keep_going)   # written and summarised without xarray
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..present.summary import summary_text
     print(summary_text(ds))
     print(f"wrote {args.out or spec.out}: {_points(ds)}")
-    return 0
+    return failed_runs(ds, "abtlab sweep")

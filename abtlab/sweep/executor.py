@@ -14,6 +14,7 @@ from itertools import groupby
 from ..backends import get as get_backend
 from ..backends.base import RunContext
 from ..data.block import from_results
+from ..errors import RunError
 from ..extras import require
 from ..machines.spec import parse_machine
 
@@ -58,11 +59,22 @@ def _workdir(be):
     return leftovers.WorkDir(prefix="abtlab-run-")
 
 
+def _tagged(exc, task):
+    """exc with the run it stopped, `exc.run` = (point index, rep): a keep-going sweep
+    marks that run missing and goes on (the attribute survives a dask worker's pickle)."""
+    if getattr(exc, "run", None) is None:
+        exc.run = (task.index, task.rep)
+    return exc
+
+
 def execute(task: Task):
     """Run one repetition of one point; return its RunBlock."""
     be = _backend(task)
-    with _workdir(be) as work:
-        result = be.run_point(task.point, _context(task, work))
+    try:
+        with _workdir(be) as work:
+            result = be.run_point(task.point, _context(task, work))
+    except RunError as exc:
+        raise _tagged(exc, task)
     return from_results([result], task.point, task.index, [task.rep])
 
 
@@ -94,7 +106,8 @@ def execute_many(tasks):
     failed = next((k for k, r in enumerate(results) if isinstance(r, Exception)), None)
     yield from _blocks(be, tasks[:failed], results[:failed])
     if failed is not None:
-        raise results[failed]
+        exc = results[failed]
+        raise _tagged(exc, tasks[failed]) if isinstance(exc, RunError) else exc
 
 
 def _blocks(be, tasks, results):

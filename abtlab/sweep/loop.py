@@ -130,7 +130,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
         quiet: bool = False, order: str = "random", warmup: int = 0, options: dict | None = None,
         attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
         scheduler=None, workers: int = 2, force: bool = False, wait: bool = True,
-        seeds: str = "per_run", dataset: bool = True):
+        seeds: str = "per_run", dataset: bool = True, keep_going: bool = False):
     """Run every point of levels x reps; return the assembled xarray.Dataset (with
     dataset=False, where it was written without xarray, its RunArrays instead).
 
@@ -146,7 +146,11 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
     together whatever the order, which cannot change a model's values. scheduler:
     None/"serial", "local" (a dask LocalCluster of `workers`), a scheduler address or a
     dask Client. A run on real devices holds the machine (`system.runlock`): it waits
-    for another, or with wait=False fails at once.
+    for another, or with wait=False fails at once. keep_going: a run that fails (RunError:
+    a guest's check, a tool's exit) leaves its repetition missing (NaN, run id -1) and the
+    sweep goes on; the dataset lists each in its attr `failed_runs`, and a sweep where
+    every run failed raises the first error. Without it the first failure stops the
+    sweep, its finished runs kept for --resume.
     """
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels = typed_levels(levels, be.factor_parsers)   # a no-op for abtlab.run's levels
@@ -163,6 +167,8 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
             "seed": seed, "reps": str(reps), "order": order}
     if seeds != "per_run":
         spec["seeds"] = seeds
+    if not isinstance(keep_going, (bool, np.bool_)):
+        raise ConfigError("keep_going", keep_going, "true or false")
     with contextlib.ExitStack() as held:
         if out is not None:
             held.enter_context(OutputLock(out))
@@ -171,7 +177,8 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
         if _on_host_devices(be, levels, options):
             held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
         run = _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
-                     warmup, options, attrs, command, freq_mode, scheduler, workers, spec)
+                     warmup, options, attrs, command, freq_mode, scheduler, workers, spec,
+                     bool(keep_going))
         return run.to_dataset() if dataset and isinstance(run, RunArrays) else run
 
 
@@ -201,7 +208,7 @@ def _on_host_devices(be, levels, options) -> bool:
 
 
 def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, warmup,
-           options, attrs, command, freq_mode, scheduler, workers, spec):
+           options, attrs, command, freq_mode, scheduler, workers, spec, keep_going=False):
     out = None if out is None else Path(out)
     started = timestamp()
     done = store.read_parts(out) if resume else {}
@@ -224,8 +231,12 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
                 with prog.phase(f"warm-up ({warmup} discarded run{'s' * (warmup > 1)})", counts=False):
                     for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
                         pass
+            failed = {} if keep_going else None
             with prog.phase("running"):
-                _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed)
+                _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed,
+                            failed)
+            if failed and not done:         # nothing to keep: the first error, as without
+                raise next(iter(failed.values()))
         except BaseException as exc:
             parts.write_held()      # stopped by an error or a signal: resume keeps them
             if isinstance(exc, RunError):
@@ -238,6 +249,8 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
         meta = {"backend": be.name, "abtlab_version": __version__, "start_time": started,
                 "command": command or " ".join(sys.argv), "seed": seed, "reps": str(reps),
                 "order": order, SWEEP_SPEC: json.dumps(spec, default=str), **(attrs or {})}
+        if failed:
+            meta[FAILED_RUNS] = failed_text(points, failed)
         # a guest sweep's many records take seconds to assemble and write
         with prog.phase("writing the dataset" if out is not None else "assembling the dataset"):
             try:
@@ -270,15 +283,27 @@ def _planned(reps, npoints, done) -> int:
     return per_point * npoints - sum(b.reps.size for b in done.values())
 
 
-def _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed):
-    """Run until every point has its repetitions (more for an adaptive rule)."""
+# the dataset attr that lists the runs a keep-going sweep left missing
+FAILED_RUNS = "failed_runs"
+
+
+def failed_text(points, failed) -> str:
+    """One line per failed run: its point, repetition and error."""
+    return "\n".join(f"{_short(points[i])} rep {r}: {exc}" for (i, r), exc in sorted(failed.items()))
+
+
+def _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed, failed=None):
+    """Run until every point has its repetitions (more for an adaptive rule). failed: a
+    dict to keep going in, (point index, rep) -> the RunError of a run that failed;
+    None: the first failure stops the sweep."""
     rng = np.random.default_rng(seed)
     rule = reps if isinstance(reps, Reps) else None
     wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
     held = {(b.point_index, int(r)) for b in done.values() for r in b.reps}
     prog.total = sum(wanted.values()) - len(held)
     while True:
-        todo = [(i, r) for i, n in wanted.items() for r in range(n) if (i, r) not in held]
+        todo = [(i, r) for i, n in wanted.items() for r in range(n)
+                if (i, r) not in held and (failed is None or (i, r) not in failed)]
         if not todo:
             if rule is None:
                 return
@@ -290,11 +315,21 @@ def _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, se
             continue
         if not be.simulated:    # a model has no drift for the order to cancel
             todo = _ordered(todo, points, order, rng)
-        for block in ex.map([task(i, r) for i, r in todo]):
-            parts.add(block)
-            done[store.block_name(block)] = block
-            held.update((block.point_index, int(r)) for r in block.reps)
-            prog.step(_short(block.point), n=block.reps.size)
+        try:
+            for block in ex.map([task(i, r) for i, r in todo]):
+                parts.add(block)
+                done[store.block_name(block)] = block
+                held.update((block.point_index, int(r)) for r in block.reps)
+                prog.step(_short(block.point), n=block.reps.size)
+        except RunError as exc:
+            run = getattr(exc, "run", None)
+            if failed is None or run is None or run in failed:
+                raise
+            # the rest of this round is planned again, without it
+            failed[run] = exc
+            prog.step(f"{_short(points[run[0]])} FAILED", n=1)
+            print(f"abtlab: run failed, kept as missing (keep_going): {_short(points[run[0]])} "
+                  f"rep {run[1]}: {exc}", file=sys.stderr)
 
 
 def _ordered(todo, points, order, rng):

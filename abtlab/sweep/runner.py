@@ -55,15 +55,16 @@ def build_levels(backend, freq=None, **factors):
 
 def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
         warmup=0, command=None, scheduler=None, workers=2, order="random", force=False,
-        wait=True, dataset=True, **factors):
+        wait=True, dataset=True, keep_going=False, **factors):
     """Run backend over every combination of the given factor lists.
 
     Example: abtlab.run("iozone", threads="16,64", policy="ext4,nojc",
                         freq="emulated:1.6,3.3", device="none", reps=5, out="r.nc")
     Non-factor keywords (fsync, direct, processes, workload, ...) are backend options.
     force: replace what is at `out`; wait=False: fail at once if another real run holds
-    the machine (see abtlab.sweep.loop.run). dataset=False: the written dataset may come
-    back as its RunArrays (abtlab.data.arrays), without importing xarray.
+    the machine; keep_going: a failed run is left missing and the sweep goes on (see
+    abtlab.sweep.loop.run). dataset=False: the written dataset may come back as its
+    RunArrays (abtlab.data.arrays), without importing xarray.
     """
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels, options = build_levels(be, freq=freq, **factors)
@@ -71,4 +72,5 @@ def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
     return sweep.run(be.name if isinstance(backend, str) else be, levels, reps=reps, out=out,
                      seed=seed, resume=resume, quiet=quiet, warmup=warmup, options=options,
                      command=command, freq_mode=freq_mode, scheduler=scheduler, workers=workers,
-                     order=order, force=force, wait=wait, dataset=dataset)
+                     order=order, force=force, wait=wait, dataset=dataset,
+                     keep_going=keep_going)

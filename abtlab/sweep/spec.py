@@ -24,6 +24,7 @@
     workers = 2
     order = "random"                # or "blocked": each repetition of a configuration runs
                                     # at every frequency back to back (paired ratios)
+    keep_going = false              # true: a failed run is left missing, the sweep goes on
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ class Spec:
     scheduler: str | None = None
     workers: int = 2
     order: str = "random"
+    keep_going: bool = False
 
 
 def load_spec(path) -> Spec:
@@ -82,11 +84,14 @@ def parse_spec(data: dict) -> Spec:
     elif not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
         raise ConfigError("repetitions", reps, "an integer >= 1 or a table {min, max, target, ...}")
     ex = data.get("execution", {})
-    bad = set(ex) - {"scheduler", "workers", "order"}
+    bad = set(ex) - {"scheduler", "workers", "order", "keep_going"}
     if bad:
-        raise ConfigError(f"execution.{sorted(bad)[0]}", ex, "scheduler, workers, order")
+        raise ConfigError(f"execution.{sorted(bad)[0]}", ex, "scheduler, workers, order, keep_going")
     if ex.get("order", "random") not in ORDERS:
         raise ConfigError("execution.order", ex["order"], " | ".join(ORDERS))
+    if not isinstance(ex.get("keep_going", False), bool):
+        raise ConfigError("execution.keep_going", ex["keep_going"],
+                          "true or false (a TOML boolean, without quotes)")
     seed, warmup = _int(data, "seed", 0, 0), _int(data, "warmup", 0, 0)
     factors = data.get("factors")
     if not isinstance(factors, dict) or not factors:
@@ -102,12 +107,13 @@ def parse_spec(data: dict) -> Spec:
     return Spec(backend=data["backend"], factors=dict(factors), options=dict(options),
                 reps=reps, seed=seed, warmup=warmup,
                 out=data.get("out"), scheduler=ex.get("scheduler"), workers=_int(ex, "workers", 1, 2),
-                order=ex.get("order", "random"))
+                order=ex.get("order", "random"), keep_going=ex.get("keep_going", False))
 
 
 def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None,
-             force=False, wait=True, dataset=True):
-    """Run a sweep spec; `out` overrides the spec's own. dataset=False: see runner.run."""
+             force=False, wait=True, dataset=True, keep_going=None):
+    """Run a sweep spec; `out` overrides the spec's own, keep_going (when not None) the
+    spec's [execution] keep_going. dataset=False: see runner.run."""
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)
     elif isinstance(spec, dict):
@@ -122,4 +128,5 @@ def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False
     return run(spec.backend, out=out, reps=spec.reps, seed=spec.seed, resume=resume, quiet=quiet,
                freq=freq, warmup=spec.warmup, command=command, scheduler=spec.scheduler,
                workers=spec.workers, order=spec.order, force=force, wait=wait,
-               dataset=dataset, **factors, **spec.options)
+               dataset=dataset, keep_going=spec.keep_going if keep_going is None else keep_going,
+               **factors, **spec.options)

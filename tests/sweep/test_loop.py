@@ -359,3 +359,52 @@ def _stop_after_parts(out, n):
     import unittest.mock
     with unittest.mock.patch.object(store, "write_block", write):
         sweep.run("sim", SIM_LEVELS, out=out, **_sim_kw())
+
+
+def test_keep_going_leaves_a_failed_run_missing_and_lists_it(tmp_path):
+    """keep_going: the runs that fail (threads 8, repetition 1, both policies) are NaN
+    with run id -1 and listed in failed_runs; every other run is what an unbroken sweep
+    gives. Without it the first failure stops the sweep and its finished runs stay for
+    --resume; when every run fails, the first error is raised."""
+    from abtlab.errors import RunError
+    ref = sweep.run("fake", LEVELS, reps=3, quiet=True, seed=5)
+    out = tmp_path / "k.nc"
+    ds = sweep.run("fake", LEVELS, reps=3, out=out, quiet=True, seed=5, keep_going=True,
+                   options={"fail": "8:1"})
+    bad = dict(threads=8, rep=1)
+    assert np.isnan(ds["throughput"].sel(**bad).values).all()
+    assert (ds[schema.RUN_ID].sel(**bad).values == -1).all()
+    good = ds["throughput"].where(~((ds.threads == 8) & (ds.rep == 1)))
+    np.testing.assert_array_equal(good.values, ref["throughput"].where(~np.isnan(good)).values)
+    lines = abtlab.load(out).attrs[sweep.FAILED_RUNS].splitlines()
+    assert len(lines) == 2 and all("threads=8 rep 1: fake: fake failure" in ln or
+                                   "threads=8 rep 1: fake failure" in ln for ln in lines), lines
+    assert not store.parts_dir(out).exists()
+    stopped = tmp_path / "s.nc"
+    with pytest.raises(RunError, match="fake failure"):
+        sweep.run("fake", LEVELS, reps=3, out=stopped, quiet=True, seed=5, order="sequential",
+                  options={"fail": "8:1"})
+    assert store.read_parts(stopped)           # what finished before it, kept for --resume
+    with pytest.raises(RunError, match="fake failure"):
+        sweep.run("fake", LEVELS, reps=2, quiet=True, keep_going=True, options={"fail": "*"})
+    with pytest.raises(ConfigError, match="keep_going"):
+        sweep.run("fake", LEVELS, reps=2, quiet=True, keep_going="yes")
+
+
+def test_keep_going_from_the_command_line_and_the_spec(tmp_path, capsys):
+    """`abtlab run --keep-going` writes the dataset, names each failed run on stderr and
+    exits 1; a spec says it in [execution], and a non-boolean there is refused naming it."""
+    from abtlab.cli import main
+    from abtlab.sweep.spec import parse_spec
+    out = tmp_path / "c.nc"
+    code = main(["run", "fake", "--threads", "2,8", "--reps", "2", "--warmup", "0", "-o", "fail=8:1",
+                 "--keep-going", "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and out.exists()
+    assert "abtlab run: 1 run failed, left missing" in err and "threads=8 rep 1" in err
+    assert main(["run", "fake", "--threads", "2,8", "--reps", "2", "--warmup", "0", "-o", "fail=8:1",
+                 "--quiet", "--out", str(tmp_path / "d.nc")]) == 2
+    spec = {"backend": "fake", "factors": {"threads": [2]}, "execution": {"keep_going": True}}
+    assert parse_spec(spec).keep_going is True and parse_spec({**spec, "execution": {}}).keep_going is False
+    with pytest.raises(ConfigError, match="execution.keep_going"):
+        parse_spec({**spec, "execution": {"keep_going": "true"}})
