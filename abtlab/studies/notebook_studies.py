@@ -24,6 +24,7 @@ from ..data import runs
 from ..data.store import load as load_dataset
 from ..errors import ConfigError, UnavailableError
 from ..factors.levels import parse_size, parse_words
+from ..machines.kernels import KERNELS
 from ..machines.spec import parse_machine
 from ..model import measures
 from ..model.remeasure import upgrade
@@ -103,8 +104,8 @@ def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext
     fs, rs = parse_size(file_size, "file_size"), parse_size(record_size, "record_size")
     if rs > fs or fs % rs:
         raise ConfigError("record_size", record_size, f"a size that divides file_size ({fs} bytes)")
-    if not isinstance(guest_kernel, str) or guest_kernel not in ("6.1", "6.1-legacy", "3.4.2"):
-        raise ConfigError("guest_kernel", guest_kernel, "6.1-legacy | 6.1 | 3.4.2")
+    if not isinstance(guest_kernel, str) or guest_kernel not in KERNELS:
+        raise ConfigError("guest_kernel", guest_kernel, " | ".join(KERNELS))
     if isinstance(guest_depth, bool) or not isinstance(guest_depth, int) or not 1 <= guest_depth <= 256:
         raise ConfigError("guest_depth", guest_depth, "an integer from 1 to 256")
     f = ",".join(f"{float(x):g}" for x in (freqs if isinstance(freqs, (list, tuple)) else [freqs]))
