@@ -19,7 +19,9 @@ ratio to that (simulated data; wall seconds, the median of --repeat, measured in
       command's own imports, its dataset and file, its exit); each new process's CPU
       seconds (user + system, less the interpreter's) beside it, against the CPU seconds
       of the kernel + traces + measures path (all its threads); new processes write and
-      read their bytecode as a user's do (one has run first), PYTHONDONTWRITEBYTECODE aside
+      read their bytecode as a user's do (one has run first), PYTHONDONTWRITEBYTECODE aside;
+      and the kernel + traces + measures path itself as a new process (the same points,
+      `import abtlab.sim.core` and run_reps), with the CLI's new process over it
   each lab notebook on the simulator with its default parameters (papermill, a new
       Jupyter kernel each), beside the kernel of its points and its dataset's sweep
       (studies.study_data) in this process (target: under 10 s), after a notebook that
@@ -34,6 +36,7 @@ import argparse
 import contextlib
 import io
 import os
+import pickle
 import resource
 import subprocess
 import sys
@@ -132,6 +135,10 @@ USER = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 JIT = {**USER, "ABTLAB_SIM_AOT": "off"}
 KERNEL_LOAD = ("from abtlab.sim import core, params; "
                "core.run_raw(params.make(threads=1), [0])")
+# the kernel + traces + measures path as a new process: the points (pickled), imports and
+# all, as a user's own script calling the public kernel would run them
+KERNEL_PROCESS = ("import pickle, sys; from abtlab.sim import core\n"
+                  "for p, s in pickle.load(open(sys.argv[1], 'rb')): core.run_reps(p, s)")
 
 
 def aot_status() -> str:
@@ -165,9 +172,14 @@ def cli_section(a, work):
     with quiet:
         cli_main(small[1:])     # this process has paid the CLI's fixed start: imports, first file
     run_process(small)          # and the new processes' bytecode is written
+    pickled = work / "points.pickle"
+    pickled.write_bytes(pickle.dumps(points))
+    kernel_process = [sys.executable, "-c", KERNEL_PROCESS, str(pickled)]
+    run_process(kernel_process)
     times = {k: [] for k in ("raw", "raw_jit", "full", "api", "main", "save", "cli", "cli_jit",
-                             "python", "load", "load_jit", "start")}
-    cpu = {k: [] for k in ("full", "cli", "cli_jit", "python", "load", "load_jit", "start")}
+                             "python", "load", "load_jit", "start", "full_process")}
+    cpu = {k: [] for k in ("full", "cli", "cli_jit", "python", "load", "load_jit", "start",
+                           "full_process")}
     for _ in range(a.repeat):      # in turns, so load on the machine falls on every path alike
         raw, full = kernel_rows(points, 1)
         times["raw"].append(raw)
@@ -188,6 +200,7 @@ def cli_section(a, work):
         times["load_jit"].append(run_process([sys.executable, "-c", KERNEL_LOAD], cpu["load_jit"],
                                              JIT))
         times["start"].append(run_process(small, cpu["start"]))
+        times["full_process"].append(run_process(kernel_process, cpu["full_process"]))
     t = {k: float(np.median(v)) for k, v in times.items()}
     c = {k: float(np.median(v)) for k, v in cpu.items()}
 
@@ -211,6 +224,10 @@ def cli_section(a, work):
         f"{cpu_note('load_jit')} (numba, its cached kernel)")
     row("  the CLI on one tiny point, less that start", t["start"] - t["python"], t["full"],
         cpu_note("start"))
+    row("  kernel + traces + measures as a new process", t["full_process"] - t["python"], t["full"],
+        f"{cpu_note('full_process')} (its imports and the kernel's load; less that start)")
+    row("  the CLI as a new process over that", t["cli"] - t["python"],
+        t["full_process"] - t["python"], "(both less the interpreter's start)")
     print(f"  the dataset: {dict(RunArrays.of(abtlab.load(out)).sizes)}")
     return t
 

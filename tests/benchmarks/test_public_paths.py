@@ -34,3 +34,21 @@ def test_jit_rows_run_numbas_jit_and_leave_the_compiled_kernel_on(monkeypatch):
     assert seen == [None] and "ABTLAB_SIM_AOT" not in public_paths.os.environ
     assert public_paths.JIT["ABTLAB_SIM_AOT"] == "off"
     assert "PYTHONDONTWRITEBYTECODE" not in public_paths.USER
+
+
+def test_the_kernel_process_row_runs_the_sweeps_points_in_a_new_process(tmp_path):
+    """The new-process reference runs the pickled points (the sweep's own, as they come
+    back from the pickle) with abtlab.sim.core.run_reps, and nothing else."""
+    import pickle
+    import subprocess
+    import sys
+    runs = public_paths.sweep_params(2, threads="8", freq="1.6,3.3")
+    path = tmp_path / "points.pickle"
+    path.write_bytes(pickle.dumps(runs))
+    back = pickle.loads(path.read_bytes())
+    assert [(p, list(s)) for p, s in back] == [(p, list(s)) for p, s in runs]
+    code = public_paths.KERNEL_PROCESS + "\nimport sys; print(sorted(m for m in ('xarray', 'h5py') if m in sys.modules))"
+    cp = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                        timeout=300, cwd=public_paths.ROOT)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.strip() == "[]"      # the kernel's path: no dataset, no file
