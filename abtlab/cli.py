@@ -95,7 +95,7 @@ def _numpy_with_one_blas_thread() -> None:
     """Load numpy, in this process only, with one OpenBLAS thread. abtlab's work runs in
     parallel over repetitions and points (threads, processes, guests), where BLAS's own
     threads would only contend for the cores, and OpenBLAS starts a thread per core and
-    their buffers as it loads: ~0.1 s of a 2-core machine's new process. The variable is
+    their buffers as it loads: ~0.05 s of a 2-core machine's new process. The variable is
     read once, at load, and removed again, so processes this one starts (a notebook's
     kernel) get BLAS's own default."""
     import os
