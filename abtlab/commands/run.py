@@ -119,7 +119,7 @@ def _main(args):
 
 def failed_runs(ds, name) -> int:
     """1, each failed run named on stderr, when a keep-going sweep left runs missing; else 0."""
-    from ..sweep.loop import FAILED_RUNS
+    from ..data.schema import FAILED_RUNS
     text = ds.attrs.get(FAILED_RUNS)
     if not text:
         return 0

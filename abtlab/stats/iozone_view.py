@@ -62,16 +62,16 @@ def iozone_view(ds, f_low=None, f_high=None, level=0.95, method="fieller"):
         if var in ds and np.isfinite(ds[var].values).any():
             out[f"{name} {hi:g}/{lo:g}"] = _ratio_column(ds, var, lo, hi, level, method)[0]
     # unblocked by trace evidence where the run recorded why writes slept, then by span overlap
-    counts = []
+    first = None        # eq. 3's ratio from the first count there is
     for var, name in (("unblocked_threads", "unblocked"), ("threads_clear_of_commits", "no overlap")):
         if var in ds and np.isfinite(ds[var].values).any():
             nb = ds[var].mean(schema.REP)
             at = [nb.sel({schema.FREQ: f}).transpose(*cfg).values.ravel() for f in (lo, hi)]
-            counts.append(at)
+            first = at if first is None else first
             for f, v in zip((lo, hi), at):
                 out[f"{name} at {f:g}"] = np.round(v, 1)
-    if counts:
+    if first is not None:
         out[f"eq. 3 from unblocked {hi:g}/{lo:g}"] = [
-            f"{x:.2f}" if np.isfinite(x) else "-" for x in eq3_ratio(lo, hi, *counts[0])]
+            f"{x:.2f}" if np.isfinite(x) else "-" for x in eq3_ratio(lo, hi, *first)]
     out.attrs = _provenance(ds, f_low=lo, f_high=hi, level=level, method=method)
     return out.reset_index(drop=not cfg)

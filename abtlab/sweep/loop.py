@@ -26,7 +26,7 @@ import numpy as np
 from ..about import __version__
 from ..data import store
 from ..data.arrays import RunArrays
-from ..data.schema import SWEEP_SPEC, timestamp
+from ..data.schema import FAILED_RUNS, SWEEP_SPEC, timestamp
 from ..data.assemble import assemble_arrays
 from ..backends import get as get_backend
 from ..errors import ConfigError, RunError
@@ -281,10 +281,6 @@ def _planned(reps, npoints, done) -> int:
     """Runs still to do at the start (an adaptive rule's minimum; it may add more)."""
     per_point = reps.min if isinstance(reps, Reps) else reps
     return per_point * npoints - sum(b.reps.size for b in done.values())
-
-
-# the dataset attr that lists the runs a keep-going sweep left missing
-FAILED_RUNS = "failed_runs"
 
 
 def failed_text(points, failed) -> str:
