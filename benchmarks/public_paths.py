@@ -21,7 +21,10 @@ ratio to that (simulated data; wall seconds, the median of --repeat, measured in
       of the kernel + traces + measures path (all its threads); new processes write and
       read their bytecode as a user's do (one has run first), PYTHONDONTWRITEBYTECODE aside;
       and the kernel + traces + measures path itself as a new process (the same points,
-      `import abtlab.sim.core` and run_reps), with the CLI's new process over it
+      `import abtlab.sim.core` and run_reps), with the CLI's new process over it; and
+      a floor: a new process, without abtlab, that imports numpy and h5py and writes
+      arrays of the dataset's layout (names, shapes, types) to a new file and fsyncs it,
+      which with the kernel + traces + measures path is the least such a command can take
   each lab notebook on the simulator with its default parameters (papermill, a new
       Jupyter kernel each), beside the kernel of its points and its dataset's sweep
       (studies.study_data) in this process (target: under 10 s), after a notebook that
@@ -135,6 +138,28 @@ USER = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 JIT = {**USER, "ABTLAB_SIM_AOT": "off"}
 KERNEL_LOAD = ("from abtlab.sim import core, params; "
                "core.run_raw(params.make(threads=1), [0])")
+# the least any command that runs these points and writes their dataset pays beyond the
+# kernel path: a new process that imports numpy and h5py and writes arrays of the
+# dataset's names, shapes and types (from a JSON list) to a new HDF5 file, then fsyncs it
+FLOOR = ("import json, os, sys, numpy as np, h5py\n"
+         "with h5py.File(sys.argv[2], 'w') as f:\n"
+         "    for k, shape, dtype in json.load(open(sys.argv[1])):\n"
+         "        a = np.empty(shape, dtype); a.fill(1); f.create_dataset(k, data=a)\n"
+         "fd = os.open(sys.argv[2], os.O_RDONLY); os.fsync(fd); os.close(fd)")
+
+
+def floor_layout(path, out):
+    """The dataset's numeric variables as (name, shape, dtype) in a JSON file at out."""
+    import h5py
+    import json
+    rows = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda k, o: rows.append((k, o.shape, o.dtype.str))
+                     if isinstance(o, h5py.Dataset) and o.dtype.kind in "iuf" else None)
+    out.write_text(json.dumps(rows))
+    return out
+
+
 # the kernel + traces + measures path as a new process: the points (pickled), imports and
 # all, as a user's own script calling the public kernel would run them
 KERNEL_PROCESS = ("import pickle, sys; from abtlab.sim import core\n"
@@ -176,10 +201,14 @@ def cli_section(a, work):
     pickled.write_bytes(pickle.dumps(points))
     kernel_process = [sys.executable, "-c", KERNEL_PROCESS, str(pickled)]
     run_process(kernel_process)
+    with quiet:
+        cli_main(big[1:])       # the dataset whose layout the floor writes
+    floor = [sys.executable, "-c", FLOOR, str(floor_layout(out, work / "layout.json")),
+             str(work / "floor.h5")]
     times = {k: [] for k in ("raw", "raw_jit", "full", "api", "main", "save", "cli", "cli_jit",
-                             "python", "load", "load_jit", "start", "full_process")}
+                             "python", "load", "load_jit", "start", "full_process", "floor")}
     cpu = {k: [] for k in ("full", "cli", "cli_jit", "python", "load", "load_jit", "start",
-                           "full_process")}
+                           "full_process", "floor")}
     for _ in range(a.repeat):      # in turns, so load on the machine falls on every path alike
         raw, full = kernel_rows(points, 1)
         times["raw"].append(raw)
@@ -201,6 +230,7 @@ def cli_section(a, work):
                                              JIT))
         times["start"].append(run_process(small, cpu["start"]))
         times["full_process"].append(run_process(kernel_process, cpu["full_process"]))
+        times["floor"].append(run_process(floor, cpu["floor"]))
     t = {k: float(np.median(v)) for k, v in times.items()}
     c = {k: float(np.median(v)) for k, v in cpu.items()}
 
@@ -228,6 +258,10 @@ def cli_section(a, work):
         f"{cpu_note('full_process')} (its imports and the kernel's load; less that start)")
     row("  the CLI as a new process over that", t["cli"] - t["python"],
         t["full_process"] - t["python"], "(both less the interpreter's start)")
+    row("  floor: numpy, h5py, the dataset's arrays written", t["floor"] - t["python"], t["full"],
+        f"{cpu_note('floor')} (a new process, no abtlab; less that start)")
+    row("  the floor + kernel + traces + measures", t["floor"] - t["python"] + t["full"], t["full"],
+        "(the least such a command can take)")
     print(f"  the dataset: {dict(RunArrays.of(abtlab.load(out)).sizes)}")
     return t
 

@@ -106,14 +106,14 @@ def _types(dtype, key):
 def _chunks(var, shape, dtype):
     """h5netcdf's chunks: the stored encoding's if it still fits, its heuristic where a
     dimension is empty (unlimited), else contiguous."""
-    # only a write with an empty table needs h5netcdf: 0.02 CPU s of a new process
-    from h5netcdf.core import _get_default_chunksizes
     chunks = var.encoding.get("chunksizes")
     if chunks is not None and (var.encoding.get("contiguous")
                                or tuple(var.encoding.get("original_shape", shape)) != shape
                                or any(c > n for c, n in zip(chunks, shape))):
         chunks = None       # as xarray: chunks of another shape do not carry over
     if chunks is None and 0 in shape:
+        # only a write with an empty table needs h5netcdf: 0.02 CPU s of a new process
+        from h5netcdf.core import _get_default_chunksizes
         chunks = _get_default_chunksizes(shape, dtype)
     return tuple(chunks) if chunks is not None and shape else None
 
