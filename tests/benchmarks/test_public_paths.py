@@ -52,3 +52,30 @@ def test_the_kernel_process_row_runs_the_sweeps_points_in_a_new_process(tmp_path
                         timeout=300, cwd=public_paths.ROOT)
     assert cp.returncode == 0, cp.stderr
     assert cp.stdout.strip() == "[]"      # the kernel's path: no dataset, no file
+
+
+def test_the_floor_writes_the_datasets_layout_without_abtlab(tmp_path):
+    """The floor row's process writes every numeric variable of the command's dataset,
+    same names, shapes and types, and never imports abtlab."""
+    import subprocess
+    import sys
+    import h5py
+    out = tmp_path / "s.nc"
+    abtlab.run("sim", reps=2, threads="8", freq="1.6,3.3", quiet=True, out=out)
+    layout = public_paths.floor_layout(out, tmp_path / "layout.json")
+    floor = tmp_path / "floor.h5"
+    code = public_paths.FLOOR + "\nprint('abtlab' in sys.modules)"
+    cp = subprocess.run([sys.executable, "-c", code, str(layout), str(floor)], capture_output=True,
+                        text=True, timeout=300, cwd=tmp_path)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.strip() == "False"
+
+    def numeric(path):
+        rows = {}
+        with h5py.File(path, "r") as f:
+            f.visititems(lambda k, o: rows.update({k: (o.shape, o.dtype)})
+                         if isinstance(o, h5py.Dataset) and o.dtype.kind in "iuf" else None)
+        return rows
+    want = numeric(out)
+    assert "op_t_start" in want and want["op_t_start"][0][0] > 0
+    assert numeric(floor) == want
