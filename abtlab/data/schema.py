@@ -81,6 +81,11 @@ VARIABLES = {v.name: v for v in [
                    ("journal_other", "other journal waits (log space, a commit to finish)"),
                    ("dirty", "dirty-page throttling"), ("page", "a page lock or writeback"),
                    ("inode_lock", "an inode rwsem or mutex"), ("other", "any other sleep"))),
+    Var("lead_to_commit_cpu", "s", "the workload's CPU time (its threads on a CPU, summed over "
+        "CPUs, from the trace's sched_switch) between the lead writer's first write start and "
+        "the first commit's start; the rest of that delay is other tasks' CPU and idle time"),
+    Var("writer_lag_cpu", "s", "median over writers of the workload's CPU time (summed over "
+        "CPUs) between the lead writer's first write start and the writer's"),
     Var("blocked_inside", "1", "threads whose write op overlaps a commit and ends inside it (I), "
         "in no Y or Z: the stalls 3.4's T_LOCKED and shadow-buffer waits release before the commit ends"),
     Var("mean_commit_wait", "s", "mean time from a thread's fsync start to the end of the commit that covered it"),

@@ -14,7 +14,7 @@ from ..trace import Op
 from .classify import X, classify_writes
 from .spans import commit_table, thread_spans
 
-__all__ = ["TERMS", "timing_terms", "terms_table"]
+__all__ = ["TERMS", "CPU_TERMS", "timing_terms", "cpu_terms", "terms_table"]
 
 _NS = 1e-9
 # name -> what it is (all in seconds but the count)
@@ -27,6 +27,18 @@ TERMS = {
     "write_op_unblocked": "median write op (first write to last write) of the unblocked writers",
     "write_op_blocked": "median write op of the writers that share time with a commit",
     "writers_before_first_commit": "writers whose write op ended before the first commit started",
+}
+
+
+# the workload's own CPU time inside two of TERMS, from the trace's on-CPU intervals of its
+# threads (system.sleeps.oncpu_table); the rest of each term is other tasks' CPU (kernel
+# threads: jbd2, kworkers) and idle time (a disk, a timer). Under dilation only the
+# workload's CPU time scales with the clock; under icount all CPU time does, idle does not.
+CPU_TERMS = {
+    "lead_to_commit_cpu": "the workload's CPU time (its threads on a CPU, summed over CPUs) "
+                          "inside lead_to_commit",
+    "writer_lag_cpu": "median over writers of the workload's CPU time (summed over CPUs) from "
+                      "the lead's first write start to the writer's",
 }
 
 
@@ -62,9 +74,41 @@ def timing_terms(ops, commits) -> dict:
     return out
 
 
+def _busy_before(oncpu, t) -> np.ndarray:
+    """ns the intervals (t_in, t_out) cover before each time in t, summed over intervals:
+    sum over intervals begun before t of min(t, t_out) - t_in."""
+    t = np.asarray(t, np.int64)
+    t_in = np.sort(np.asarray(oncpu["t_in"], np.int64))
+    t_out = np.sort(np.asarray(oncpu["t_out"], np.int64))
+    cin = np.r_[0, np.cumsum(t_in)]
+    cout = np.r_[0, np.cumsum(t_out)]
+    n_in = np.searchsorted(t_in, t, side="left")
+    n_out = np.searchsorted(t_out, t, side="right")
+    return cout[n_out] - cin[n_in] + t * (n_in - n_out)
+
+
+def cpu_terms(ops, oncpu, commits) -> dict:
+    """CPU_TERMS of one run (seconds; NaN without on-CPU intervals, a writer or a commit
+    after the lead), with lead and first commit as timing_terms takes them."""
+    out = dict.fromkeys(CPU_TERMS, float("nan"))
+    spans = thread_spans(ops)
+    q = spans.write_start[spans.wrote]
+    if not q.size or oncpu is None or not np.size(oncpu["t_in"]):
+        return out
+    lead = int(q.min())
+    base = _busy_before(oncpu, [lead])[0]
+    out["writer_lag_cpu"] = _median(_busy_before(oncpu, q) - base)
+    s, _ = commit_table(commits)
+    first = np.searchsorted(s, lead)
+    if first < s.size:
+        out["lead_to_commit_cpu"] = float(_busy_before(oncpu, [s[first]])[0] - base) * _NS
+    return out
+
+
 def terms_table(ds):
     """timing_terms of every run of a dataset, means over repetitions per point: a
-    DataFrame (factor levels + TERMS)."""
+    DataFrame (factor levels + TERMS, + CPU_TERMS where the dataset holds them: runs
+    measured with the workload's sched_switch trace)."""
     import pandas as pd
     from ..data import runs, schema
     rid = ds[schema.RUN_ID]
@@ -74,7 +118,8 @@ def terms_table(ds):
         if run < 0:
             continue
         lv = {d: rid[d].values[i].item() for d, i in zip(rid.dims, idx) if d != schema.REP}
-        rows.append({**lv, **timing_terms(runs.ops(ds, run), runs.commits(ds, run))})
+        cpu = {k: float(ds[k].values[idx]) for k in CPU_TERMS if k in ds}
+        rows.append({**lv, **timing_terms(runs.ops(ds, run), runs.commits(ds, run)), **cpu})
     df = pd.DataFrame(rows)
     keys = [d for d in rid.dims if d != schema.REP]
     return df.groupby(keys, sort=False).mean(numeric_only=True).reset_index()

@@ -30,7 +30,7 @@ import numpy as np
 
 from .tracefs import parse_line
 
-__all__ = ["CAUSES", "JOURNAL_CAUSES", "cause_of", "offcpu_table", "comm_of"]
+__all__ = ["CAUSES", "JOURNAL_CAUSES", "cause_of", "offcpu_table", "oncpu_table", "comm_of"]
 
 CAUSES = ("cpu", "t_locked", "shadow", "journal_other", "dirty", "page", "inode_lock", "other")
 JOURNAL_CAUSES = ("t_locked", "shadow", "journal_other")
@@ -114,3 +114,28 @@ def offcpu_table(lines, comm: str) -> dict:
     return {"pid": np.array(cols[0], np.int64), "t_out": np.array(cols[1], np.int64),
             "t_in": np.array(cols[2], np.int64), "state": np.array(cols[3], dtype=object),
             "cause": np.array(cols[4], dtype=object), "stacked": np.array(cols[5], bool)}
+
+
+def oncpu_table(lines, comm: str) -> dict:
+    """On-CPU intervals of the threads named `comm` in a tracefs text trace: from a switch
+    to one of them (next_comm) to its switch away (prev_comm) on the same CPU.
+
+    Returns arrays pid, cpu, t_in, t_out (ns). An interval whose switch-in the trace does
+    not hold (the task ran when tracing began), or whose switch-out it does not (the
+    trace ended), is left out."""
+    out, running = [], {}       # cpu -> (pid, t_in) of the workload's thread it runs
+    for line in lines:
+        if "sched_switch" not in line:
+            continue
+        ev = parse_line(line)
+        if ev is None or ev["event"] != "sched_switch":
+            continue
+        cpu = ev["cpu"]
+        if ev.get("prev_comm") == comm:
+            seen = running.pop(cpu, None)
+            if seen is not None and seen[0] == int(ev["prev_pid"]):
+                out.append((seen[0], cpu, seen[1], ev["ts"]))
+        if ev.get("next_comm") == comm:
+            running[cpu] = (int(ev["next_pid"]), ev["ts"])
+    cols = list(zip(*out)) if out else [()] * 4
+    return {k: np.array(c, np.int64) for k, c in zip(("pid", "cpu", "t_in", "t_out"), cols)}

@@ -91,3 +91,23 @@ def test_other_threads_and_an_empty_trace_give_no_interval():
     assert offcpu_table(TRACE_61, "fio")["pid"].size == 0
     t = offcpu_table([], "abt-iozone")
     assert t["pid"].size == 0 and t["pid"].dtype == np.int64
+
+
+def test_oncpu_intervals_of_the_workloads_threads_per_cpu():
+    from abtlab.system.sleeps import oncpu_table
+    lines = [
+        _switch("1.000000", "abt-iozone", 56, "R", "abt-iozone", 57),   # 56's start unseen
+        _switch("1.000100", "swapper/1", 0, "R", "abt-iozone", 58, cpu=1),
+        *_stack("1.000101", "abt-iozone", 56, ["__schedule", "schedule"]),
+        _switch("1.000500", "abt-iozone", 57, "R+", "jbd2/vda-8", 30),
+        _switch("1.000700", "abt-iozone", 58, "D", "swapper/1", 0, cpu=1),
+        _switch("1.002000", "jbd2/vda-8", 30, "S", "abt-iozone", 56),
+        _switch("1.003000", "abt-iozone", 56, "D", "abt-iozone", 57),
+        _switch("1.004000", "swapper/1", 0, "R", "abt-iozone", 58, cpu=1),   # to the end: left out
+    ]
+    t = oncpu_table(lines, "abt-iozone")
+    got = sorted(zip(t["pid"], t["cpu"], t["t_in"], t["t_out"]))
+    assert got == [(56, 0, 1_002_000_000, 1_003_000_000), (57, 0, 1_000_000_000, 1_000_500_000),
+                   (58, 1, 1_000_100_000, 1_000_700_000)]
+    empty = oncpu_table([], "abt-iozone")
+    assert set(empty) == {"pid", "cpu", "t_in", "t_out"} and empty["t_in"].size == 0
