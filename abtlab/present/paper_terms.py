@@ -153,7 +153,8 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
         return (text + ", and every writer starts with the lead (lag 0): "
                 + ("the commit starts after a time the clock does not shorten while the writes "
                    "shrink, the opposite of the paper's condition" if a < 0.8 * clock else
-                   "the commit's start shrinks with the clock as the writes do") + before)
+                   "the commit's start shrinks with the clock as the writes do") + before
+                + _cpu_split(lo, hi))
     b = lo.writer_lag / hi.writer_lag if hi.writer_lag > 0 else math.inf
     text += (f", the other writers' median lag {lo.writer_lag * 1e3:.3g} -> {hi.writer_lag * 1e3:.3g} "
              f"ms (x{b:.2f} shorter): ")
@@ -166,7 +167,25 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
     else:
         why = ("both shrank about alike (within 10%), so the faster clock does not move the "
                "commit's start earlier in the stream of writers, as the paper's account needs")
-    return text + why + before
+    return text + why + before + _cpu_split(lo, hi)
+
+
+def _cpu_split(lo, hi) -> str:
+    """'; of the delay, the workload's own CPU ... ms, other tasks and idle ...' where the
+    runs recorded the workload's CPU time (runs with its sched_switch trace)."""
+    parts = []
+    for term, name in (("lead_to_commit", "the delay"), ("writer_lag", "the lag")):
+        cpu = f"{term}_cpu"
+        if cpu not in lo or not all(math.isfinite(x[cpu]) and math.isfinite(x[term]) for x in (lo, hi)):
+            continue
+        text = f"of {name}, the workload's own CPU time {lo[cpu] * 1e3:.3g} -> {hi[cpu] * 1e3:.3g} ms"
+        rest = [x[term] - x[cpu] for x in (lo, hi)]
+        if min(rest) >= 0:      # on several CPUs the workload's CPU time can exceed the span
+            text += f" and the rest (other tasks' CPU, idle) {rest[0] * 1e3:.3g} -> {rest[1] * 1e3:.3g} ms"
+        else:
+            text += " (summed over CPUs)"
+        parts.append(text)
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def history_table(hist, policy="ext4", level=0.95):

@@ -57,6 +57,27 @@ def test_simulated_terms_say_why_from_the_records():
     assert f"went {lead[1.6]:.3g} -> {lead[3.3]:.3g} ms" in text
     assert "writers done before the first commit" in text
     assert "keeps no records" in paper_terms.terms_sentence(make_run(), 1.6, 3.3)
+    assert "own CPU time" not in text           # the simulator records no CPU time
+
+
+def test_the_terms_split_the_workloads_cpu_time_from_the_rest_where_recorded():
+    import abtlab.sim as sim
+    from abtlab.model.terms import terms_table
+    ds = sim.simulate(reps=2, seed=1, threads=[64], freq_ghz=[1.6, 3.3], policy=["ext4"])
+    t = terms_table(ds).set_index("freq_ghz")
+    # as a traced run stores them: 60% of the delay and of the lag on the workload's threads
+    for term in ("lead_to_commit", "writer_lag"):
+        share = ds.freq_ghz.copy(data=0.6 * t[term].loc[ds.freq_ghz.values].values)
+        ds[f"{term}_cpu"] = ds.throughput * 0 + share
+    text = paper_terms.terms_sentence(ds, 1.6, 3.3)
+    lo, hi = t.loc[1.6], t.loc[3.3]
+    assert (f"of the delay, the workload's own CPU time {0.6 * lo.lead_to_commit * 1e3:.3g} -> "
+            f"{0.6 * hi.lead_to_commit * 1e3:.3g} ms and the rest (other tasks' CPU, idle) "
+            f"{0.4 * lo.lead_to_commit * 1e3:.3g} -> {0.4 * hi.lead_to_commit * 1e3:.3g} ms") in text
+    assert f"of the lag, the workload's own CPU time {0.6 * lo.writer_lag * 1e3:.3g}" in text
+    # on several CPUs its CPU time can exceed the span: no negative rest
+    ds["lead_to_commit_cpu"] = ds.lead_to_commit_cpu * 10
+    assert "(summed over CPUs)" in paper_terms.terms_sentence(ds, 1.6, 3.3)
 
 
 def _table(gains, waits, unblocked=None):
