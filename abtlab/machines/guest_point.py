@@ -17,12 +17,11 @@ from pathlib import Path, PurePosixPath
 from .. import policies, trace
 from ..data.result import RunResult
 from ..errors import AbtError, ConfigError, RunError, UnavailableError
-from ..model.terms import cpu_terms
-from ..model.waits import wait_measures
+from ..model.waits import switch_measures
 from ..policies.delayjc import load_batches, preload_env
 from ..progress import phase
 from ..system.geometry import parse_dumpe2fs
-from ..system.sleeps import comm_of, offcpu_table, oncpu_table
+from ..system.sleeps import comm_of
 from ..system.tracefs import EVENTS, commits_table, marker_between, parse_line
 from . import guest, guest_disk
 from .guest import DEFAULT_TRACE_KB
@@ -180,9 +179,7 @@ def _waits(files, ops, commits, argv0: str) -> dict:
     terms (model.terms.cpu_terms), when the trace has its switches."""
     if ops is None or b"sched_switch" not in files.get("trace", b""):
         return {}
-    lines, comm = trace_lines(files), comm_of(argv0)
-    return {**wait_measures(ops, offcpu_table(lines, comm), commits),
-            **cpu_terms(ops, oncpu_table(lines, comm), commits)}
+    return switch_measures(ops, trace_lines(files), comm_of(argv0), commits)
 
 
 # legacy.patch's third line of /proc/fs/jbd2/<dev>/info (both kinds of shadow wait)

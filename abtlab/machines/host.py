@@ -19,14 +19,13 @@ from .. import model, policies, trace
 from ..data.result import RunResult
 from ..errors import ConfigError, RunError
 from ..factors.levels import MAX_IMAGE_MB
-from ..model.terms import cpu_terms
-from ..model.waits import wait_measures
+from ..model.waits import switch_measures
 from ..policies.delayjc import load_batches, preload_env
 from ..system.cpufreq import FrequencyPin
 from ..system.device import DeviceThrottle, parse_profile
 from ..system.geometry import parse_geometry
 from ..system.scratchfs import ScratchFS, jbd2_commits, loop_devices
-from ..system.sleeps import comm_of, offcpu_table, oncpu_table
+from ..system.sleeps import comm_of
 from ..system.slowdisk import SlowDisk
 from ..system.tracefs import JournalTrace
 from . import programs
@@ -135,7 +134,8 @@ def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 9
         check_exit(argv, proc.returncode, proc.stderr)
         ops = trace.read(tpath, kind=trace.Kind.OPS)
         commits = from_first_op(jt.commits(), ops) if jt is not None else no_commits()
-        waits = _waits(ops, jt, commits) if jt is not None and jt.stacks else {}
+        waits = (switch_measures(ops, jt.lines(), jt.sleeps_of, commits)
+                 if jt is not None and jt.stacks else {})
         batches = _batches(bpath)
         attrs = {"freq_mode": "emulated" if ctx.freq_mode == "emulated"
                  else "real", **fs.describe(), **thr.describe()}
@@ -270,14 +270,6 @@ def from_first_op(commits: dict, ops) -> dict:
         return commits if len(commits.get("end", [])) else no_commits()
     keep = np.asarray(commits["end"]) >= int(ops["t_start_ns"].min())
     return {k: np.asarray(v)[keep] for k, v in commits.items()}
-
-
-def _waits(ops, jt, commits) -> dict:
-    """Why the workload's writes slept (model.waits) and its CPU time inside the timing
-    terms (model.terms.cpu_terms), from the trace's switches of its threads."""
-    lines = jt.lines()
-    return {**wait_measures(ops, offcpu_table(lines, jt.sleeps_of), commits),
-            **cpu_terms(ops, oncpu_table(lines, jt.sleeps_of), commits)}
 
 
 def _batches(bpath):

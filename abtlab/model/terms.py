@@ -96,12 +96,14 @@ def cpu_terms(ops, oncpu, commits) -> dict:
     if not q.size or oncpu is None or not np.size(oncpu["t_in"]):
         return out
     lead = int(q.min())
-    base = _busy_before(oncpu, [lead])[0]
-    out["writer_lag_cpu"] = _median(_busy_before(oncpu, q) - base)
     s, _ = commit_table(commits)
     first = np.searchsorted(s, lead)
+    # the workload's CPU before the lead, each writer's start and the first commit's start
+    busy = _busy_before(oncpu, np.r_[lead, q, s[first:first + 1]])
+    busy = busy - busy[0]
+    out["writer_lag_cpu"] = _median(busy[1:1 + q.size])
     if first < s.size:
-        out["lead_to_commit_cpu"] = float(_busy_before(oncpu, [s[first]])[0] - base) * _NS
+        out["lead_to_commit_cpu"] = float(busy[-1]) * _NS
     return out
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..system.sleeps import CAUSES, JOURNAL_CAUSES
+from ..system.sleeps import CAUSES, JOURNAL_CAUSES, switch_tables
 from .spans import commit_table, thread_spans
+from .terms import cpu_terms
 
-__all__ = ["write_waits", "wait_measures", "worker_tasks", "WAIT_VARS"]
+__all__ = ["write_waits", "wait_measures", "switch_measures", "worker_tasks", "WAIT_VARS"]
 
 _NS = 1e-9
 WAIT_VARS = ("unblocked_threads", "journal_blocked_full", "journal_blocked_partial",
@@ -110,3 +111,11 @@ def wait_measures(ops, offcpu: dict, commits) -> dict:
            "write_wait_journal": float(journal)}
     out.update({f"write_wait_{c}": float(mean[i]) for i, c in enumerate(CAUSES)})
     return out
+
+
+def switch_measures(ops, lines, comm: str, commits) -> dict:
+    """A run's measures from its trace's switches of the workload's threads (`comm`), in
+    one pass over the trace: why its writes slept (wait_measures) and its CPU time inside
+    the timing terms (model.terms.cpu_terms)."""
+    offcpu, oncpu = switch_tables(lines, comm)
+    return {**wait_measures(ops, offcpu, commits), **cpu_terms(ops, oncpu, commits)}

@@ -30,7 +30,7 @@ import numpy as np
 
 from .tracefs import parse_line
 
-__all__ = ["CAUSES", "JOURNAL_CAUSES", "cause_of", "offcpu_table", "oncpu_table", "comm_of"]
+__all__ = ["CAUSES", "JOURNAL_CAUSES", "cause_of", "offcpu_table", "oncpu_table", "switch_tables", "comm_of"]
 
 CAUSES = ("cpu", "t_locked", "shadow", "journal_other", "dirty", "page", "inode_lock", "other")
 JOURNAL_CAUSES = ("t_locked", "shadow", "journal_other")
@@ -83,7 +83,23 @@ def offcpu_table(lines, comm: str) -> dict:
     Returns arrays: pid, t_out, t_in (ns), state (as printed), cause (one of CAUSES) and
     `stacked`, whether a stack was seen for the switch-out (a D sleep without one is
     'other'). A switch-out with no later switch-in (the trace ended) is left out."""
+    return switch_tables(lines, comm)[0]
+
+
+def oncpu_table(lines, comm: str) -> dict:
+    """On-CPU intervals of the threads named `comm` in a tracefs text trace: from a switch
+    to one of them (next_comm) to its switch away (prev_comm) on the same CPU.
+
+    Returns arrays pid, cpu, t_in, t_out (ns). An interval whose switch-in the trace does
+    not hold (the task ran when tracing began), or whose switch-out it does not (the
+    trace ended), is left out."""
+    return switch_tables(lines, comm)[1]
+
+
+def switch_tables(lines, comm: str) -> tuple[dict, dict]:
+    """(offcpu_table, oncpu_table) of the threads named `comm`, in one pass over the trace."""
     out, opened, last_out = [], {}, {}
+    on, running = [], {}    # running: cpu -> (pid, t_in) of the workload's thread it runs
     stack_for = None        # the switch-out the frames now being read belong to
     for line in lines:
         fn = _frame(line)
@@ -104,38 +120,23 @@ def offcpu_table(lines, comm: str) -> dict:
         ev = parse_line(line)
         if ev is None or ev["event"] != "sched_switch":
             continue
+        cpu = ev["cpu"]
         if ev.get("prev_comm") == comm:
             row = [int(ev["prev_pid"]), ev["ts"], [], False, str(ev.get("prev_state", "?"))]
             opened[row[0]] = last_out[row[0]] = row
-        if ev.get("next_comm") == comm and int(ev.get("next_pid", -1)) in opened:
-            row = opened.pop(int(ev["next_pid"]))
-            out.append((row[0], row[1], ev["ts"], row[4], cause_of(row[4], row[2]), row[3]))
-    cols = list(zip(*out)) if out else [()] * 6
-    return {"pid": np.array(cols[0], np.int64), "t_out": np.array(cols[1], np.int64),
-            "t_in": np.array(cols[2], np.int64), "state": np.array(cols[3], dtype=object),
-            "cause": np.array(cols[4], dtype=object), "stacked": np.array(cols[5], bool)}
-
-
-def oncpu_table(lines, comm: str) -> dict:
-    """On-CPU intervals of the threads named `comm` in a tracefs text trace: from a switch
-    to one of them (next_comm) to its switch away (prev_comm) on the same CPU.
-
-    Returns arrays pid, cpu, t_in, t_out (ns). An interval whose switch-in the trace does
-    not hold (the task ran when tracing began), or whose switch-out it does not (the
-    trace ended), is left out."""
-    out, running = [], {}       # cpu -> (pid, t_in) of the workload's thread it runs
-    for line in lines:
-        if "sched_switch" not in line:
-            continue
-        ev = parse_line(line)
-        if ev is None or ev["event"] != "sched_switch":
-            continue
-        cpu = ev["cpu"]
-        if ev.get("prev_comm") == comm:
             seen = running.pop(cpu, None)
-            if seen is not None and seen[0] == int(ev["prev_pid"]):
-                out.append((seen[0], cpu, seen[1], ev["ts"]))
+            if seen is not None and seen[0] == row[0]:
+                on.append((seen[0], cpu, seen[1], ev["ts"]))
         if ev.get("next_comm") == comm:
-            running[cpu] = (int(ev["next_pid"]), ev["ts"])
-    cols = list(zip(*out)) if out else [()] * 4
-    return {k: np.array(c, np.int64) for k, c in zip(("pid", "cpu", "t_in", "t_out"), cols)}
+            nxt = int(ev.get("next_pid", -1))
+            running[cpu] = (nxt, ev["ts"])
+            if nxt in opened:
+                row = opened.pop(nxt)
+                out.append((row[0], row[1], ev["ts"], row[4], cause_of(row[4], row[2]), row[3]))
+    cols = list(zip(*out)) if out else [()] * 6
+    offcpu = {"pid": np.array(cols[0], np.int64), "t_out": np.array(cols[1], np.int64),
+              "t_in": np.array(cols[2], np.int64), "state": np.array(cols[3], dtype=object),
+              "cause": np.array(cols[4], dtype=object), "stacked": np.array(cols[5], bool)}
+    cols = list(zip(*on)) if on else [()] * 4
+    oncpu = {k: np.array(c, np.int64) for k, c in zip(("pid", "cpu", "t_in", "t_out"), cols)}
+    return offcpu, oncpu

@@ -86,3 +86,27 @@ def test_records_that_do_not_name_each_workers_task_give_no_evidence():
     # a sleep of a task that is no worker (another program's thread) is not counted
     other = _offcpu([(50, 12, 18, "t_locked")])
     assert wait_measures(_ops(SPANS), other, COMMITS)["unblocked_threads"] == 5
+
+
+def test_switch_measures_read_the_sleeps_and_the_cpu_time_from_one_trace():
+    """Worker 1 (task 101) writes 0-30 ms; the trace switches it out on a locked
+    transaction 12-18 ms while the commit (10-20 ms) runs, and in and out around it."""
+    from abtlab.model.terms import CPU_TERMS
+    from abtlab.model.waits import switch_measures
+
+    def switch(ms, prev, prev_pid, state, nxt, next_pid):
+        return (f"      {prev}-{prev_pid}     [000] d..3.  {ms / 1e3:.6f}: sched_switch: "
+                f"prev_comm={prev} prev_pid={prev_pid} prev_prio=120 prev_state={state} "
+                f"==> next_comm={nxt} next_pid={next_pid} next_prio=120")
+    lines = [switch(0, "swapper/0", 0, "R", "abt-iozone", 101),
+             switch(12, "abt-iozone", 101, "D", "swapper/0", 0),
+             "      abt-iozone-101     [000] d..3.  0.012001: <stack trace>",
+             " => wait_transaction_locked",
+             switch(18, "swapper/0", 0, "R", "abt-iozone", 101),
+             switch(31, "abt-iozone", 101, "S", "swapper/0", 0)]
+    got = switch_measures(_ops({1: (0, 30)}), lines, "abt-iozone", COMMITS)
+    assert set(got) == set(WAIT_VARS) | set(CPU_TERMS)
+    assert got["unblocked_threads"] == 0 and got["journal_blocked_full"] == 1
+    assert got["write_wait_t_locked"] == pytest.approx(6e-3)
+    # on the CPU 0-12 ms of the lead's 10 ms to the commit: all 10 of them
+    assert got["lead_to_commit_cpu"] == pytest.approx(10e-3) and got["writer_lag_cpu"] == 0
