@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..data.display import number
 from ..data import schema
 from ..stats.iozone_view import ratios_between
 from ..stats.ratios import format_ratio
@@ -69,8 +70,8 @@ def abt_model(ds) -> None:
             "the threads whose write op shares no time with a commit (span overlap, not the paper's "
             "unblocked count: these runs record no sleeps)")
     _, r, a, b = rows[0]
-    return _say(f"from {lo:g} to {hi:g} GHz ({provenance_label(ds)}) {what} go {nb[0]:.3g} -> {nb[1]:.3g} "
-                f"and commits per run {cm[0]:.3g} -> {cm[1]:.3g}; throughput (write op timed) "
+    return _say(f"from {lo:g} to {hi:g} GHz ({provenance_label(ds)}) {what} go {number(nb[0], 3)} -> {number(nb[1], 3)} "
+                f"and commits per run {number(cm[0], 3)} -> {number(cm[1], 3)}; throughput (write op timed) "
                 f"x{format_ratio(r, a, b)}.")
 
 
@@ -78,7 +79,7 @@ def delay(ds, max_commit_wait_ms=None) -> None:
     """Study 03: the best delayJC window per clock and its gain over ext4."""
     best = optimal_delay(ds, max_commit_wait_ms=max_commit_wait_ms)
     parts = [f"{r.freq_ghz:g} GHz, {r.threads} threads: {r.window_ms:g} ms (x{r.gain_over_ext4:.2f} "
-             f"ext4's throughput, commit wait {r.commit_wait_ms:.3g} ms)" for r in best.itertuples()]
+             f"ext4's throughput, commit wait {number(r.commit_wait_ms, 3)} ms)" for r in best.itertuples()]
     return _say(f"the best delayJC window ({provenance_label(ds)}; 0 ms = ext4 itself): "
                 + "; ".join(parts) + ".")
 

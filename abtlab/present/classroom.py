@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.display import display_unit, number
 from ..errors import ConfigError
 from . import paper_terms
 from .paper_terms import PAPER, PAPER_IOZONE
@@ -76,9 +77,11 @@ def measured_change(before, after, ci=None, tol=0.05) -> str:
     return "up" if rel > tol else "down" if rel < -tol else "same"
 
 
-def check_change(prediction, before, after, what, ci=None, tol=0.05, why="") -> Feedback:
+def check_change(prediction, before, after, what, ci=None, tol=0.05, why="",
+                 units="") -> Feedback:
     """Compare a predicted change ("faster"/"slower"/"same", "more"/"fewer", ...) of
-    `what` with the measured change from `before` to `after`.
+    `what` with the measured change from `before` to `after` (stored in `units`, e.g.
+    the variable's "bytes/s": shown in the unit abtlab.data.display gives it, MiB/s).
 
     why: a hint shown when the prediction misses (a string), or one explanation per
     measured direction (a dict with keys "up", "down", "same"): the one for what was
@@ -88,7 +91,9 @@ def check_change(prediction, before, after, what, ci=None, tol=0.05, why="") -> 
     got = measured_change(before, after, ci, tol)
     ratio = after / before if before else math.nan
     ci_txt = f", 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else ""
-    seen = f"{what}: {before:.4g} -> {after:.4g} (x{ratio:.2f}{ci_txt}), measured change: {got}"
+    unit, k = display_unit(units, [before, after])
+    shown = f"{number(before * k)} -> {number(after * k)}" + (f" {unit}" if unit and unit != "1" else "")
+    seen = f"{what}: {shown} (x{ratio:.2f}{ci_txt}), measured change: {got}"
     if prediction is None:
         graded = ", ".join(repr(w) for w in WORDS[got])
         return Feedback(None, f"{seen}; graded correct: {graded}.", key=True)
@@ -130,14 +135,14 @@ def check_number(prediction, measured, what, rel_tol=0.25, why="") -> Feedback:
     """A predicted number within rel_tol of the measured one."""
     if prediction is None and _answer_key():
         lo, hi = sorted((measured * (1 - rel_tol), measured * (1 + rel_tol)))
-        return Feedback(None, f"{what}: measured {measured:.4g}; graded correct: an estimate "
-                        f"from {lo:.4g} to {hi:.4g} (within {rel_tol:.0%}).", key=True)
+        return Feedback(None, f"{what}: measured {number(measured)}; graded correct: an estimate "
+                        f"from {number(lo)} to {number(hi)} (within {rel_tol:.0%}).", key=True)
     if prediction is None:
         return Feedback(None, f"write your estimate of {what} in the parameters cell, then re-run")
     if not isinstance(prediction, (int, float)) or isinstance(prediction, bool):
         raise ConfigError("prediction", prediction, "a number")
     err = abs(prediction - measured) / abs(measured) if measured else abs(prediction)
-    msg = f"{what}: you estimated {prediction:.4g}, measured {measured:.4g} (off by {err:.0%})"
+    msg = f"{what}: you estimated {number(prediction)}, measured {number(measured)} (off by {err:.0%})"
     if err <= rel_tol:
         return Feedback(True, msg + f", within {rel_tol:.0%}.")
     return Feedback(False, msg + "." + (f" Hint: {why}" if why else ""))
@@ -146,7 +151,7 @@ def check_number(prediction, measured, what, rel_tol=0.25, why="") -> Feedback:
 def check_choice(prediction, measured, choices, what, why="") -> Feedback:
     """A predicted option (e.g. a delay window) against the measured best one."""
     if prediction is None and _answer_key():
-        shown = f"{measured:g}" if isinstance(measured, (int, float, np.number)) else repr(measured)
+        shown = number(measured) if isinstance(measured, (int, float, np.number)) else repr(measured)
         return Feedback(None, f"{what}: the measurement says {shown}; graded correct: "
                         f"{shown} (of {list(choices)}).", key=True)
     if prediction is None:

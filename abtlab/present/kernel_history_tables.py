@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..data import schema
+from ..data.display import display_unit
 from ..errors import ConfigError
 from ..model import terms
 from ..stats import format_ratio, test_slowdown
@@ -95,15 +96,17 @@ def answer_table(hist: History, policy="ext4", f_low=None, f_high=None, level=0.
 
 def mechanism_table(hist: History, policy="ext4"):
     """Per study row and frequency, means over repetitions of what the paper's
-    mechanism moves: throughput (MB/s of the row's own clock; the paper's, write op
-    timed, and with the fsync timed), journal commits, unblocked threads (the trace
+    mechanism moves: throughput (in the unit of abtlab.data.display, MiB/s, of the row's
+    own clock; the paper's, write op timed, and with the fsync timed), journal commits, unblocked threads (the trace
     evidence, where the run recorded it), writers whose write op shares no time with a
     commit (span overlap, not the paper's count) and the mean commit wait (ms)."""
     import pandas as pd                 # deferred: see ratio_table
-    cols = {"throughput": ("throughput_MB_s", 1e-6), "throughput_fsync": ("with_fsync_MB_s", 1e-6),
+    rate, k = display_unit("bytes/s", [float(np.nanmax(ds["throughput"].values))
+                                       for ds in hist.runs.values() if "throughput" in ds])
+    cols = {"throughput": (f"throughput [{rate}]", k), "throughput_fsync": (f"with fsync [{rate}]", k),
             "commits": ("commits", 1),
             "unblocked_threads": ("unblocked_threads", 1), "threads_clear_of_commits": ("no_commit_overlap", 1),
-            "mean_commit_wait": ("commit_wait_ms", 1e3)}
+            "mean_commit_wait": ("commit_wait [ms]", 1e3)}
     frames = []
     for row in ROWS:
         ds = hist.runs.get(row)

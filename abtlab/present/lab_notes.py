@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import paper_terms as pt
+from ..data.display import number
 from ..stats.values import provenance_label
 
 __all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints",
@@ -55,7 +56,7 @@ def nojc_hints() -> dict:
 def fsync_hints(ds, f_low, f_high) -> dict:
     """Lab 1, check 4: timing the fsync adds each writer's wait for its commit (measured)."""
     lo, hi = _mean_ms(ds, "mean_fsync", f_low), _mean_ms(ds, "mean_fsync", f_high)
-    seen = f" (mean fsync per writer {lo:.3g} -> {hi:.3g} ms)" if math.isfinite(lo + hi) else ""
+    seen = f" (mean fsync per writer {number(lo, 3)} -> {number(hi, 3)} ms)" if math.isfinite(lo + hi) else ""
     return {"down": f"timing the fsync adds each writer's wait for its commit{seen}, and at the faster clock "
                     "that wait grew more than the writes shrank: the slowdown is in the fsync, which the "
                     "paper's throughput does not time.",
@@ -93,7 +94,7 @@ def commit_hints(ds, f_low, f_high, threads) -> dict:
     """Lab 2, commits: each commit's share of the writers, measured."""
     one = pt.of_policy(ds, "ext4")
     c = [float(np.nanmean(one["commits"].sel(freq_ghz=f).values)) for f in (f_low, f_high)]
-    per = (f" (writers per commit {threads / c[0]:.3g} -> {threads / c[1]:.3g})"
+    per = (f" (writers per commit {number(threads / c[0], 3)} -> {number(threads / c[1], 3)})"
            if min(c) > 0 else "")
     return {"up": f"the writers' fsyncs fell into more, smaller commits at the faster clock{per}.",
             "down": f"the writers' fsyncs fell into fewer, larger commits at the faster clock{per}.",
@@ -156,11 +157,11 @@ def delay_note(ds, table, best, freq) -> str:
     if best.window_ms == 0:
         lines.insert(0, f"Here ({provenance_label(ds)}, {freq:g} GHz): the most throughput comes with "
                         + (f"a {top.window_ms:g} ms window, x{gain:.2f} ext4's, at a mean commit wait of "
-                           f"{top.commit_wait_ms:.3g} ms against ext4's {ext4.commit_wait_ms:.3g} ms."
+                           f"{number(top.commit_wait_ms, 3)} ms against ext4's {number(ext4.commit_wait_ms, 3)} ms."
                            if top.window_ms > 0 else "plain ext4."))
     u = pt.unblocked(ds, freq, freq)
     if u and u.low > 0:
-        lines.append(f"A window can only give back what ext4's commits take: ext4 leaves {u.low:.4g} of "
-                     f"{u.writers:.4g} {u.short} here, so at most about x{u.writers / u.low:.2f} "
+        lines.append(f"A window can only give back what ext4's commits take: ext4 leaves {number(u.low)} of "
+                     f"{number(u.writers)} {u.short} here, so at most about x{u.writers / u.low:.2f} "
                      f"(the paper: 256 / 70 = 3.66).")
     return "\n".join([head, *lines])

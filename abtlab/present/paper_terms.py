@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.display import number
 from ..data import schema
 from ..stats.iozone_view import ratios_between
 from ..stats.ratios import format_ratio
@@ -70,7 +71,7 @@ class Counts:
         return "up" if rel > tol else "down" if rel < -tol else "same"
 
     def text(self) -> str:
-        return f"{self.low:.4g} -> {self.high:.4g} of {self.writers:.4g}"
+        return f"{number(self.low)} -> {number(self.high)} of {number(self.writers)}"
 
     def sentence(self) -> str:
         how = {"up": "more at the faster clock", "down": "fewer at the faster clock",
@@ -145,10 +146,10 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
     if not (math.isfinite(lo.lead_to_commit) and math.isfinite(hi.lead_to_commit)):
         return "no journal commit started after the first write at both clocks"
     a = lo.lead_to_commit / hi.lead_to_commit
-    text = (f"the lead writer's delay to the first commit went {lo.lead_to_commit * 1e3:.3g} -> "
-            f"{hi.lead_to_commit * 1e3:.3g} ms (x{a:.2f} shorter; the clock is x{clock:.2f} faster)")
-    before = (f"; writers done before the first commit: {lo.writers_before_first_commit:.4g} -> "
-              f"{hi.writers_before_first_commit:.4g}")
+    text = (f"the lead writer's delay to the first commit went {number(lo.lead_to_commit * 1e3, 3)} -> "
+            f"{number(hi.lead_to_commit * 1e3, 3)} ms (x{a:.2f} shorter; the clock is x{clock:.2f} faster)")
+    before = (f"; writers done before the first commit: {number(lo.writers_before_first_commit)} -> "
+              f"{number(hi.writers_before_first_commit)}")
     if max(lo.writer_lag, hi.writer_lag) < 1e-3 * max(lo.lead_to_commit, 1e-9):
         return (text + ", and every writer starts with the lead (lag 0): "
                 + ("the commit starts after a time the clock does not shorten while the writes "
@@ -156,7 +157,7 @@ def terms_sentence(ds, f_low, f_high, policy="ext4") -> str:
                    "the commit's start shrinks with the clock as the writes do") + before
                 + _cpu_split(lo, hi))
     b = lo.writer_lag / hi.writer_lag if hi.writer_lag > 0 else math.inf
-    text += (f", the other writers' median lag {lo.writer_lag * 1e3:.3g} -> {hi.writer_lag * 1e3:.3g} "
+    text += (f", the other writers' median lag {number(lo.writer_lag * 1e3, 3)} -> {number(hi.writer_lag * 1e3, 3)} "
              f"ms (x{b:.2f} shorter): ")
     if a > 1.1 * b:
         why = ("the delay shrank more than the lag, the paper's condition for the commit to start "
@@ -178,10 +179,10 @@ def _cpu_split(lo, hi) -> str:
         cpu = f"{term}_cpu"
         if cpu not in lo or not all(math.isfinite(x[cpu]) and math.isfinite(x[term]) for x in (lo, hi)):
             continue
-        text = f"of {name}, the workload's own CPU time {lo[cpu] * 1e3:.3g} -> {hi[cpu] * 1e3:.3g} ms"
+        text = f"of {name}, the workload's own CPU time {number(lo[cpu] * 1e3, 3)} -> {number(hi[cpu] * 1e3, 3)} ms"
         rest = [x[term] - x[cpu] for x in (lo, hi)]
         if min(rest) >= 0:      # on several CPUs the workload's CPU time can exceed the span
-            text += f" and the rest (other tasks' CPU, idle) {rest[0] * 1e3:.3g} -> {rest[1] * 1e3:.3g} ms"
+            text += f" and the rest (other tasks' CPU, idle) {number(rest[0] * 1e3, 3)} -> {number(rest[1] * 1e3, 3)} ms"
         else:
             text += " (summed over CPUs)"
         parts.append(text)

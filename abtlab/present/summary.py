@@ -16,18 +16,17 @@ import numpy as np
 
 from ..data import schema
 from ..data.arrays import RunArrays
+from ..data.display import display_unit, number
 from ..errors import ConfigError
 from ..stats.intervals import _tcrit
 from ..stats.ratios import format_ratio, ratio_ci
 from ..stats.values import _check_level, _provenance, provenance_label
 
-__all__ = ["headline", "summary_frame", "summary_text", "DISPLAY_UNITS"]
+__all__ = ["headline", "summary_frame", "summary_text"]
 
 # the first of these a dataset has (with a finite value) is its headline: the paper's
 # quantity for IOzone (eq. 3, the write op timed) and for Metarates (the FCR, eq. 9)
 HEADLINES = ("throughput", "fcr", "bps", "bandwidth", "iops", "elapsed")
-# stored unit -> (shown unit, factor)
-DISPLAY_UNITS = {"bytes/s": ("MiB/s", 1 / 2 ** 20)}
 MAX_ROWS = 40
 # how the headline is named in the summary's first line (else its long_name up to ":")
 LABELS = {"throughput": "eq. 3 with the write op timed, IOzone's default report",
@@ -57,9 +56,9 @@ def headline(ds) -> str | None:
                  if v != schema.RUN_ID and "units" in attrs and usable(v)), None)
 
 
-def _unit(run, var):
-    stored = run.variables[var][2].get("units", "")
-    return DISPLAY_UNITS.get(stored, (stored, 1.0))
+def _unit(run, var, mean=()):
+    """(shown unit, factor) of var (abtlab.data.display), chosen from its point means."""
+    return display_unit(run.variables[var][2].get("units", ""), mean)
 
 
 def _values(run, var, order):
@@ -109,14 +108,15 @@ def _var_or_headline(ds, var):
 def summary_frame(ds, var=None, level=0.95):
     """One row per point: its factor levels, then `<var> [<unit>]` (mean over
     repetitions), `ci_low [<unit>]`, `ci_high [<unit>]` (Student t at `level`, the
-    interval of abtlab.stats.point_summary), `rsd` and `n`. Throughputs are in MiB/s.
+    interval of abtlab.stats.point_summary), `rsd` and `n`, in the unit abtlab.data.display
+    shows (throughputs in MiB/s).
     attrs: var, units, level and the provenance (freq_mode, backend, ...)."""
     # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     run = _arrays(ds)
     var = _var_or_headline(run, var)
     dims, _, mean, half, rsd, n = _points(run, var, level)
-    unit, k = _unit(run, var)
+    unit, k = _unit(run, var, mean)
     index = pd.MultiIndex.from_product([run.coord(d) for d in dims], names=dims)
     df = pd.DataFrame({f"{var} [{unit}]": mean * k, f"ci_low [{unit}]": (mean - half) * k,
                        f"ci_high [{unit}]": (mean + half) * k, "rsd": rsd, "n": n},
@@ -126,18 +126,12 @@ def summary_frame(ds, var=None, level=0.95):
     return df
 
 
-def _fmt(x):
-    if not math.isfinite(x):
-        return "-"
-    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
-
-
 def _cell(mean, half):
     if not math.isfinite(mean):
         return "no value"
     if not math.isfinite(half):
-        return f"{_fmt(mean)} [no CI: too few repetitions]"
-    return f"{_fmt(mean)} [{_fmt(mean - half)}, {_fmt(mean + half)}]"
+        return f"{number(mean)} [no CI: too few repetitions]"
+    return f"{number(mean)} [{number(mean - half)}, {number(mean + half)}]"
 
 
 def _table(rows, header) -> list[str]:
@@ -160,7 +154,7 @@ def summary_text(ds, var=None, level=0.95, max_rows=MAX_ROWS) -> str:
     if var is None:
         return "no headline quantity in this dataset (" + ", ".join(run.variables) + ")"
     dims, keys, mean, half, _, n = _points(run, var, level)
-    unit, k = _unit(run, var)
+    unit, k = _unit(run, var, mean)
     sizes = run.sizes
     shown = [i for i, d in enumerate(dims) if sizes[d] > 1]
     reps = f"{n.min()}" if n.min() == n.max() else f"{n.min()}-{n.max()}"
