@@ -1,9 +1,11 @@
 """How a number is shown to a person: one unit per quantity, read from the variable's
 `units` attribute, and never e-notation.
 
-Rates of bytes are shown in MiB/s (GiB/s from 10 GiB/s up), file rates in files/s, times
-in ms below a second and in s from there; every other unit as stored. A column (or a
-table) takes one unit, chosen from its largest value, so the same run shows the same
+Rates of bytes are shown in MiB/s (GiB/s from 100 GiB/s up, where MiB/s would take six
+digits: no run abtlab makes reaches it, so a rate reads in MiB/s wherever it is shown, a
+mean in one table and its single value in a lab's check alike), file rates in files/s,
+times in ms below a second and in s from there; every other unit as stored. A column (or
+a table) takes one unit, chosen from its largest value, so the same run shows the same
 number in the same unit in `abtlab run`, `abtlab stats`, `abtlab compare`, the labs'
 answers and the notebooks' tables. Numbers keep four significant digits, written out
 (4323, 0.01234, 39211), never 4.3e+09.
@@ -20,7 +22,7 @@ __all__ = ["WIDTH", "display_unit", "number", "quantity", "to_display", "show_fr
            "wrap", "frame_text"]
 
 WIDTH = 100          # columns a printed table or title fits
-GIB_FROM = 10.0      # GiB/s from this many GiB/s up (below it MiB/s)
+GIB_FROM = 100.0     # GiB/s from this many GiB/s up (below it MiB/s)
 
 # stored unit -> (shown unit, factor) candidates, smallest first; the last one whose
 # threshold the column's largest magnitude reaches is taken

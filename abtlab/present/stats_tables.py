@@ -8,8 +8,9 @@ import math
 from .. import stats
 from ..data.display import WIDTH, frame_text, number, to_display, wrap
 from ..stats.iozone_view import has_both_throughputs, iozone_view
+from ..stats.ratios import format_ratio
 
-__all__ = ["stats_tables", "render", "frame_markdown", "frame_records"]
+__all__ = ["stats_tables", "compare_table", "render", "frame_markdown", "frame_records"]
 
 
 def _drop_constant(df, keep=()):
@@ -54,6 +55,22 @@ def stats_tables(ds, args) -> list[tuple[str, object]]:
     return out
 
 
+def compare_table(df):
+    """(title, table) of abtlab.stats.compare.compare_runs' frame, in display units: the
+    factors with several levels, the two means, B/A [CI], p (Holm) and the verdict."""
+    a = df.attrs
+    shown = to_display(df, {"A": a["units"], "B": a["units"]})
+    shown["B/A"] = [format_ratio(r, lo, hi) if math.isfinite(r) else "-"
+                    for r, lo, hi in zip(df["B/A"], df["ci_low"], df["ci_high"])]
+    shown = shown.drop(columns=["ci_low", "ci_high", "p"]).rename(
+        columns={"B/A": f"B/A [{a['level']:.0%} CI]", "p_adj": "p (Holm)"})
+    keep = [c for c in shown.columns if c in df.columns[-8:] or c.startswith(("A", "B", "p ", "verdict"))]
+    factors = [c for c in shown.columns if c not in keep]
+    differ = "".join(f"; {d}: A {x}, B {y}" for d, (x, y) in a.get("differ", {}).items())
+    return (f"{a['var']}: B over A per shared point, two-sided Welch t on logs, "
+            f"alpha={a['alpha']}{differ}", _drop_constant(shown[factors + keep], keep))
+
+
 def _cell(v):
     return number(v) if isinstance(v, float) else str(v)
 
@@ -89,8 +106,8 @@ def render(head: dict, tables, fmt: str = "text") -> str:
     if fmt == "json":
         return json.dumps({**head, "tables": [{"title": t, "rows": frame_records(df)}
                                               for t, df in tables]}, indent=1)
-    first = (f"{head['run']}: {head['var']}, backend {head['backend']}, {head['data']} "
-             f"(freq_mode={head['freq_mode']})")
+    first = (f"{head['run']}: {head['var']}, backend {head['backend']}"
+             + (f", {head['data']}" if head.get("data") else "") + f" (freq_mode={head['freq_mode']})")
     note = [f"note: {head['note']}"] if head.get("note") else []
     if fmt == "markdown":
         parts = [f"**{first}**", *note]

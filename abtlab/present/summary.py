@@ -16,7 +16,7 @@ import numpy as np
 
 from ..data import schema
 from ..data.arrays import RunArrays
-from ..data.display import display_unit, number
+from ..data.display import WIDTH, display_unit, number, wrap
 from ..errors import ConfigError
 from ..stats.intervals import _tcrit
 from ..stats.ratios import format_ratio, ratio_ci
@@ -160,10 +160,11 @@ def summary_text(ds, var=None, level=0.95, max_rows=MAX_ROWS) -> str:
     reps = f"{n.min()}" if n.min() == n.max() else f"{n.min()}-{n.max()}"
     long = LABELS.get(var) or (schema.VARIABLES[var].long_name.split(":")[0]
                                if var in schema.VARIABLES else var)
-    lines = [f"{var} ({long}), {unit}: mean [{level:.0%} CI] over {reps} repetitions, "
-             f"{provenance_label(run)}"]
+    # what, its unit and its provenance first: a long label wraps after them
+    lines = wrap(f"{var}, {unit}, {provenance_label(run)}: mean [{level:.0%} CI] over {reps} "
+                 f"repetitions ({long})", WIDTH, indent="  ").splitlines()
     if fixed := _fixed(run, dims):
-        lines.append(f"  at {fixed}")
+        lines += wrap(f"  at {fixed}", WIDTH, indent="     ").splitlines()
     rows = [[str(key[i]) for i in shown] + [_cell(m * k, h * k)]
             for key, m, h in zip(keys[:max_rows], mean, half)]
     lines += _table(rows, [dims[i] for i in shown] + [f"{var} [{unit}]"])

@@ -86,7 +86,7 @@ def test_sweep_command_ends_with_the_table_too(tmp_path, capsys):
                     '[options]\nworkload = "metarates"\n[repetitions]\nmin = 2\nmax = 2\n')
     assert main(["sweep", str(spec), "--out", str(tmp_path / "m.nc"), "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "fcr (eq. 9, one worker's file creation rate), files/s" in out
+    assert "fcr, files/s, SIMULATED" in out and "(eq. 9, one worker's file creation rate)" in out
     assert "fcr at 3.3 GHz / at 1.6 GHz" in out and "2 points x 2 repetitions" in out
 
 
@@ -97,4 +97,4 @@ def test_a_grid_without_the_papers_quantities_is_read_by_its_first_variable_with
     ds["op_ns"] = run["throughput"].assign_attrs(units="ns")
     assert headline(ds) == "op_ns"
     # read in its own unit, shown in the house's: ~1e9 ns is seconds
-    assert summary_text(ds).startswith("op_ns (op_ns), s: mean [95% CI]")
+    assert summary_text(ds).startswith("op_ns, s, SIMULATED: mean [95% CI]")
