@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xarray as xr
 
-from ..data import runs
+from ..data import run_frames, runs
 from ..stats import slowdown
 from ..stats.intervals import point_summary
 from .plots import plot_metric, plot_throughput, plot_unblocked
@@ -179,44 +179,59 @@ class AbtAccessor:
         """
         return runs.run_ids(self._ds, **sel)
 
-    def ops(self, run_id):
+    def ops(self, run_id, frame=False):
         """Op records of one run.
 
         Parameters
         ----------
         run_id : int
             From `run_ids`.
+        frame : bool, default False
+            True: a pandas DataFrame, labelled (`abtlab.data.run_frames.ops_frame`):
+            `tid`, `op` (open, write, fsync, ...), `flags` (direct|creat|...), `bytes`,
+            `t_start_ns`, `t_end_ns`, `duration_ns`, in time order.
 
         Returns
         -------
-        numpy.ndarray
-            A structured array of `abtlab.trace.RECORD_DTYPE`: `tid`, `op`, `flags`,
-            `bytes`, `t_start_ns`, `t_end_ns` (CLOCK_MONOTONIC, or the guest's clock).
+        numpy.ndarray or pandas.DataFrame
+            A structured array of `abtlab.trace.RECORD_DTYPE`: `tid`, `op` (a code of
+            `abtlab.trace.Op`), `flags`, `bytes`, `t_start_ns`, `t_end_ns`
+            (CLOCK_MONOTONIC, or the guest's clock); with frame=True the DataFrame.
 
         Examples
         --------
         >>> ops = ds.abt.ops(ds.abt.run_ids()[0])       # doctest: +SKIP
         >>> (ops["t_end_ns"] - ops["t_start_ns"]).max()  # doctest: +SKIP
+        >>> df = ds.abt.ops(ds.abt.run_ids()[0], frame=True)             # doctest: +SKIP
+        >>> df[df.op == "fsync"].duration_ns.describe()                  # doctest: +SKIP
         """
-        return runs.ops(self._ds, run_id)
+        return run_frames.ops_frame(self._ds, run_id) if frame else runs.ops(self._ds, run_id)
 
-    def commits(self, run_id):
+    def commits(self, run_id, frame=False):
         """Journal-commit table of one run.
 
         Parameters
         ----------
         run_id : int
             From `run_ids`.
+        frame : bool, default False
+            True: a pandas DataFrame (`abtlab.data.run_frames.commits_frame`): `tid`,
+            `start_ns`, `locking_ns`, `flushing_ns`, `logging_ns`, `end_ns`,
+            `duration_ns` (end - start), `handles`, `blocks`.
 
         Returns
         -------
-        dict of str to numpy.ndarray
+        dict of str to numpy.ndarray or pandas.DataFrame
             One array per column, one element per commit: `tid`, `start`, `locking`,
-            `flushing`, `logging`, `end` (ns), `handles`, `blocks`.
+            `flushing`, `logging`, `end` (ns), `handles`, `blocks`; with frame=True the
+            DataFrame.
 
         Examples
         --------
         >>> c = ds.abt.commits(ds.abt.run_ids(policy="ext4")[0])  # doctest: +SKIP
         >>> len(c["tid"])                                         # doctest: +SKIP
+        >>> ds.abt.commits(rid, frame=True).duration_ns.median()  # doctest: +SKIP
         """
+        if frame:
+            return run_frames.commits_frame(self._ds, run_id)
         return runs.commits(self._ds, run_id)
