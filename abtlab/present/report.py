@@ -24,6 +24,7 @@ from .. import about
 from ..data.tomlfile import read_toml
 from ..errors import ConfigError
 from ..extras import check, require
+from .batch_progress import BatchProgress
 from .html import write_page
 
 __all__ = ["Item", "Outcome", "execute", "run_batch", "load_grid", "write_index",
@@ -200,25 +201,43 @@ def run_batch(items, out, workers: int = 2, title: str = "abtlab report", timeou
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     real = {it.name for it in items if is_real_io(it)}
-    if progress:
-        progress(f"running {len(items)} notebook{'s' * (len(items) > 1)} ({len(real)} with real I/O "
-                 f"alone, the others {workers} at a time); a line as each ends")
+    shown = BatchProgress(items, out, workers, progress, real)
+    shown.begin(f"running {len(items)} notebook{'s' * (len(items) > 1)} ({len(real)} with real "
+                f"I/O alone, the others {workers} at a time)")
     done: dict[str, Outcome] = {}
-    for it in (i for i in items if i.name in real):
-        done[it.name] = _report(execute(it, out, timeout), progress, real=True)
-    rest = [(i, out, timeout) for i in items if i.name not in real]
-    if rest:
-        with cf.ProcessPoolExecutor(max_workers=min(workers, len(rest))) as pool:
-            for o in pool.map(_run_one, rest):
-                done[o.item.name] = _report(o, progress)
+    try:
+        for it in (i for i in items if i.name in real):
+            shown.start(it)
+            done[it.name] = _report(execute(it, out, timeout), shown, real=True)
+        _run_pool([i for i in items if i.name not in real], out, timeout, workers, shown, done)
+    finally:
+        shown.close()
     outcomes = [done[n] for n in names]
     return outcomes, write_index(outcomes, out, title)
 
 
-def _report(o: Outcome, progress, real=False) -> Outcome:
+def _run_pool(items, out, timeout, workers, shown, done) -> None:
+    """items in a pool of `workers` processes, handed out one at a time so that each
+    start is seen; each result shown as it ends, not in item order."""
+    if not items:
+        return
+    queue = list(items)
+    with cf.ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        running = set()
+        while queue or running:
+            while queue and len(running) < workers:
+                it = queue.pop(0)
+                shown.start(it)
+                running.add(pool.submit(_run_one, (it, out, timeout)))
+            finished, running = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                o = fut.result()
+                done[o.item.name] = _report(o, shown)
+
+
+def _report(o: Outcome, shown, real=False) -> Outcome:
     o.real_io = real
-    if progress:
-        progress(f"{o.status:6} {o.seconds:7.1f} s  {o.item.name}" + (f"  ({o.error})" if o.error else ""))
+    shown.finish(o)
     return o
 
 
