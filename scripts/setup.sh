@@ -24,12 +24,28 @@ log_dir=$(mktemp -d /tmp/abtlab-setup.XXXXXX)
 
 say() { echo "setup: $*"; }
 fail() { say "FAILED: $1 (log: $2)"; tail -n 20 "$2" >&2; exit 1; }
-# step NAME CMD...: run CMD with its output in a log, print one line with the time it took
+# beat PID NAME T0: while PID runs, a line every HEARTBEAT s with the time since T0, so a
+# long quiet step (pip, a kernel build) is seen to be alive
+HEARTBEAT=${ABTLAB_SETUP_HEARTBEAT:-20}
+beat() {
+    local pid=$1 name=$2 t0=$3 n=0
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1; n=$((n + 1))
+        if [ $((n % HEARTBEAT)) -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
+            say "$name: still running, $(( $(date +%s) - t0 )) s so far"
+        fi
+    done
+}
+# step NAME CMD...: run CMD with its output in a log (a heartbeat while it runs), print
+# one line with the time it took
 step() {
-    local name=$1 t0; shift; t0=$(date +%s)
+    local name=$1 t0 pid; shift; t0=$(date +%s)
     local log="$log_dir/${name// /-}.log"
     say "$name ..."
-    "$@" >"$log" 2>&1 || fail "$name" "$log"
+    "$@" >"$log" 2>&1 &
+    pid=$!
+    beat "$pid" "$name" "$t0"
+    wait "$pid" || fail "$name" "$log"
     say "$name: ${DONE_MSG:-done} in $(( $(date +%s) - t0 )) s"
 }
 
@@ -44,7 +60,8 @@ debs() {
     fi
     echo "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    if [ -z "${apt_updated:-}" ]; then apt-get update -qq || return 1; apt_updated=1; fi   # once per set-up
+    # once per set-up (a step runs in a subshell: the mark is a file)
+    if [ ! -f "$log_dir/apt-updated" ]; then apt-get update -qq || return 1; touch "$log_dir/apt-updated"; fi
     apt-get install -y -qq "${missing[@]}"
 }
 
@@ -86,6 +103,7 @@ if guest_wanted; then
     step "qemu" bash -c 'read -r bin data < <(native/kernel/qemu.sh) && "$bin" --version | head -n1'
     say "qemu: $(head -n1 "$log_dir/qemu.log")"
     step "guest initramfs" make -s -C native/kernel out/initramfs.cpio.gz
+    beat "$kernel_pid" "guest kernel (building since the start)" "$t_kernel"
     wait "$kernel_pid" || fail "guest kernel" "$kernel_log"
     say "guest kernel: $(readlink -f native/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
     if native/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
