@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DEMO_OUT ?= demo-out
 export VENV
 
-.PHONY: demo test setup native bench clean
+.PHONY: demo test setup native bench docs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,11 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q -ra --durations=25 -n 2 --dist loadscope --no-loadscope-reorder
+
+# the docs site, strict; NO_MKDOCS_2_WARNING: the theme's end-of-life banner (Material for
+# MkDocs prints it as its templates load, before any hook could) is not abtlab's to show
+docs:
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 bench: setup
 	$(PY) -m benchmarks

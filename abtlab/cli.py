@@ -61,7 +61,7 @@ def main(argv=None) -> int:
             _numpy_with_one_blas_thread()
         parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
         try:
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv)
         except SystemExit as exc:       # --help, --version, a usage error: argparse's code
             ending.quiet()
             return exc.code if isinstance(exc.code, int) else 2
@@ -85,6 +85,25 @@ def main(argv=None) -> int:
             # VM); frozen, they are left to the exit (atexit handlers still run)
             import gc
             gc.freeze()
+
+
+def _parse(parser, argv):
+    """parse_args, but an unknown option is reported by the subcommand it was typed to
+    (`abtlab lab check --gust`: lab check's usage, not abtlab's)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _innermost(parser, args).error("unrecognized arguments: " + " ".join(extra))
+    return args
+
+
+def _innermost(parser, args):
+    """The deepest subcommand's parser that args chose."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, subs[0].dest, None) if subs else None
+        if chosen not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[chosen]
 
 
 # BLAS's thread-count variables (OpenBLAS, MKL, OpenMP): a user's setting is left alone

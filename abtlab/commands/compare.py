@@ -21,6 +21,7 @@ def register(sub):
 
 def main(args):
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
+    from ..data.checks import check_abtlab_dataset
     from ..data.store import load
     from ..errors import ConfigError
     from ..model.remeasure import upgrade
@@ -30,7 +31,10 @@ def main(args):
     from ..stats.values import provenance_label
     if not 0 < args.alpha < 1:
         raise ConfigError("--alpha", args.alpha, "a number between 0 and 1")
-    a, b = upgrade(load(args.a)), upgrade(load(args.b))
+    a, b = load(args.a), load(args.b)
+    check_abtlab_dataset(a, args.a, "A")
+    check_abtlab_dataset(b, args.b, "B")
+    a, b = upgrade(a), upgrade(b)
     var = args.var or headline(a) or "throughput"
     df = compare_runs(a, b, var, args.level, args.alpha)
     head = {"run": f"A={args.a} ({provenance_label(a)}) vs B={args.b} ({provenance_label(b)})",

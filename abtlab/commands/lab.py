@@ -40,9 +40,23 @@ def _list(args):
     return 0
 
 
+def _option_typo(dest: str, options) -> str | None:
+    """The option `dest` looks like a mistyped form of ('overwrite', '-overwrite',
+    '—overwrite', 'overwite' for --overwrite), or None."""
+    import difflib
+    name = os.path.basename(os.path.normpath(dest)).lstrip("-–—").lower()
+    close = difflib.get_close_matches(name, [o.lstrip("-") for o in options], n=1, cutoff=0.8)
+    return f"--{close[0]}" if close else None
+
+
 def _copy(args):
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
+    from ..errors import ConfigError
     from ..present.classroom import copy_labs
+    typo = _option_typo(args.dest, ("--overwrite", "--help"))
+    if typo or args.dest.startswith(("–", "—")):
+        raise ConfigError("dest", args.dest, "a folder name, not an option"
+                          + (f" (did you mean {typo}?)" if typo else ""))
     for p in copy_labs(args.dest, overwrite=args.overwrite):
         print(p)
     return 0

@@ -35,13 +35,18 @@ def register(sub):
 
 def main(args):
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
+    from ..data.checks import check_abtlab_dataset, check_frequencies
     from ..data.store import load
     from ..model.remeasure import upgrade
     from ..present.stats_tables import render, stats_tables
     from ..present.summary import headline
     from ..stats.values import provenance_label
-    ds = upgrade(load(args.run))
+    ds = load(args.run)
+    check_abtlab_dataset(ds, args.run)
+    ds = upgrade(ds)
     args.var = args.var or headline(ds) or "throughput"
+    if args.slowdown or args.test:
+        check_frequencies(ds, args.var, "--slowdown" if args.slowdown else "--test")
     head = {"run": str(args.run), "var": args.var, "backend": ds.attrs.get("backend", "?"),
             "data": provenance_label(ds), "freq_mode": ds.attrs.get("freq_mode", "?"),
             "note": ds.attrs.get("remeasured", "")}

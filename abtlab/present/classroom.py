@@ -174,11 +174,14 @@ def lab_notebooks(directory=None) -> list[Path]:
 
 
 def copy_labs(dest, overwrite=False) -> list[Path]:
-    """Copy the lab notebooks into dest (for students); refuses to overwrite their work."""
+    """Copy the lab notebooks into dest (for students), a new or empty folder; refuses a
+    folder with anything in it (students' work), unless overwrite."""
     dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise ConfigError("dest", str(dest), "a folder (this is a file)")
+    if dest.is_dir() and any(dest.iterdir()) and not overwrite:
+        raise ConfigError("dest", str(dest), "a new or empty folder (--overwrite: copy into it "
+                          "anyway, replacing the lab notebooks there)")
     dest.mkdir(parents=True, exist_ok=True)
     labs = lab_notebooks()
-    clash = [dest / p.name for p in labs if (dest / p.name).exists()]
-    if clash and not overwrite:
-        raise ConfigError("dest", str(clash[0]), "a folder without these notebooks (or overwrite)")
     return [Path(shutil.copy2(p, dest / p.name)) for p in labs]
