@@ -23,6 +23,7 @@ LAYERS = [
     {"sim", "bps", "sera", "bayes"},
     {"studies"},   # what notebooks, labs and the demo study: runs sweeps, the simulator, the guest
     {"present"},
+    {"results"},   # stored results: re-run through the command line, rendered into pages
     {"commands", "cli", "accessor", "__init__", "__main__"},
 ]
 

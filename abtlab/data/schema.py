@@ -30,6 +30,14 @@ ATTR_KERNEL_PRESET, ATTR_LEGACY, ATTR_SCHED, ATTR_IOSCHED = (
     "kernel_preset", "kernel_legacy", "kernel_sched", "kernel_iosched")
 ATTR_BFQ = "kernel_bfq"      # the BFQ tunables a guest run wrote ("default": none)
 FREQ_MODES = ("real", "emulated", "simulated", "virtual")
+# the dataset schema's version, stored in every dataset written (attr schema_version). 1: no
+# attr, `throughput` timed to the end of each fsync; 2: `throughput` is the write op (eq. 3 as
+# IOzone reports it) and `throughput_fsync` the fsync-timed one
+ATTR_SCHEMA_VERSION, SCHEMA_VERSION = "schema_version", 2
+# attrs of a stored result (abtlab.results): how to regenerate it and what it ran on
+ATTR_RESULT_COMMAND, ATTR_RESULT_SAYS, ATTR_RESULT_COMMIT = (
+    "result_command", "result_says", "abtlab_commit")
+ATTR_HOST_MINUTES, ATTR_RESULT_DATE, ATTR_REDUCED_FROM = "host_minutes", "date", "reduced_from"
 
 
 @dataclass(frozen=True)
