@@ -213,7 +213,7 @@ def main(argv=None):
         print(line)
     shared = a.on == "slowdown" and fixed.sizes["freq_ghz"] > 2   # rows share a reference
     bound = ("" if shared else f"; expected saving of the best allocation for these spreads: "
-             f"{allocation_bound(base, target, a.min):.2f}x (docs/repetitions.md)")
+             f"{allocation_bound(base, target, a.min):.2f}x (docs/journal/repetitions.md)")
     print(f"runs: fixed {n_fixed} ({t_fixed:.0f} s){bound}")
     for label, rows, t, n in results:
         print(f"runs: {label} {n} ({t:.0f} s); ratio fixed/{label} = {n_fixed / n:.2f}x runs, "

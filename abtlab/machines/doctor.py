@@ -217,7 +217,7 @@ def _k342():
         return Check("guest kernel 3.4.2", False, f"{script}: {exc}")
     if proc.returncode != 0:
         return Check("guest kernel 3.4.2", False, f"no source at {src}: set ABTLAB_K342_SRC or "
-                     "ABTLAB_K342_GIT (docs/kernel-3.4.2.md); runs with kernel=3.4.2 are refused")
+                     "ABTLAB_K342_GIT (docs/journal/kernel-3.4.2.md); runs with kernel=3.4.2 are refused")
     if proc.stdout.strip():
         return Check("guest kernel 3.4.2", True, f"cached {proc.stdout.split()[-1]}")
     where = os.environ.get("ABTLAB_K342_GIT") if not (src / "Makefile").is_file() else src

@@ -1,6 +1,6 @@
 """A qemu guest running Linux 6.1 with the delayjc jbd2 patch (native/kernel), or Linux
 3.4.2, the paper's own kernel (`kernel=3.4.2`: native/kernel/build-kernel-3.4.2.sh and
-k342/, docs/kernel-3.4.2.md), through the same /init and the same code.
+k342/, docs/journal/kernel-3.4.2.md), through the same /init and the same code.
 
 `ensure_built()` builds the kernel (cached per patch+config hash) and the initramfs with
 `make -C native/kernel`; `boot_batch()` starts qemu under TCG (software emulation:

@@ -1,7 +1,7 @@
 """Run-time knobs of the guest kernel that restore Linux 3.4 semantics in Linux 6.1.
 
 Each knob is off (stock 6.1) unless asked for, and is written in the guest after /proc,
-/sys and debugfs are mounted and before the workload (see docs/kernel-history.md):
+/sys and debugfs are mounted and before the workload (see docs/journal/kernel-history.md):
 
 - legacy `shadow_wait`: jbd2 `legacy_shadow_wait`, 3.4's `do_get_write_access` sleeping on a
   BJ_Shadow buffer until the commit refiles it (removed by b34090e5e22a, 3.11);
@@ -22,7 +22,7 @@ Each knob is off (stock 6.1) unless asked for, and is written in the guest after
 
 The preset `6.1-legacy` turns every knob on; explicit items override the preset.
 
-`3.4.2` is the paper's own kernel (docs/kernel-3.4.2.md): its semantics are the ones the
+`3.4.2` is the paper's own kernel (docs/journal/kernel-3.4.2.md): its semantics are the ones the
 legacy items restore, so `legacy=` is refused there; `sched=cfs34` writes the same values
 into 3.4's sysctls (/proc/sys/kernel/sched_*_ns: 3.4 scales 6 / 0.75 / 1 ms by 1 + ilog2(CPUs),
 so one CPU boots with 6 / 0.75 / 1 ms and four with 18 / 2.25 / 3); its elevators are

@@ -1,7 +1,7 @@
 """Which Linux the guest boots, and what differs between them: one row per kernel name.
 
 `6.1` (and its preset `6.1-legacy`) is Debian's linux-source-6.1 with abtlab's patches,
-built by `make -C native/kernel`. `3.4.2` is the paper's own kernel (docs/kernel-3.4.2.md),
+built by `make -C native/kernel`. `3.4.2` is the paper's own kernel (docs/journal/kernel-3.4.2.md),
 built from the linux-3.4.2 import by native/kernel/build-kernel-3.4.2.sh with the
 k342/ patches; CI machines cannot fetch that source (they reach Debian's and the
 language registries only), so `check_kernels` refuses a run that needs it before any
@@ -39,13 +39,13 @@ CMDLINE = "console=ttyS0 panic=-1 quiet null_blk.nr_devices=0 norandmaps"
 # k342/06) ran up to 0.2 ms ahead of the vDSO's CLOCK_MONOTONIC on some points, which the
 # clock check refused on every boot. On hpet throughout the same one-vCPU sweep passes,
 # its numbers unchanged; four vCPUs still fail the check on some points, for another
-# reason not found (docs/kernel-3.4.2.md, "The clocksource").
+# reason not found (docs/journal/kernel-3.4.2.md, "The clocksource").
 CMDLINE_342 = ("console=ttyS0 panic=-1 quiet norandmaps clocksource=hpet brd.rq_mode=1 brd.rd_nr=1 "
                "brd.rd_size={kb}")
 K342_BUILD = about.NATIVE / "kernel" / "build-kernel-3.4.2.sh"
 K342_SOURCE = ("the Linux 3.4.2 source: ABTLAB_K342_SRC=<a tree of the linux-3.4.2 import> "
                "(default /var/cache/abtlab/linux-3.4.2) or ABTLAB_K342_GIT=<a git directory of "
-               "github.com/allenzhangt/linux-3.4.2> (docs/kernel-3.4.2.md, Source), or another "
+               "github.com/allenzhangt/linux-3.4.2> (docs/journal/kernel-3.4.2.md, Source), or another "
                "kernel=")
 SCHED_DEBUGFS = "/sys/kernel/debug/sched/"
 SCHED_SYSCTL = "/proc/sys/kernel/sched_"       # 3.4's names for the same variables

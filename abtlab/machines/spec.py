@@ -13,7 +13,7 @@
   up the second vCPU): abtlab.machines.guest.qemu() finds or fetches one, and a boot on an
   older qemu is refused naming `guest:cpus`.
 * `kernel=NAME` (6.1): a named guest kernel build: `6.1`, its preset `6.1-legacy`, or
-  `3.4.2`, the paper's own kernel (docs/kernel-3.4.2.md), whose disk serves one request
+  `3.4.2`, the paper's own kernel (docs/journal/kernel-3.4.2.md), whose disk serves one request
   at a time (`depth=1` only).
 * `shift=S` (0): icount shift, 0 to 10 (virtual clock only).
 * `mem=MB` (1024): guest memory; the in-guest disk lives in it (null_blk memory_backed).

@@ -46,7 +46,7 @@ DEFAULT_AXES = {"write_fixed_us": [30.0, 100.0, 400.0],
 _MEASURES = ("throughput", "throughput_fsync", "unblocked_threads", "threads_clear_of_commits", "commits",
              "mean_write", "mean_write_fsync")
 # the pseudo-axis of a TCG guest's vCPU count and the CPU costs it multiplies: qemu runs
-# the vCPUs in turn on one instruction stream (docs/kernel-history.md, "Four vCPUs")
+# the vCPUs in turn on one instruction stream (docs/journal/kernel-history.md, "Four vCPUs")
 VCPUS = "vcpus"
 _CPU_COSTS = ("open_us", "write_fixed_us", "write_us_per_kib", "fsync_cpu_us", "close_us",
               "spawn_us")

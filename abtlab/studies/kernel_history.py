@@ -1,7 +1,7 @@
 """The kernel history study (notebook 08, the demo's opening answer): one IOzone point
 at two frequencies on the host (today's kernel), the stock 6.1 guest, the 6.1 guest
 with Linux 3.4's journal semantics (`kernel=6.1-legacy`) and the simulator, and the
-high/low throughput ratio of each with its CI (docs/kernel-history.md).
+high/low throughput ratio of each with its CI (docs/journal/kernel-history.md).
 
 `history_data()` runs (or loads) the four rows and says why a row is missing;
 abtlab.present.kernel_history_tables' `ratio_table()` / `answer_table()` give the ratios

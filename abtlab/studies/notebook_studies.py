@@ -148,7 +148,7 @@ def _lab_policies(ds, policy):
 
 def lab_delay_policies(data, windows_ms, max_resets=64) -> str:
     """Lab 3's policies for its data: on a guest the kernel's delayJC (jbd2 patch,
-    docs/kernel-delayjc.md), elsewhere the LD_PRELOAD one (the simulator models it)."""
+    docs/journal/kernel-delayjc.md), elsewhere the LD_PRELOAD one (the simulator models it)."""
     kind = "kdelayjc" if str(data) == "guest" else "delayjc"
     return ";".join(delay_policies(windows_ms, max_resets, kind))
 

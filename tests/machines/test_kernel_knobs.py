@@ -212,7 +212,7 @@ def test_shadow_waits_are_the_info_counter_delta_and_absent_on_an_older_kernel()
 
 # --- on the guest machine (slow): each knob reaches the kernel and changes what it records ---
 # Guest runs are in virtual time (qemu -icount): the same seed gives the same numbers, so
-# the relations below are exact for these points (docs/kernel-history.md has them all).
+# the relations below are exact for these points (docs/journal/kernel-history.md has them all).
 import os  # noqa: E402
 import re  # noqa: E402
 

@@ -199,7 +199,7 @@ def test_fio_fsync_under_preload(built_native, scratch_ext4, tmp_path):
 
 def _windows_us(stats):
     """Window per batch in us, in order of opening: the BATCH record's tid field
-    (docs/delayjc.md, Stats)."""
+    (docs/journal/delayjc.md, Stats)."""
     recs = trace.read(stats, kind=trace.Kind.BATCHES)
     batch = recs[recs["op"] == trace.Op.BATCH]
     return batch["tid"][np.argsort(batch["t_start_ns"], kind="stable")].astype(np.int64)
