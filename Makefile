@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DEMO_OUT ?= demo-out
 export VENV
 
-.PHONY: demo test setup native bench docs clean
+.PHONY: demo test setup native bench docs clean render
 
 setup:
 	@bash scripts/setup.sh
@@ -26,6 +26,10 @@ test: setup
 # MkDocs prints it as its templates load, before any hook could) is not abtlab's to show
 docs:
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# the numbers README.md and docs/ quote, rewritten from the stored results (data/results/)
+render:
+	$(PY) -m abtlab results render
 
 bench: setup
 	$(PY) -m benchmarks

@@ -1,7 +1,8 @@
 """The numbers a page quotes from a stored result, each named by a field and a selection
 of its points: `ratio` (the 3.3/1.6 GHz ratio of means with its Fieller CI, as
 `abtlab stats --slowdown` prints it), `between` (two policies' ratio at one clock),
-`unblocked` (mean unblocked writers at the lowest -> the highest clock) and `mean`."""
+`unblocked` (mean unblocked writers at the lowest -> the highest clock), `lohi` (the
+same for any variable: `lohi var=commits`) and `mean`."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,7 @@ from ..stats.ratios import format_ratio
 
 __all__ = ["quote", "FIELDS", "select"]
 
-FIELDS = ("ratio", "between", "unblocked", "mean")
+FIELDS = ("ratio", "between", "unblocked", "lohi", "mean")
 
 
 def _matches(value, wanted: str) -> bool:
@@ -34,7 +35,9 @@ def select(da, where: dict):
     for dim, wanted in where.items():
         if dim not in da.dims:
             raise ConfigError(dim, wanted, f"a dim of the result: {', '.join(map(str, da.dims))}")
-        keep = [i for i, v in enumerate(da[dim].values) if _matches(v, wanted)]
+        values = [str(v) for v in da[dim].values]
+        keep = [values.index(wanted)] if wanted in values else \
+            [i for i, v in enumerate(da[dim].values) if _matches(v, wanted)]
         if len(keep) != 1:
             raise ConfigError(dim, wanted, ", ".join(map(str, da[dim].values)))
         da = da.isel({dim: keep[0]})
@@ -69,6 +72,6 @@ def quote(ds, field: str, var: str = "throughput", digits: int = 2, **where) -> 
     if field == "mean":
         return _number(float(np.nanmean(da.values)))
     lo, hi = _at(da, freqs[0]), _at(da, freqs[-1])
-    if field == "unblocked":
+    if field in ("unblocked", "lohi"):
         return f"{_number(np.nanmean(lo))} -> {_number(np.nanmean(hi))}"
     return format_ratio(*ratio_ci(hi, lo), digits=digits)
