@@ -36,11 +36,16 @@ def load(path):
     xarray.Dataset
         Loaded into memory, with the `ds.abt` accessor; dims are the swept factors and
         `rep`, attrs say how it was measured (`freq_mode`, `machine`, `kernel`, ...).
+        A dataset of an older schema version is read under today's names
+        (`abtlab.data.migrate`): a version-1 IOzone-like run's fsync-timed `throughput`
+        is `throughput_fsync`, and `throughput` (the write op) is recomputed from its
+        records (the `remeasured` attr says so), absent when it has none.
 
     Raises
     ------
     abtlab.errors.ConfigError
-        When the path does not exist or is not a run dataset.
+        When the path does not exist or is not a run dataset, or was written by a newer
+        abtlab (the message says to upgrade).
 
     Examples
     --------
@@ -51,7 +56,8 @@ def load(path):
     """
     from .present import accessor  # noqa: F401  (registers ds.abt)
     from .data.store import load as _load
-    return _load(path)
+    from .model.remeasure import upgrade
+    return upgrade(_load(path))
 
 
 def save(ds, path):

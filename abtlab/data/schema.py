@@ -34,6 +34,7 @@ FREQ_MODES = ("real", "emulated", "simulated", "virtual")
 # attr, `throughput` timed to the end of each fsync; 2: `throughput` is the write op (eq. 3 as
 # IOzone reports it) and `throughput_fsync` the fsync-timed one
 ATTR_SCHEMA_VERSION, SCHEMA_VERSION = "schema_version", 2
+ATTR_MIGRATED_FROM = "migrated_from"    # the version a dataset was read from (abtlab.data.migrate)
 # attrs of a stored result (abtlab.results): how to regenerate it and what it ran on
 ATTR_RESULT_COMMAND, ATTR_RESULT_SAYS, ATTR_RESULT_COMMIT = (
     "result_command", "result_says", "abtlab_commit")

@@ -75,6 +75,13 @@ def _write_file_durably(path: Path, write, fsync: bool = True) -> Path:
     return path
 
 
+def _versioned(attrs: dict) -> dict:
+    """attrs with the schema version this abtlab writes (a dataset read from an older
+    one was migrated by load, so it is current too)."""
+    return {**attrs, schema.ATTR_SCHEMA_VERSION: attrs.get(schema.ATTR_SCHEMA_VERSION,
+                                                          schema.SCHEMA_VERSION)}
+
+
 def save(ds, path) -> Path:
     """Write ds to path atomically: NetCDF (h5netcdf), or Zarr when path ends in .zarr.
     ds: an xarray.Dataset, or RunArrays (abtlab.data.arrays), written to NetCDF without
@@ -88,11 +95,11 @@ def save(ds, path) -> Path:
         from . import netcdf    # h5py: 0.07 CPU s that `abtlab cleanup` (system.runlock) skips
         if path.suffix != ".zarr" and netcdf.arrays_writable(ds):
             clean = RunArrays({k: (dims, data, _clean_attrs(a)) for k, (dims, data, a) in ds.variables.items()},
-                              ds.coords, _clean_attrs(ds.attrs))
+                              ds.coords, _versioned(_clean_attrs(ds.attrs)))
             return _write_file_durably(path, lambda tmp: netcdf.write_arrays(clean, tmp))
         ds = ds.to_dataset()
     ds = ds.copy()
-    ds.attrs = _clean_attrs(ds.attrs)
+    ds.attrs = _versioned(_clean_attrs(ds.attrs))
     for v in ds.variables.values():
         v.attrs = _clean_attrs(v.attrs)
     if path.suffix != ".zarr":
@@ -174,7 +181,8 @@ def load(path):
     except Exception as exc:  # h5py/h5netcdf raise KeyError, TypeError... on corrupt metadata
         raise TraceError(f"{path} is not a readable run dataset: "
                          f"{type(exc).__name__}: {exc}") from None
-    return schema.current_names(ds)
+    from .migrate import to_current
+    return to_current(ds, path)
 
 
 def parts_dir(out) -> Path:

@@ -20,9 +20,15 @@ IOZONE_MEASURES = ("throughput", "throughput_fsync", "throughput_stonewall", "me
 
 
 def needs_upgrade(ds) -> bool:
-    """An IOzone-like dataset with records whose measures predate the paper's T_write."""
-    return ("throughput" in ds and "throughput_fsync" not in ds and "op_run" in ds
-            and schema.RUN_ID in ds and ds.attrs.get("backend") not in ("fio", "dio", "iozone-tool"))
+    """An IOzone-like dataset with records whose measures predate the paper's T_write:
+    as stored (`throughput` fsync-timed, no `throughput_fsync`), or as `load` migrated
+    it from schema version 1 (`throughput_fsync` and no `throughput`)."""
+    records = "op_run" in ds and schema.RUN_ID in ds and \
+        ds.attrs.get("backend") not in ("fio", "dio", "iozone-tool")
+    stored = "throughput" in ds and "throughput_fsync" not in ds
+    migrated = ds.attrs.get(schema.ATTR_MIGRATED_FROM) == 1 and "throughput" not in ds \
+        and "throughput_fsync" in ds
+    return records and (stored or migrated)
 
 
 def upgrade(ds):
