@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 
 from .. import about
-from . import EXPECTED_SIGN, METRICS
+from . import EXPECTED_SIGN, METRICS, ranking
 from ..errors import ConfigError, UnavailableError
 from .backend import CASE_KEYS, BpsBackend, case, fio_available, parse_case
 from ..system.facts import collect
@@ -159,33 +159,35 @@ def _set_means(ds, set_name):
     return df.groupby(key).mean()
 
 
-def correlations(ds):
+def correlations(ds, level=0.95, n_boot=2000, seed=0):
     """Pearson CC of each metric with run time, per set, normalised per He et al. (IPDPS Workshops 2013) Table 1.
 
     Returns a pandas DataFrame with one row per (set, metric): cc, expected sign,
-    normalized (= |cc| if the sign is the expected one, else -|cc|) and n (levels).
+    normalized (= |cc| if the sign is the expected one, else -|cc|), its bootstrap CI
+    over the set's workloads (ci_low, ci_high), the CI of the set leader's normalised CC
+    minus this one (diff_low, diff_high), n (levels) and winner: the set's metric whose
+    lead over every other excludes 0, else "" (abtlab.bps.ranking).
     A final set "mean" averages the normalised CC over the sets, the paper's summary.
     """
     # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
-    rows = []
+    frames = []
     for set_name in SETS:
         df = _set_means(ds, set_name)
         if df is None:
             continue
-        for m in METRICS:
-            x, y = df[m].to_numpy(float), df["runtime"].to_numpy(float)
-            ok = np.isfinite(x) & np.isfinite(y)
-            cc = float(np.corrcoef(x[ok], y[ok])[0, 1]) if ok.sum() >= 3 and np.ptp(x[ok]) > 0 \
-                else float("nan")
-            rows.append({"set": set_name, "metric": m, "cc": cc, "expected": EXPECTED_SIGN[m],
-                         "normalized": cc * EXPECTED_SIGN[m], "n": int(ok.sum())})
-    out = pd.DataFrame(rows)
-    if out.empty:
+        r = ranking.rank(df, "runtime", METRICS, EXPECTED_SIGN, level=level, n_boot=n_boot, seed=seed)
+        r.insert(0, "set", set_name)
+        r.insert(3, "expected", [EXPECTED_SIGN[m] for m in r.metric])
+        r["winner"] = r.attrs["winner"] or ""
+        frames.append(r)
+    if not frames:
         raise ConfigError("ds", "no runs of a known set", " | ".join(SETS))
+    out = pd.concat(frames, ignore_index=True)
     mean = out.groupby("metric", sort=False)["normalized"].mean()
     extra = [{"set": "mean", "metric": m, "cc": float("nan"), "expected": EXPECTED_SIGN[m],
-              "normalized": float(v), "n": int(out[out.metric == m].n.sum())} for m, v in mean.items()]
+              "normalized": float(v), "n": int(out[out.metric == m].n.sum()), "winner": ""}
+             for m, v in mean.items()]
     return pd.concat([out, pd.DataFrame(extra)], ignore_index=True)
 
 
@@ -199,7 +201,7 @@ def compare_with_paper(corr, reference=None):
     for _, r in ref.iterrows():
         for m in r["study_metrics"].split(";"):
             paper[(r["study_set"], m)] = (r["normalized"], r["figure"])
-    out = corr[["set", "metric", "cc", "normalized", "n"]].copy()
+    out = corr[["set", "metric", "cc", "normalized", "ci_low", "ci_high", "n", "winner"]].copy()
     out["paper"] = [paper.get((s, m), ("n/a", ""))[0] for s, m in zip(out["set"], out["metric"])]
     out["figure"] = [paper.get((s, m), ("", ""))[1] for s, m in zip(out["set"], out["metric"])]
     return out

@@ -15,11 +15,14 @@ from ..data import schema
 from ..stats.iozone_view import ratios_between
 from ..stats.ratios import format_ratio
 from ..stats.values import provenance_label
-from ..studies.notebook_studies import optimal_delay
+from ..backends.dio import WORKLOADS
+from ..studies.syscalls import compare as compare_grids, hardware_threads
+from ..studies.notebook_studies import optimal_delay, sim_ranking
 from .kernel_history_tables import ratio_table
 from .paper_terms import PAPER_IOZONE, unblocked, unblocked_var
 
-__all__ = ["slowdown", "abt_model", "delay", "bps", "frequency", "syscalls", "kernel_history"]
+__all__ = ["slowdown", "abt_model", "delay", "bps", "frequency", "syscalls", "direct_io",
+           "kernel_history"]
 
 
 def _say(text: str) -> None:
@@ -86,18 +89,41 @@ def delay(ds, max_commit_wait_ms=None) -> None:
 
 def bps(corr=None, per_run=None) -> None:
     """Study 05: which metric tracks run time best: He et al.'s sets (corr, measured with
-    fio) when they ran, else the simulated runs' correlations with elapsed time."""
-    ran = corr is not None
-    corr = corr.dropna(subset=["normalized"]) if ran else None
-    if ran and len(corr):       # a set too small for a CC has none
-        best = corr.loc[corr.groupby("set")["normalized"].idxmax()]
-        parts = [f"set {r.set}: {r.metric} (normalised CC {r.normalized:.2f})" for r in best.itertuples()]
-        return _say("the metric that tracks run time best, measured with fio: " + "; ".join(parts) + ".")
-    cc = per_run[["elapsed", "bps", "iops", "bandwidth", "arpt"]].corr()["elapsed"].drop("elapsed")
-    order = ", ".join(f"{k} {v:+.2f}" for k, v in cc.sort_values(key=np.abs, ascending=False).items())
-    why = "the fio study's sets are too small for a correlation; " if ran else ""
-    return _say(f"{why}on SIMULATED IOzone runs, correlation with elapsed time: {order} "
-                f"(strongest first; BPS is {'the' if cc.abs().idxmax() == 'bps' else 'not the'} strongest).")
+    fio) when they ran, else the simulated runs (per_run, against elapsed time). A set
+    names a winner only where the bootstrap CI of its lead over every other metric's
+    normalised CC excludes 0 (abtlab.bps.ranking)."""
+    if corr is not None and len(corr.dropna(subset=["normalized"])):
+        sets = [s for s in corr.set.unique() if s != "mean"]
+        parts = [_rank_sentence(f"set {s}", corr[corr.set == s]) for s in sets]
+        return _say("which metric tracks run time, measured with fio (normalised CC, 95% bootstrap CI "
+                    "over the set's workloads): " + "; ".join(parts) + ".")
+    table = sim_ranking(per_run)
+    why = "the fio study's sets are too small for a correlation; " if corr is not None else ""
+    return _say(f"{why}which metric tracks elapsed time on SIMULATED IOzone runs (normalised CC, 95% "
+                f"bootstrap CI over the runs): " + _rank_sentence("simulated", table) + ".")
+
+
+def _rank_sentence(name, rows) -> str:
+    """One set's verdict from its rank rows (abtlab.bps.ranking.rank)."""
+    rows = rows.dropna(subset=["normalized"])
+    n = int(rows.n.max()) if len(rows) else 0
+    if not len(rows):
+        return f"{name}: no correlation ({n} workloads)"
+    lead = rows.loc[rows.normalized.idxmax()]
+    cis = ", ".join(f"{r.metric} {_cc(r)}" for r in rows.sort_values("normalized", ascending=False)
+                    .itertuples())
+    won = str(rows.winner.iloc[0]) if "winner" in rows else ""
+    if won:
+        return f"{name} ({n} workloads): {won} tracks run time best, its lead over every other metric's CC excludes 0 ({cis})"
+    if not math.isfinite(lead.ci_low):
+        return f"{name}: no difference measurable here at {n} workloads, too few for a CI ({cis})"
+    return f"{name}: no difference measurable here at {n} workloads ({cis}; the CIs of {lead.metric}'s lead include 0)"
+
+
+def _cc(r) -> str:
+    if math.isfinite(r.ci_low):
+        return f"{r.normalized:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
+    return f"{r.normalized:+.2f} [no CI]"
 
 
 def frequency(df) -> None:
@@ -115,13 +141,49 @@ def _fixed_high(df, workload) -> float:
 
 
 def syscalls(here, ref) -> None:
-    """Study 07: where a spinlock beats a mutex, here (measured) or in the paper's grid."""
-    grid = here if here is not None else ref
-    sp = grid["spin_speedup"].to_pandas()
-    wins = [f"{sp.index.name}={t} {sp.columns.name}={w}" for t in sp.index for w in sp.columns
-            if sp.loc[t, w] > 1]
-    where = "measured here" if here is not None else "the paper's grid (nothing measured here)"
-    return _say(f"a spinlock beats a mutex ({where}) at: " + (", ".join(wins) or "no cell") + ".")
+    """Study 07: where a spinlock beats a mutex, measured here (a side only where the CI of
+    t_mutex / t_spin excludes 1: the `winner_here` column of abtlab.studies.syscalls.compare),
+    else the paper's grid."""
+    if here is None:
+        sp = ref["spin_speedup"].to_pandas()
+        wins = [f"threads={t} work={w}" for t in sp.index for w in sp.columns if sp.loc[t, w] >= 1.1]
+        return _say("nothing measured here; in the paper's grid (i7-2600K) a spinlock beats a mutex "
+                    "(speedup >= 1.1) at: " + (", ".join(wins) or "no cell") + ".")
+    c = compare_grids(here, ref).to_dataframe().reset_index()
+    groups = {1: [], -1: [], 0: []}
+    for r in c.itertuples():
+        groups[int(r.winner_here)].append(f"threads={r.threads} work={r.work} "
+                                          f"x{format_ratio(r.here, r.here_lo, r.here_hi)}")
+    reps = c.reps[np.isfinite(c.reps)]
+    n = f"{int(reps.min())}" if len(reps) and reps.min() == reps.max() else \
+        (f"{int(reps.min())}-{int(reps.max())}" if len(reps) else "?")
+    parts = [f"spinlock faster at {', '.join(groups[1])}" if groups[1] else "spinlock faster at no cell",
+             f"mutex faster at {', '.join(groups[-1])}" if groups[-1] else "mutex faster at no cell"]
+    if groups[0]:
+        parts.append(f"no difference measurable here at {n} repetitions at {', '.join(groups[0])}")
+    return _say(f"spinlock vs mutex, measured here ({hardware_threads(here)} hardware threads; "
+                f"t_mutex / t_spin, 95% CI, a side only where it excludes 1): " + "; ".join(parts) + ".")
+
+
+def direct_io(ds) -> None:
+    """Study 07: where O_DIRECT beats the page cache, measured here: t_buffered / t_direct
+    per workload and block size, a side only where its CI excludes 1."""
+    df = ds[["direct_speedup", "direct_speedup_lo", "direct_speedup_hi", "direct_speedup_n"]] \
+        .to_dataframe().reset_index()
+    groups = {"direct I/O faster": [], "buffered faster": [], "no difference measurable here": []}
+    for r in df.itertuples():
+        side = ("direct I/O faster" if r.direct_speedup_lo > 1 else "buffered faster"
+                if r.direct_speedup_hi < 1 else "no difference measurable here")
+        extra = "" if side != "no difference measurable here" else f" at {_count(r.direct_speedup_n)} repetitions"
+        groups[side].append(f"workload {r.workload} ({WORKLOADS[int(r.workload)]}), "
+                            f"{r.block_size // 1024} KiB: x{format_ratio(r.direct_speedup, r.direct_speedup_lo, r.direct_speedup_hi)}{extra}")
+    parts = [f"{k}: {'; '.join(v)}" for k, v in groups.items() if v]
+    return _say(f"buffered vs O_DIRECT, measured here ({ds.attrs.get('filesystem', '?')}; t_buffered / "
+                f"t_direct, 95% CI, a side only where it excludes 1) -- " + " | ".join(parts) + ".")
+
+
+def _count(n) -> str:
+    return str(int(n)) if math.isfinite(n) else "?"
 
 
 def kernel_history(hist, policy="ext4") -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ..backends.dio import WORKLOADS
-from ..studies.syscalls import PAPER_DIO, compare
+from ..studies.syscalls import PAPER_DIO, compare, hardware_threads
 
 __all__ = ["plot_lock_comparison", "plot_dio_comparison"]
 
@@ -70,7 +70,7 @@ def plot_dio_comparison(ds: xr.Dataset, path=None):
         x, y = s.block_size.values / 1024, s.direct_speedup.values
         err = np.abs(np.vstack([y - s.direct_speedup_lo.values, s.direct_speedup_hi.values - y]))
         ax.errorbar(x, y, yerr=np.nan_to_num(err), marker="o", capsize=3,
-                    label=f"measured here ({ds.attrs.get('hardware_threads')} hardware threads, "
+                    label=f"measured here ({hardware_threads(ds)} hardware threads, "
                           f"{ds.attrs.get('filesystem')})")
         if w == PAPER_DIO["workload"]:
             ax.plot(PAPER_DIO["block_size"] / 1024, PAPER_DIO["direct_speedup"], "r*", ms=12,

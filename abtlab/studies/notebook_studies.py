@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import about, sera
 from ..backends import get as get_backend
-from ..bps import metrics
+from ..bps import EXPECTED_SIGN, METRICS, metrics, ranking
 from ..data import runs
 from ..data.store import load as load_dataset
 from ..errors import ConfigError, UnavailableError
@@ -33,7 +33,7 @@ from ..sim import simulate
 from ..sweep.runner import run as run_sweep
 
 __all__ = ["real_available", "study_data", "lab_data", "lab_delay_policies", "delay_policies", "delay_sweep", "delay_table",
-           "trace_measures", "trace_metrics", "frequency_workloads",
+           "trace_measures", "trace_metrics", "sim_ranking", "frequency_workloads",
            "optimal_delay", "DATA_CHOICES"]
 
 DATA_CHOICES = ("auto", "sim")
@@ -262,6 +262,15 @@ def trace_metrics(ds, block_size=512):
         elapsed = float(ds["elapsed"].sel({k: v for k, v in lv.items()}).item())
         rows.append({**lv, "run_id": r, "elapsed": elapsed, **metrics(runs.ops(ds, r), block_size)})
     return pd.DataFrame(rows)
+
+
+def sim_ranking(per_run, level=0.95, n_boot=2000, seed=0):
+    """trace_metrics' runs ranked by how well each metric tracks elapsed time: normalised
+    CC with bootstrap CIs over the runs and a winner only where its lead excludes 0
+    (abtlab.bps.ranking); a "winner" column ("" when none)."""
+    r = ranking.rank(per_run, "elapsed", METRICS, EXPECTED_SIGN, level=level, n_boot=n_boot, seed=seed)
+    r["winner"] = r.attrs["winner"] or ""
+    return r
 
 
 def frequency_workloads(data="sim", names=("iozone", "metarates", "fio-seq", "mixed"),

@@ -26,9 +26,9 @@ from ..backends.dio import MAX_BLOCK, MIN_BLOCK, DioBackend
 from ..backends.locks import MAX_THREADS, MAX_WORK, LocksBackend
 from ..errors import ConfigError
 from ..stats.ratios import geomean_ratio_ci
-from ..sweep.loop import run as run_sweep
+from ..sweep.loop import Reps, run as run_sweep
 
-__all__ = ["lock_grid", "dio_grid", "load_reference", "compare",
+__all__ = ["lock_grid", "dio_grid", "load_reference", "compare", "hardware_threads",
            "add_lock_speedup", "add_dio_speedup",
            "PAPER_THREADS", "PAPER_WORK",
            "PAPER_DIO", "REFERENCE_CSV"]
@@ -57,12 +57,26 @@ def _levels(values, default, field, lo, hi):
     return sorted(int(v) for v in vals)
 
 
-def _check_reps(reps):
+def _reps(reps, max_reps):
+    """reps, or adaptive repetitions (abtlab.sweep.loop.Reps on elapsed) from reps up to
+    max_reps while a point's CI half-width of its mean elapsed is wider than 5%."""
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ConfigError("reps", reps, "an integer >= 1")
+    if max_reps is None or max_reps == reps:
+        return reps
+    if isinstance(max_reps, bool) or not isinstance(max_reps, int) or max_reps < max(reps, 2):
+        raise ConfigError("max_reps", max_reps, f"an integer >= reps ({reps}) and >= 2, or None")
+    return Reps(min=max(reps, 2), max=max_reps, target=0.05, metric="elapsed")
 
 
-def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entries: int = 100,
+def hardware_threads(ds) -> int:
+    """The hardware threads of the machine a grid ran on (its attrs; os.cpu_count() for a
+    grid measured here that predates the attribute)."""
+    return int(ds.attrs.get("hardware_threads") or ds.attrs.get("cpu_logical") or os.cpu_count())
+
+
+def lock_grid(threads=None, work=None, reps: int = 3, max_reps: int | None = None,
+              full: bool = False, entries: int = 100,
               seed: int = 0, timeout: float = 600, progress: bool = False, out=None,
               resume: bool = False) -> xr.Dataset:
     """Time spinlock and mutex on threads x work (defaults: a 4 x 3 grid, seconds;
@@ -73,12 +87,12 @@ def lock_grid(threads=None, work=None, reps: int = 3, full: bool = False, entrie
     with out= every finished repetition kept, so resume=True continues a stopped grid."""
     threads = _levels(threads, PAPER_THREADS if full else QUICK_THREADS, "threads", 1, MAX_THREADS)
     work = _levels(work, PAPER_WORK if full else QUICK_WORK, "work", 1, MAX_WORK)
-    _check_reps(reps)
+    rule = _reps(reps, max_reps)
     command = (f"abtlab.studies.syscalls.lock_grid(threads={threads}, work={work}, reps={reps}, "
-               f"entries={entries}, seed={seed})")
+               f"max_reps={max_reps}, entries={entries}, seed={seed})")
     # no per-entry trace: two clock reads per entry would dwarf a 1-nop critical section
     ds = run_sweep(LocksBackend(), {"lock": ["spin", "mutex"], "threads": threads, "work": work},
-                   reps=reps, out=out, resume=resume, seed=seed, quiet=not progress,
+                   reps=rule, out=out, resume=resume, seed=seed, quiet=not progress,
                    options={"trace": False, "entries": entries, "timeout": timeout},
                    attrs={"entries_per_thread": entries}, command=command)
     ds = ds[["elapsed"]]
@@ -94,7 +108,8 @@ def _add_speedup(ds, dim, num, den, name, desc, level):
         "elapsed_median": ds.elapsed.median("rep").assign_attrs(units="s"),
         name: r.ratio.assign_attrs(units="1", long_name=desc),
         f"{name}_lo": r.lo.assign_attrs(units="1", long_name=f"{level:.0%} CI low"),
-        f"{name}_hi": r.hi.assign_attrs(units="1", long_name=f"{level:.0%} CI high")})
+        f"{name}_hi": r.hi.assign_attrs(units="1", long_name=f"{level:.0%} CI high"),
+        f"{name}_n": r.n.assign_attrs(units="1", long_name="repetitions (pairs)")})
 
 
 def add_lock_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:
@@ -133,6 +148,10 @@ def _side(x, lo=None, hi=None):
     return xr.where(x >= 1.1 - 1e-9, 1, xr.where(x <= 0.9 + 1e-9, -1, 0))
 
 
+def _or_nan(da, like):
+    return da if da is not None else xr.full_like(like, np.nan)
+
+
 def compare(here: xr.Dataset, ref: xr.Dataset | None = None) -> xr.Dataset:
     """here vs the paper on the (threads, work) cells both have: log2(here / paper),
     and which lock wins on each side (+1 spin, -1 mutex, 0 tie)."""
@@ -147,18 +166,20 @@ def compare(here: xr.Dataset, ref: xr.Dataset | None = None) -> xr.Dataset:
     side_here = _side(h.spin_speedup, lo, hi)
     side_paper = _side(p.spin_speedup)
     return xr.Dataset({
-        "here": h.spin_speedup, "paper": p.spin_speedup,
+        "here": h.spin_speedup, "here_lo": _or_nan(lo, h.spin_speedup),
+        "here_hi": _or_nan(hi, h.spin_speedup), "reps": _or_nan(h.get("spin_speedup_n"), h.spin_speedup),
+        "paper": p.spin_speedup,
         "log2_diff": np.log2(h.spin_speedup / p.spin_speedup).assign_attrs(
             units="1", long_name="log2(here / paper)"),
         "winner_here": side_here, "winner_paper": side_paper,
         "agree": side_here == side_paper},
-        attrs={"hardware_threads_here": here.attrs.get("hardware_threads", os.cpu_count()),
+        attrs={"hardware_threads_here": hardware_threads(here),
                "hardware_threads_paper": ref.attrs.get("hardware_threads", PAPER_HW_THREADS)})
 
 
 
 def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int = 3,
-             full: bool = False, file_size: int | None = None, max_bytes: int = 256 << 20,
+             max_reps: int | None = None, full: bool = False, file_size: int | None = None, max_bytes: int = 256 << 20,
              seed: int = 0, timeout: float = 600, progress: bool = False, out=None,
              resume: bool = False) -> xr.Dataset:
     """Time buffered and O_DIRECT runs of each workload x block size in directory
@@ -170,17 +191,18 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     blocks = _levels(block_sizes, PAPER_BLOCKS if full else QUICK_BLOCKS, "block_sizes",
                      MIN_BLOCK, MAX_BLOCK)
     workloads = _levels(workloads, (1, 2, 3, 4), "workloads", 1, 4)
-    _check_reps(reps)
+    rule = _reps(reps, max_reps)
     file_size = int(file_size or (16 << 20 if full else 4 << 20))
     if file_size < max(blocks) and 2 in workloads:
         raise ConfigError("file_size", file_size, f">= the largest block size ({max(blocks)})")
     command = (f"abtlab.studies.syscalls.dio_grid({str(directory)!r}, block_sizes={blocks}, "
-               f"workloads={workloads}, reps={reps}, file_size={file_size}, seed={seed})")
+               f"workloads={workloads}, reps={reps}, max_reps={max_reps}, file_size={file_size}, "
+               f"seed={seed})")
     options = {"trace": False, "file_size": file_size, "timeout": timeout, "max_bytes": max_bytes,
                **({"directory": str(directory)} if directory is not None else {})}
     full_ds = run_sweep(DioBackend(), {"mode": ["buffered", "direct"], "workload": workloads,
                                        "block_size": blocks},
-                        reps=reps, out=out, resume=resume, seed=seed, quiet=not progress,
+                        reps=rule, out=out, resume=resume, seed=seed, quiet=not progress,
                         options=options, attrs={"file_size": file_size}, command=command)
     ds = full_ds[["elapsed", "throughput"]]
     ds["ops_per_run"] = full_ds["ops_per_run"].isel(mode=0, rep=0, drop=True).astype(int)

@@ -91,3 +91,88 @@ def test_lab_check_prints_and_indexes_each_labs_answer_key(tmp_path):
     first = page[page.index("<h2>Answers</h2>"):page.index("<h2>Notebooks</h2>")]
     assert first.count("[ANSWER KEY]") >= 3
     assert "NO PREDICTION YET" not in Path(tmp_path / "lab_1_faster_cpu__data-sim.html").read_text()
+
+
+def _lock_grid(speedup, noise, reps=6):
+    """A constructed lock grid: t_mutex / t_spin = speedup per cell, each rep's ratio off
+    by a factor exp(+-noise), exp(+-noise/2), ... (symmetric: the geometric mean is speedup)."""
+    import numpy as np
+    from abtlab.studies import syscalls as sc
+    from tests.studies.syscalls_data import constructed_elapsed
+    ds = constructed_elapsed(np.asarray(speedup, float), reps=reps)
+    wobble = noise * np.array([(1 if k % 2 else -1) / (1 + k // 2) for k in range(reps)])
+    ds["elapsed"].loc[{"lock": "mutex"}] = ds.elapsed.sel(lock="mutex") * np.exp(wobble)
+    return sc.add_lock_speedup(ds)
+
+
+def test_syscalls_answer_says_no_difference_where_the_ci_includes_1(capsys):
+    import numpy as np
+    here = _lock_grid(np.full((3, 2), 1.02), noise=0.3)
+    assert (here.spin_speedup_lo < 1).all() and (here.spin_speedup_hi > 1).all()
+    answers.syscalls(here, None)
+    out = capsys.readouterr().out
+    assert "spinlock faster at no cell; mutex faster at no cell" in out
+    assert "no difference measurable here at 6 repetitions at threads=1 work=1" in out
+    assert "2 hardware threads" in out
+
+
+def test_syscalls_answer_names_the_winner_where_the_ci_excludes_1_and_agrees_with_the_table(capsys):
+    import numpy as np
+    from abtlab.studies import syscalls as sc
+    speed = np.array([[2.0, 1.0], [1.0, 1.0], [1.0, 0.4]])     # threads (1, 2, 8) x work (1, 100)
+    here = _lock_grid(speed, noise=0.02)
+    answers.syscalls(here, None)
+    out = capsys.readouterr().out
+    assert "spinlock faster at threads=1 work=1 x2.0" in out
+    assert "mutex faster at threads=8 work=100 x0.4" in out
+    groups = out.split("excludes 1): ", 1)[1].rstrip(".\n").split("; ")      # one per side
+    c = sc.compare(here).to_dataframe().reset_index()
+    for r in c.itertuples():   # every cell is said on the side its winner_here column gives
+        side = {1: "spinlock faster at", -1: "mutex faster at", 0: "no difference measurable"}[r.winner_here]
+        said = [g for g in groups if f"threads={r.threads} work={r.work} x" in g]
+        assert len(said) == 1 and said[0].startswith(side)
+
+
+def _dio(speedups, noise, reps=6):
+    import numpy as np
+    import xarray as xr
+    from abtlab.studies import syscalls as sc
+    s = np.asarray(speedups, float)                            # workload (2, 3) x block (4, 64 KiB)
+    direct = np.ones(s.shape + (reps,))
+    wobble = noise * np.array([(1 if k % 2 else -1) / (1 + k // 2) for k in range(reps)])
+    buffered = direct * s[..., None] * np.exp(wobble)
+    ds = xr.Dataset({"elapsed": (("mode", "workload", "block_size", "rep"), np.stack([buffered, direct]))},
+                    coords={"mode": ["buffered", "direct"], "workload": [2, 3], "block_size": [4096, 65536],
+                            "rep": range(reps)}, attrs={"filesystem": "ext4"})
+    return sc.add_dio_speedup(ds)
+
+
+def test_direct_io_answer_no_difference_where_the_ci_includes_1(capsys):
+    answers.direct_io(_dio([[1.0, 1.0], [1.0, 1.0]], noise=0.3))
+    out = capsys.readouterr().out
+    assert "direct I/O faster" not in out and "buffered faster" not in out
+    assert "no difference measurable here: workload 2 (random reads of a file), 4 KiB" in out
+    assert "at 6 repetitions" in out
+
+
+def test_direct_io_answer_names_the_winner_where_the_ci_excludes_1(capsys):
+    answers.direct_io(_dio([[1.0, 3.0], [0.5, 1.0]], noise=0.02))
+    out = capsys.readouterr().out
+    assert "direct I/O faster: workload 2 (random reads of a file), 64 KiB: x3.00" in out
+    assert "buffered faster: workload 3 (single-block overwrite + syncfs), 4 KiB: x0.50" in out
+
+
+def test_bps_answer_no_difference_on_a_tie_and_a_winner_on_a_clear_lead(capsys):
+    import numpy as np
+    import pandas as pd
+    x = np.linspace(1, 10, 12)
+    tie = pd.DataFrame({"elapsed": 100 / x, "bps": x, "iops": x, "bandwidth": 2 * x, "arpt": 20 - x})
+    answers.bps(None, tie)
+    out = capsys.readouterr().out
+    assert "SIMULATED" in out and "no difference measurable here at 12 workloads" in out
+    rng = np.random.default_rng(1)
+    clear = tie.assign(elapsed=30 - 2 * x, iops=x + 3 * rng.standard_normal(12),
+                       bandwidth=x + 3 * rng.standard_normal(12), arpt=-x + 3 * rng.standard_normal(12))
+    answers.bps(None, clear)
+    out = capsys.readouterr().out
+    assert "simulated (12 workloads): bps tracks run time best" in out
