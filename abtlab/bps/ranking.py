@@ -2,7 +2,8 @@
 metric with run time over a set of workloads, normalised by He, Sun and Yin's Table 1
 sign ("BPS: A Performance Metric of I/O System", IEEE IPDPS Workshops 2013), with
 bootstrap CIs over the workloads, and a winner only where the bootstrap CI of the
-difference between the leader's normalised CC and every other metric's excludes 0.
+difference between the leader's normalised CC and every other metric's excludes 0 (and
+the leader's own CI is above 0: a metric with the wrong sign tracks nothing).
 
 A handful of workloads gives a CC but not a ranking: two metrics that both follow the
 run time (0.95 and 0.93) are not told apart by 3 points, and `rank` says so
@@ -47,8 +48,9 @@ def rank(df, y, metrics, signs, level=0.95, n_boot=2000, seed=0):
     (diff_low, diff_high; 0 for the leader). The workloads (rows of df) are resampled
     together for every metric, so the differences are paired.
 
-    attrs: n (workloads), winner (the leader when every diff_low > 0, else None),
-    leader (the largest point estimate), level."""
+    attrs: n (workloads), winner (the leader when its own CI is above 0, i.e. it moves
+    with run time the way Table 1 expects, and every diff_low > 0; else None), leader
+    (the largest point estimate), level."""
     # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
     import pandas as pd
     metrics = list(metrics)
@@ -78,7 +80,9 @@ def rank(df, y, metrics, signs, level=0.95, n_boot=2000, seed=0):
                      "diff_low": dlo, "diff_high": dhi, "n": n})
     out = pd.DataFrame(rows)
     others = out[out.metric != leader]
-    won = leader is not None and boot is not None and len(others) and bool((others.diff_low > 0).all())
+    lead_lo = float(out.loc[out.metric == leader, "ci_low"].iloc[0]) if leader is not None else np.nan
+    won = (leader is not None and boot is not None and len(others) and lead_lo > 0
+           and bool((others.diff_low > 0).all()))
     out.attrs.update(n=n, level=level, leader=leader, winner=leader if won else None)
     return out
 

@@ -1,4 +1,5 @@
-"""`abtlab lab list | copy DIR | check --out DIR [--real | --guest]`: the classroom labs."""
+"""`abtlab lab list | copy DIR | check --out DIR [--real | --guest] [--sim-params NAME]`: the
+classroom labs."""
 from __future__ import annotations
 
 import os
@@ -24,6 +25,9 @@ def register(sub):
     where.add_argument("--guest", action="store_true",
                        help="data=guest: a real Linux kernel in the qemu guest, virtual time, no root "
                             "(minutes per lab at the paper's cell)")
+    k.add_argument("--sim-params", default=None, metavar="NAME|FILE",
+                   help="the simulator's parameters for the labs that take them (e.g. paper_machine: "
+                        "the paper's 4-core machine, where the simulator shows the paper's effect)")
     k.add_argument("--workers", type=int, default=2)
     k.set_defaults(func=_check)
 
@@ -64,10 +68,10 @@ def _copy(args):
 
 def _check(args):
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
-    from ..present.classroom import ANSWER_KEY_ENV, lab_notebooks
+    from ..present.classroom import ANSWER_KEY_ENV, lab_notebooks, lab_settings
     from ..present.report import Item, answers, run_batch
     data = "auto" if args.real else "guest" if args.guest else "sim"
-    items = [Item(p, {"data": data}) for p in lab_notebooks()]
+    items = [Item(p, lab_settings(p, data, args.sim_params)) for p in lab_notebooks()]
     before = os.environ.get(ANSWER_KEY_ENV)
     os.environ[ANSWER_KEY_ENV] = "1"      # inherited by the kernels: checks give the key
     try:
@@ -79,7 +83,8 @@ def _check(args):
         else:
             os.environ[ANSWER_KEY_ENV] = before
     for o in outcomes:
-        print(f"{o.item.notebook.stem}:")
+        setting = ", ".join(f"{k}={v}" for k, v in o.item.parameters.items())
+        print(f"{o.item.notebook.stem} ({setting}; {o.status}, {o.seconds:.0f} s):")
         for line in (answers(o.ipynb) if o.ipynb else []) or [f"  {o.status}: {o.error[-200:]}"]:
             print(f"  {line}")
     failed = sum(o.status != "ok" for o in outcomes)

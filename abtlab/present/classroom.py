@@ -10,8 +10,11 @@ measurement next to it, never the textbook answer against it: given per directio
 """
 from __future__ import annotations
 
+import ast
+import json
 import math
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +29,7 @@ from ..stats.values import provenance_label
 from .report import NOTEBOOK_DIR
 
 __all__ = ["Feedback", "ANSWER_KEY_ENV", "check_change", "check_choice", "check_number", "measured_change",
-           "paper_comparison", "lab_notebooks", "copy_labs", "WORDS", "PAPER"]
+           "paper_comparison", "lab_notebooks", "lab_settings", "copy_labs", "WORDS", "PAPER"]
 
 # accepted words for a change, and what they mean
 WORDS = {"up": ("faster", "higher", "more", "up", "increase", "larger"),
@@ -171,6 +174,30 @@ def lab_notebooks(directory=None) -> list[Path]:
     if not labs:
         raise ConfigError("directory", str(d), "a folder with lab_*.ipynb notebooks")
     return labs
+
+
+def _parameters(path) -> tuple[dict, list]:
+    """A lab's parameters cell: {name: default} and the data choices its comment lists."""
+    cells = json.loads(Path(path).read_text())["cells"]
+    src = next(("".join(c["source"]) for c in cells
+                if "parameters" in c.get("metadata", {}).get("tags", [])), "")
+    names = {t.id: ast.literal_eval(n.value) if isinstance(n.value, ast.Constant) else None
+             for n in ast.parse(src).body if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name)}
+    line = next((ln for ln in src.splitlines() if ln.startswith("data =")), "")
+    choices = re.findall(r'"([a-z_]+)"', line.partition("#")[2])
+    return names, choices
+
+
+def lab_settings(path, data: str, sim_params=None) -> dict:
+    """The parameters `abtlab lab check` gives one lab for a setting: data where the lab
+    offers it (its parameters cell lists its choices), else the lab's own default; and
+    sim_params to the labs that take it. Returns {"data": ..., ["sim_params": ...]}."""
+    names, choices = _parameters(path)
+    out = {"data": data if data in choices else names.get("data", data)}
+    if sim_params is not None and "sim_params" in names:
+        out["sim_params"] = sim_params
+    return out
 
 
 def copy_labs(dest, overwrite=False) -> list[Path]:

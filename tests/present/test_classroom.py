@@ -56,7 +56,7 @@ def test_check_number_and_choice():
 
 def test_labs_copy_and_refuse_overwrite(tmp_path):
     labs = classroom.lab_notebooks()
-    assert 3 <= len(labs) <= 4
+    assert [p.stem.split("_")[1] for p in labs] == [str(i) for i in range(1, 8)]   # labs 1-7, in order
     copied = classroom.copy_labs(tmp_path)
     assert [p.name for p in copied] == [p.name for p in labs]
     with pytest.raises(ConfigError, match="dest"):
@@ -69,7 +69,10 @@ def test_labs_copy_and_refuse_overwrite(tmp_path):
 def test_cli_lab(tmp_path, capsys):
     from abtlab.cli import main
     assert main(["lab", "list"]) == 0
-    assert "lab_1_faster_cpu" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    for name in ("lab_1_faster_cpu", "lab_4_spinlock", "lab_5_direct_io", "lab_6_bps", "lab_7_sera_io"):
+        assert name in listed
+    assert "Lab 4 — When does spinning beat sleeping?" in listed
     assert main(["lab", "copy", str(tmp_path / "class")]) == 0
     assert main(["lab", "copy", str(tmp_path / "class")]) == 2
 
@@ -80,13 +83,22 @@ def test_cli_lab_check_runs_each_lab_on_the_data_asked_for(tmp_path, monkeypatch
     seen = []
 
     def fake_batch(items, out, **kw):
-        seen.extend(it.parameters["data"] for it in items)
+        seen.extend((it.notebook.stem, it.parameters) for it in items)
         return [], tmp_path / "index.html"
     monkeypatch.setattr(report, "run_batch", fake_batch)
+    journal = {"lab_1_faster_cpu", "lab_2_batching", "lab_3_delay"}     # the labs with a guest setting
     for flag, data in (([], "sim"), (["--real"], "auto"), (["--guest"], "guest")):
         seen.clear()
         assert main(["lab", "check", "--out", str(tmp_path), *flag]) == 0
-        assert seen == [data] * len(classroom.lab_notebooks())
+        assert len(seen) == len(classroom.lab_notebooks())
+        for name, params in seen:   # a lab without the setting runs on its own default
+            assert params["data"] == (data if data != "guest" or name in journal else
+                                      classroom._parameters(report.NOTEBOOK_DIR / f"{name}.ipynb")[0]["data"])
+    seen.clear()
+    assert main(["lab", "check", "--out", str(tmp_path), "--sim-params", "paper_machine"]) == 0
+    took = {name for name, params in seen if params.get("sim_params") == "paper_machine"}
+    assert took == {n for n in journal if "sim_params" in classroom._parameters(
+        report.NOTEBOOK_DIR / f"{n}.ipynb")[0]} and took
     capsys.readouterr()
     assert main(["lab", "check", "--out", str(tmp_path), "--real", "--guest"]) == 2
     assert "not allowed with argument --real" in capsys.readouterr().err

@@ -30,6 +30,12 @@ SMALL = {
                            sim_params="paper_machine"),
     "lab_3_delay": dict(prediction_wait="higher", prediction_best_window=0, windows_ms=[1, 16],
                         threads=64, reps=2),
+    "lab_4_spinlock": dict(data="auto", prediction_few="faster", prediction_many="slower",
+                           threads=[1, 4], work=[1, 1000], reps=2, max_reps=2),
+    "lab_5_direct_io": dict(data="auto", prediction_random_read="faster", prediction_overwrite="faster",
+                            reps=2, max_reps=2),
+    "lab_6_bps": dict(data="sim", prediction_metric="bps", sim_threads="16,64,256", sim_freqs="1.6,3.3"),
+    "lab_7_sera_io": dict(prediction_energy="lower", prediction_time="same", seeds=2),
 }
 NOTEBOOKS = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
 

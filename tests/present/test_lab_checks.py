@@ -1,0 +1,113 @@
+"""Labs 4-7 (abtlab.present.lab_checks): a wrong prediction gets [NOT QUITE] and a hint that
+quotes the number beside it and agrees with it; no difference measurable when the CI
+includes 1; the closing Answer: line says whether the paper's result holds here."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from abtlab.present import lab_checks as lc
+from abtlab.studies import syscalls as sc
+from tests.present.test_answers import _dio, _lock_grid
+
+
+def _lock():
+    # threads (1, 2, 8) x work (1, 100): spinlock x2 at (1, 1), mutex x2.5 at (8, 100)
+    return _lock_grid(np.array([[2.0, 1.0], [1.0, 1.0], [1.0, 0.4]]), noise=0.02)
+
+
+def test_lab4_wrong_prediction_hint_quotes_the_measured_ratio():
+    here, ref = _lock(), sc.load_reference()
+    f = lc.lock_check("slower", here, ref, 1, 1)
+    assert f.ok is False and str(f).startswith("[NOT QUITE]")
+    assert "x2.00, 95% CI [1.9" in f.message and "measured change: up" in f.message
+    assert "t_mutex / t_spin = 2.00: one thread never waits" in f.message
+    f = lc.lock_check("faster", here, ref, 8, 100)
+    assert f.ok is False and "t_mutex / t_spin = 0.40: 8 threads on 2 hardware threads" in f.message
+    assert lc.lock_check("slower", here, ref, 8, 100).ok is True
+
+
+def test_lab4_ci_including_1_is_no_difference_and_the_answer_compares_with_the_paper():
+    here, ref = _lock_grid(np.full((3, 2), 1.02), noise=0.3), sc.load_reference()
+    f = lc.lock_check("faster", here, ref, 2, 100)
+    assert f.ok is False and "no difference measurable here at 6 repetitions" in f.message
+    assert lc.lock_check("same", here, ref, 2, 100).ok is True
+    note = lc.lock_note(here, ref, [(1, 1), (8, 100)])
+    assert note.startswith("Answer: spinlock vs mutex measured on this machine (2 hardware threads")
+    assert "1 threads x 1 nops: here x1.02" in note and "paper x0.8" in note
+
+
+def test_lab4_without_measurement_reads_the_papers_grid_and_says_so():
+    ref = sc.load_reference()
+    f = lc.lock_check("faster", None, ref, 1, 1)
+    paper = float(ref.spin_speedup.sel(threads=1, work=1))
+    assert "the paper's grid, i7-2600K; nothing measured here" in f.message
+    assert f"x{paper:.2f}" in f.message
+    assert lc.lock_note(None, ref, [(1, 1)]).startswith("Answer: nothing measured here")
+
+
+def test_lab5_wrong_prediction_hint_quotes_the_measured_ratio_and_magnitudes():
+    ds = _dio([[1.0, 3.0], [1.25, 1.0]], noise=0.02)
+    ds["throughput"] = 1e6 / ds.elapsed
+    f = lc.dio_check("slower", ds, 2, 65536)
+    assert f.ok is False and "x3.00" in f.message and "t_buffered / t_direct = 3.00: the file is read once" in f.message
+    assert lc.dio_check("faster", ds, 3, 4096).ok is True
+    f = lc.dio_check("faster", ds, 2, 4096)
+    assert f.ok is False and "no difference measurable here at 6 repetitions" in f.message
+    note = lc.dio_note(ds, [(2, 65536), (3, 4096)])
+    assert "workload 2 at 64 KiB x3.00" in note and "(direct faster)" in note
+    assert "overwrite) holds here" in note and "MB/s" in note and "\nAnswer: " in note
+
+
+def _table(winner, lead_ci=(0.8, 0.95)):
+    t = pd.DataFrame({"metric": ["bps", "iops", "bandwidth", "arpt"], "normalized": [0.9, 0.5, 0.4, 0.1],
+                      "ci_low": [lead_ci[0], 0.2, 0.1, -0.3], "ci_high": [lead_ci[1], 0.7, 0.6, 0.4],
+                      "n": 10, "winner": winner})
+    t.attrs["source"] = "SIMULATED IOzone runs"
+    return t
+
+
+def test_lab6_wrong_prediction_hint_quotes_the_cis_and_the_answer_says_if_the_paper_holds():
+    f = lc.bps_check("bandwidth", _table("bps"))
+    assert f.ok is False and "bps +0.90 [+0.80, +0.95]" in f.message and "the measurement says bps" in f.message
+    assert lc.bps_check("bps", _table("bps")).ok is True
+    assert "that result holds here" in lc.bps_note(_table("bps"))
+    f = lc.bps_check("bps", _table(""))
+    assert f.ok is False and "no difference measurable here" in f.message
+    assert lc.bps_check("none", _table("")).ok is True
+    assert "none measurable" in lc.bps_note(_table(""))
+
+
+def _sera(energy, time):
+    rows = []
+    for p, e, t in (("fixed-high", (1, 1, 1), (1, 1, 1)), ("sera", energy, time)):
+        rows.append({"policy": p, "freqs_ghz": "2.5" if p == "fixed-high" else "0.8",
+                     **{f"energy_ratio{k}": v for k, v in zip(("", "_lo", "_hi"), e)},
+                     **{f"time_ratio{k}": v for k, v in zip(("", "_lo", "_hi"), t)}})
+    df = pd.DataFrame(rows)
+    df.attrs.update(workload="fio-seq", seeds=4)
+    return df
+
+
+def test_lab7_wrong_prediction_hint_quotes_the_modelled_energy():
+    df = _sera((0.86, 0.85, 0.87), (1.05, 1.04, 1.06))
+    f = lc.sera_check("higher", df, "energy")
+    assert f.ok is False and "(MODELLED)" in f.message and "SERA-IO / fixed-high = 0.86" in f.message
+    assert lc.sera_check("lower", df, "energy").ok is True
+    f = lc.sera_check("same", df, "time")
+    assert f.ok is False and "(SIMULATED)" in f.message and "x1.05" in f.message
+    assert "holds for energy, at a cost in time (x1.05" in lc.sera_note(df)
+    same = _sera((1.01, 0.93, 1.09), (1.0, 0.99, 1.01))
+    assert lc.sera_check("same", same, "energy").ok is True
+    assert "does not hold here" in lc.sera_note(same)
+
+
+@pytest.mark.parametrize("kw", [{"data": "guest"}, {"data": "real"}])
+def test_lab_data_refuses_other_settings(kw):
+    from abtlab.errors import ConfigError
+    from abtlab.studies import lab_studies
+    with pytest.raises(ConfigError) as exc:
+        lab_studies.lock_lab(**kw)
+    assert exc.value.field == "data"
+    with pytest.raises(ConfigError) as exc:
+        lab_studies.sera_lab(seeds=1)
+    assert exc.value.field == "seeds"
