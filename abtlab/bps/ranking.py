@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["rank", "MIN_POINTS"]
+__all__ = ["rank", "reason", "MIN_POINTS"]
 
 MIN_POINTS = 4          # fewer workloads than this: no bootstrap CI (a resample of 3 is degenerate)
 
@@ -102,3 +102,21 @@ def _full(d, m, yv):
     """The full-sample CC (a metric that is flat everywhere stays NaN and is not required)."""
     x = d[m].to_numpy(float)
     return np.corrcoef(x, yv)[0, 1] if np.ptp(x) > 0 and np.ptp(yv) > 0 else np.nan
+
+
+def reason(table) -> str:
+    """Why a rank table (rows of `rank`, or a set of abtlab.bps.study.correlations) names
+    its winner or none, in a clause."""
+    rows = table.dropna(subset=["normalized"])
+    if not len(rows):
+        return "no metric correlates (flat data)"
+    lead = rows.loc[rows.normalized.idxmax()]
+    won = str(rows.winner.iloc[0]) if "winner" in rows else ""
+    if won:
+        return f"{won}'s lead over every other metric's CC excludes 0"
+    if not np.isfinite(lead.ci_low):
+        return f"too few workloads for a CI ({int(lead.n)})"
+    if lead.ci_low <= 0:
+        return (f"the best, {lead.metric}, does not move with run time the way Table 1 expects "
+                "(its CI is not above 0), so no metric tracks run time here")
+    return f"the CI of {lead.metric}'s lead over another metric includes 0"

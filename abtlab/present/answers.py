@@ -16,6 +16,7 @@ from ..stats.iozone_view import ratios_between
 from ..stats.ratios import format_ratio
 from ..stats.values import provenance_label
 from ..backends.dio import WORKLOADS
+from ..bps import ranking
 from ..studies.syscalls import compare as compare_grids, hardware_threads
 from ..studies.notebook_studies import optimal_delay, sim_ranking
 from .kernel_history_tables import ratio_table
@@ -109,15 +110,12 @@ def _rank_sentence(name, rows) -> str:
     n = int(rows.n.max()) if len(rows) else 0
     if not len(rows):
         return f"{name}: no correlation ({n} workloads)"
-    lead = rows.loc[rows.normalized.idxmax()]
     cis = ", ".join(f"{r.metric} {_cc(r)}" for r in rows.sort_values("normalized", ascending=False)
                     .itertuples())
     won = str(rows.winner.iloc[0]) if "winner" in rows else ""
     if won:
-        return f"{name} ({n} workloads): {won} tracks run time best, its lead over every other metric's CC excludes 0 ({cis})"
-    if not math.isfinite(lead.ci_low):
-        return f"{name}: no difference measurable here at {n} workloads, too few for a CI ({cis})"
-    return f"{name}: no difference measurable here at {n} workloads ({cis}; the CIs of {lead.metric}'s lead include 0)"
+        return f"{name} ({n} workloads): {won} tracks run time best ({ranking.reason(rows)}; {cis})"
+    return f"{name}: no difference measurable here at {n} workloads ({ranking.reason(rows)}; {cis})"
 
 
 def _cc(r) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ..backends.dio import WORKLOADS
+from ..bps import ranking
 from ..stats.ratios import format_ratio
 from ..studies.syscalls import PAPER_DIO, compare, hardware_threads
 from .classroom import Feedback, check_change, check_choice
@@ -187,9 +188,8 @@ def bps_check(prediction, table) -> Feedback:
     cis = "; ".join(f"{r.metric} {r.normalized:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
                     for r in table.sort_values("normalized", ascending=False).itertuples())
     why = (f"normalised CC with run time ({table.attrs.get('source')}, 95% bootstrap CI over "
-           f"{int(table.n.max())} workloads): {cis}. " +
-           ("The winner's lead over every other metric excludes 0." if got != "none" else
-            "No metric's lead over all the others excludes 0: no difference measurable here."))
+           f"{int(table.n.max())} workloads): {cis}; {ranking.reason(table)}" +
+           (": no difference measurable here." if got == "none" else "."))
     f = check_choice(prediction, got, BPS_CHOICES, "the metric that tracks run time best", why=why)
     if f.ok:      # the CIs beside a correct answer too
         return Feedback(True, f"{f.message} {why}")
