@@ -143,10 +143,16 @@ def syscalls(here, ref) -> None:
     t_mutex / t_spin excludes 1: the `winner_here` column of abtlab.studies.syscalls.compare),
     else the paper's grid."""
     if here is None:
-        sp = ref["spin_speedup"].to_pandas()
-        wins = [f"threads={t} work={w}" for t in sp.index for w in sp.columns if sp.loc[t, w] >= 1.1]
-        return _say("nothing measured here; in the paper's grid (i7-2600K) a spinlock beats a mutex "
-                    "(speedup >= 1.1) at: " + (", ".join(wins) or "no cell") + ".")
+        sp = ref["spin_speedup"]
+        hw = int(ref.attrs.get("hardware_threads", 8))
+        parts = []
+        for label, cells in (("up to", sp.sel(threads=sp.threads <= hw)), ("above", sp.sel(threads=sp.threads > hw))):
+            n = int(cells.notnull().sum())
+            parts.append(f"with threads {label} its {hw} hardware threads, spinlock faster in "
+                         f"{int((cells >= 1.1 - 1e-9).sum())} of {n} cells, mutex faster in "
+                         f"{int((cells <= 0.9 + 1e-9).sum())}")
+        return _say("nothing measured here; in the paper's grid (i7-2600K, t_mutex / t_spin rounded to 0.1, "
+                    "a side at >= 1.1 or <= 0.9): " + "; ".join(parts) + ".")
     c = compare_grids(here, ref).to_dataframe().reset_index()
     groups = {1: [], -1: [], 0: []}
     for r in c.itertuples():

@@ -52,9 +52,11 @@ class Feedback:
     ok: bool | None            # None: no prediction written yet
     message: str
     key: bool = False          # the answer key (lab check), not a prompt to predict
+    measured: bool = True      # False: nothing to grade against in this setting (said why)
 
     def __str__(self):
         mark = {True: "CORRECT", False: "NOT QUITE", None: "NO PREDICTION YET"}[self.ok]
+        mark = mark if self.measured else "NOT MEASURED HERE"
         return f"[{'ANSWER KEY' if self.key else mark}] {self.message}"
 
 

@@ -84,7 +84,7 @@ def lock_note(here, ref, cells) -> str:
     if here is None:
         parts = [f"{t} threads x {w} nops: x{float(ref.spin_speedup.sel(threads=t, work=w, method='nearest')):.1f}"
                  for t, w in cells]
-        return (f"Answer: nothing measured here (data='sim': abtlab has no simulator of locks); {PETERSEN}'s "
+        return (f"Answer: nothing measured here (data='sim': abtlab has no simulator of locks); Petersen's "
                 f"i7-2600K grid, t_mutex / t_spin: " + "; ".join(parts) + ". Run with data='auto' to measure "
                 "this machine.")
     c = compare(here, ref)
@@ -99,7 +99,7 @@ def lock_note(here, ref, cells) -> str:
                "the paper's result holds here at " + f"{sum(holds)} of {len(holds)} cells" if any(holds) else
                "the paper's result does not hold here at these cells")
     return (f"Answer: spinlock vs mutex measured on this machine ({hardware_threads(here)} hardware threads; "
-            f"t_mutex / t_spin, 95% CI) beside {PETERSEN}'s i7-2600K: " + "; ".join(lines) + f". {verdict}.")
+            f"t_mutex / t_spin, 95% CI) beside Petersen's (University of Wisconsin-Madison) i7-2600K: " + "; ".join(lines) + f". {verdict}.")
 
 
 # -- lab 5: buffered vs direct I/O ----------------------------------------------------------
@@ -118,7 +118,7 @@ def dio_check(prediction, ds, workload, block) -> Feedback:
     if ds is None:
         if (workload, block) != (PAPER_DIO["workload"], PAPER_DIO["block_size"]):
             return Feedback(None, f"{name}: not measured (data='sim': the page cache has no simulator); "
-                            "run with data='auto' (root and loop devices).")
+                            "run with data='auto' (root and loop devices).", measured=False)
         r, lo, hi, n = PAPER_DIO["direct_speedup"], math.nan, math.nan, 0
         where = f"the paper's figure, {PETERSEN}; nothing measured here"
     else:

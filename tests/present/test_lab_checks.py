@@ -111,3 +111,10 @@ def test_lab_data_refuses_other_settings(kw):
     with pytest.raises(ConfigError) as exc:
         lab_studies.sera_lab(seeds=1)
     assert exc.value.field == "seeds"
+
+
+def test_lab5_without_measurement_grades_only_the_papers_figure():
+    f = lc.dio_check("faster", None, 2, 65536)
+    assert str(f).startswith("[NOT MEASURED HERE]") and "data='auto'" in f.message
+    f = lc.dio_check("slower", None, 3, 4096)
+    assert f.ok is False and "the paper's figure" in f.message and "t_buffered / t_direct = 1.25" in f.message
