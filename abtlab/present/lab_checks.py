@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ..backends.dio import WORKLOADS
+from ..data.display import quantity
 from ..bps import ranking
 from ..stats.ratios import format_ratio
 from ..studies.syscalls import PAPER_DIO, compare, hardware_threads
@@ -155,23 +156,18 @@ def dio_note(ds, cells) -> str:
         side = {"up": "direct faster", "down": "buffered faster", "same": "no difference measurable"}[_side(r, lo, hi)]
         parts.append(f"workload {w} at {b // 1024} KiB x{format_ratio(r, lo, hi)} ({side})")
         tp = ds.throughput.sel(workload=w, block_size=b).median("rep")
-        rates.append(f"workload {w} at {b // 1024} KiB: buffered {_mb(tp.sel(mode='buffered'))}, "
-                     f"direct {_mb(tp.sel(mode='direct'))}")
+        rates.append(f"workload {w} at {b // 1024} KiB: buffered {quantity(float(tp.sel(mode='buffered')), 'bytes/s')}, "
+                     f"direct {quantity(float(tp.sel(mode='direct')), 'bytes/s')}")
     paper = ""
     if PAPER_DIO["workload"] in ds.workload.values and PAPER_DIO["block_size"] in ds.block_size.values:
         r, lo, hi, _ = _dio_cell(ds, PAPER_DIO["workload"], PAPER_DIO["block_size"])
         holds = _side(r, lo, hi) == "up"
         paper = (f" The paper's one figure (direct x{PAPER_DIO['direct_speedup']} at 4 KiB single-block "
                  f"overwrite) {'holds' if holds else 'does not hold'} here.")
-    return ("Magnitudes (median throughput): " + "; ".join(rates) + ". A buffered rate in GB/s is the page "
-            "cache (memory), not the disk; one in MB/s is the device.\n"
+    return ("Magnitudes (median throughput): " + "; ".join(rates) + ". A rate of thousands of MiB/s is the page "
+            "cache (memory), not the disk; one of tens to hundreds of MiB/s is the device.\n"
             f"Answer: buffered vs O_DIRECT measured on this machine ({ds.attrs.get('filesystem', '?')}; "
             "t_buffered / t_direct, 95% CI): " + "; ".join(parts) + "." + paper)
-
-
-def _mb(da) -> str:
-    v = float(da)
-    return f"{v / 1e9:.3g} GB/s" if v >= 1e9 else f"{v / 1e6:.3g} MB/s"
 
 
 # -- lab 6: which metric tracks run time -----------------------------------------------------

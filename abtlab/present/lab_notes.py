@@ -15,10 +15,11 @@ import numpy as np
 
 from . import paper_terms as pt
 from ..data.display import number
+from ..data.display import quantity
 from ..stats.values import provenance_label
 
 __all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints",
-           "unblocked_hints", "unblocked_what", "batching_note", "delay_note"]
+           "unblocked_hints", "unblocked_what", "batching_note", "delay_note", "magnitudes_note"]
 
 _P = pt.PAPER_IOZONE
 
@@ -165,3 +166,25 @@ def delay_note(ds, table, best, freq) -> str:
                      f"{number(u.writers)} {u.short} here, so at most about x{u.writers / u.low:.2f} "
                      f"(the paper: 256 / 70 = 3.66).")
     return "\n".join([head, *lines])
+
+
+def _where(rate) -> str:
+    """A rate of 1 GiB/s or more is a copy in memory; a 7200 rpm disk moves ~125 MB/s."""
+    return "memory speed: the page cache, not the disk" if rate >= 2 ** 30 else "a disk's speed"
+
+
+def magnitudes_note(ds, freqs, policy="ext4") -> str:
+    """Why eq. 3's write op reads in GB/s and the fsync-timed rate in MB/s: the first times
+    the copy into the page cache, the second waits for the data to reach the disk."""
+    one = pt.of_policy(ds, policy)
+    parts = []
+    for var, what in (("throughput", "with the write op timed (eq. 3)"),
+                      ("throughput_fsync", "with the fsync timed")):
+        if var not in one:
+            continue
+        rates = [float(np.nanmean(one[var].sel(freq_ghz=f).values)) for f in freqs]
+        parts.append(f"{policy}'s throughput {what}: " + ", ".join(
+            f"{quantity(r, 'bytes/s')} at {f:g} GHz" for r, f in zip(rates, freqs)) + f" ({_where(max(rates))})")
+    return ("Magnitudes: " + "; ".join(parts) + ". A write returns once its data is copied into the "
+            "page cache, so the write op's rate is a memory rate; an fsync returns once the data is on "
+            "the disk, so the fsync-timed rate is the disk's.")

@@ -55,7 +55,7 @@ def test_lab5_wrong_prediction_hint_quotes_the_measured_ratio_and_magnitudes():
     assert f.ok is False and "no difference measurable here at 6 repetitions" in f.message
     note = lc.dio_note(ds, [(2, 65536), (3, 4096)])
     assert "workload 2 at 64 KiB x3.00" in note and "(direct faster)" in note
-    assert "overwrite) holds here" in note and "MB/s" in note and "\nAnswer: " in note
+    assert "overwrite) holds here" in note and "MiB/s" in note and "\nAnswer: " in note
 
 
 def _table(winner, lead_ci=(0.8, 0.95)):

@@ -161,3 +161,14 @@ def test_lab_1_on_the_papers_machine_preset_measures_the_papers_effect_and_says_
     assert note.startswith("Answer: the paper's effect is measured here") == slower
     with pytest.raises(ConfigError, match="sim_params"):
         studies.lab_data("sim", sim_params="no-such-file.toml")
+
+
+def test_magnitudes_note_says_the_write_op_is_the_page_cache_and_the_fsync_the_disk():
+    from abtlab.data.display import quantity
+    ds = make_run({"ext4": 1.0, "nojc": 1.0}, base=145e9, rsd=0.0, threads=(256,))
+    ds["throughput_fsync"] = ds.throughput / 145e9 * 40e6           # 40 MB/s with the fsync timed
+    note = lab_notes.magnitudes_note(ds, (1.6, 3.3))
+    assert f"with the write op timed (eq. 3): {quantity(145e9, 'bytes/s')} at 1.6 GHz" in note
+    assert "GiB/s at 1.6 GHz" in note and "(memory speed: the page cache, not the disk)" in note
+    assert f"with the fsync timed: {quantity(40e6, 'bytes/s')} at 1.6 GHz" in note
+    assert "MiB/s at 1.6 GHz" in note and "(a disk's speed)" in note
