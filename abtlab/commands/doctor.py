@@ -4,10 +4,28 @@ __all__ = ["register"]
 
 def register(sub):
     p = sub.add_parser("doctor", help="what can run on this machine, and why not")
+    p.add_argument("--host", action="store_true",
+                   help="only how quiet the host is for a measurement: CPU load, frequency "
+                        "governor, other abtlab runs, swap (exit status 1 when it is not)")
     p.set_defaults(func=main)
 
 
+def _host():
+    # deferred: every command module loads for `abtlab --help` (see commands/__init__)
+    from ..system.quietness import check
+    q = check()
+    print(f"host: {q.line()}")
+    warnings = q.warnings()
+    for w in warnings:
+        print(f"  not quiet: {w}")
+    print("  quiet enough for a host run" if not warnings else
+          "  a host run now would be disturbed (its dataset records this line: attr host_quiet)")
+    return 1 if warnings else 0
+
+
 def main(args):
+    if args.host:
+        return _host()
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..backends import get, names
     from ..machines.doctor import render, report

@@ -34,6 +34,7 @@ from ..factors.typed import typed_levels
 from ..machines.spec import machine_coords, parse_machine
 from ..stats import ci_halfwidth, ratio_halfwidth, reps_for_cv
 from ..system.facts import collect
+from ..system import quietness
 from ..system.runlock import MachineLock, OutputLock
 from .executor import Task, make_executor
 from .parts import Parts
@@ -176,6 +177,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
                 return finished
         if _on_host_devices(be, levels, options):
             held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
+            attrs = {**(attrs or {}), quietness.ATTR: quietness.announce()}
         run = _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
                      warmup, options, attrs, command, freq_mode, scheduler, workers, spec,
                      bool(keep_going))
