@@ -211,22 +211,27 @@ def _ratio(df, policy, name):
 
 
 def sera_check(prediction, df, name) -> Feedback:
-    """SERA-IO's time or (modelled) energy over fixed-high's: "lower"/"higher"/"same"."""
+    """SERA-IO against fixed-high: its (modelled) energy "lower"/"higher"/"same", or its
+    speed "slower"/"faster"/"same" (fixed-high's time over SERA-IO's, so a longer run
+    grades "slower")."""
     r, lo, hi = _ratio(df, "sera", name)
-    label = {"time": "run time (SIMULATED)", "energy": "energy (MODELLED)"}[name]
-    what = f"SERA-IO's {label} over fixed-high's, {df.attrs['workload']} ({df.attrs['seeds']} seeds)"
     freqs = df.set_index("policy").loc["sera", "freqs_ghz"]
-    why = {"up": f"SERA-IO / fixed-high = {r:.2f}: the frequencies it chose ({freqs} GHz) lengthened "
-                 f"the run more than the lower power saved" if name == "energy" else
-                 f"SERA-IO / fixed-high = {r:.2f}: at {freqs} GHz the CPU work inside the I/O phase takes longer.",
-           "down": f"SERA-IO / fixed-high = {r:.2f}: during I/O the CPU mostly waits for the device, so a lower "
-                   f"clock ({freqs} GHz) draws less power for almost the same time" if name == "energy" else
-                   f"SERA-IO / fixed-high = {r:.2f}: the lower clock ({freqs} GHz) made this run faster, "
-                   "the counterintuitive direction of Lab 1 (Chang et al., MASCOTS 2014: journal commits "
-                   "batch more writers at a slower clock).",
-           "same": f"SERA-IO / fixed-high = {r:.2f}, 95% CI [{lo:.2f}, {hi:.2f}] includes 1: "
-                   + ("the I/O phase is bound by the device, not the clock" if name == "time" else
-                      f"at {freqs} GHz the lower power and the longer run cancel out") + "."}
+    longer = f"SERA-IO / fixed-high = {r:.2f} in time: at {freqs} GHz the CPU work inside the I/O phase takes longer."
+    shorter = (f"SERA-IO / fixed-high = {r:.2f} in time: the lower clock ({freqs} GHz) made this run faster, "
+               "the counterintuitive direction of Lab 1 (Chang et al., MASCOTS 2014: journal commits "
+               "batch more writers at a slower clock).")
+    same = f"SERA-IO / fixed-high = {r:.2f}, 95% CI [{lo:.2f}, {hi:.2f}] includes 1: "
+    if name == "time":
+        what = (f"SERA-IO's speed against fixed-high's (fixed-high's run time / SERA-IO's, SIMULATED), "
+                f"{df.attrs['workload']} ({df.attrs['seeds']} seeds)")
+        why = {"down": longer, "up": shorter, "same": same + "the I/O phase is bound by the device, not the clock."}
+        return check_change(prediction, 1.0, 1 / r, what, ci=(1 / hi, 1 / lo), why=why)
+    what = f"SERA-IO's energy (MODELLED) over fixed-high's, {df.attrs['workload']} ({df.attrs['seeds']} seeds)"
+    why = {"up": f"SERA-IO / fixed-high = {r:.2f} in energy: the frequencies it chose ({freqs} GHz) lengthened "
+                 "the run more than the lower power saved.",
+           "down": f"SERA-IO / fixed-high = {r:.2f} in energy: during I/O the CPU mostly waits for the device, "
+                   f"so a lower clock ({freqs} GHz) draws less power for almost the same time.",
+           "same": same + f"at {freqs} GHz the lower power and the longer run cancel out."}
     return check_change(prediction, 1.0, r, what, ci=(lo, hi), why=why)
 
 

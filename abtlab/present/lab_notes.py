@@ -16,10 +16,12 @@ import numpy as np
 from . import paper_terms as pt
 from ..data.display import number
 from ..data.display import quantity
+from ..stats.ratios import format_ratio
 from ..stats.values import provenance_label
 
 __all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints",
-           "unblocked_hints", "unblocked_what", "batching_note", "delay_note", "magnitudes_note"]
+           "unblocked_hints", "unblocked_what", "batching_note", "delay_note", "magnitudes_note",
+           "paper_machine_note"]
 
 _P = pt.PAPER_IOZONE
 
@@ -188,3 +190,27 @@ def magnitudes_note(ds, freqs, policy="ext4") -> str:
     return ("Magnitudes: " + "; ".join(parts) + ". A write returns once its data is copied into the "
             "page cache, so the write op's rate is a memory rate; an fsync returns once the data is on "
             "the disk, so the fsync-timed rate is the disk's.")
+
+
+def _side_sentence(ds, f_low, f_high) -> str:
+    r = pt.ratio(ds, "throughput", f_low, f_high, "ext4")
+    words = {"down": "slower at the faster clock: the paper's effect", "up": "faster at the faster clock",
+             "same": "no change measurable", "unknown": "no CI"}[pt.direction(r)]
+    u = pt.unblocked(ds, f_low, f_high, "ext4")
+    return f"x{format_ratio(*r)} ({words})" + (f", {u.sentence()}" if u else "")
+
+
+def paper_machine_note(ds, paper, f_low, f_high) -> str:
+    """This run beside the SIMULATED paper machine (abtlab.studies.notebook_studies
+    .paper_machine_run), ext4's write-op throughput at f_high over f_low, ending with the
+    question of why they differ. paper None: this run is the paper machine already."""
+    if paper is None:
+        return ("This run is the SIMULATED paper machine (sim_params='paper_machine'): run the lab with "
+                "data='auto' or 'guest' to set a real kernel beside it.")
+    cpu = paper.attrs.get("journal_cpu_us", math.nan)
+    return (f"Side by side, ext4's throughput with the write op timed at {f_high:g} over {f_low:g} GHz: "
+            f"this run ({provenance_label(ds)}): {_side_sentence(ds, f_low, f_high)}; the SIMULATED paper "
+            f"machine ({paper.attrs.get('params_file', 'sim_paper_machine.toml')}: 4 cores, IOzone's polling "
+            f"start, a journal CPU of {cpu:g} us to start a commit at 3.3 GHz, chosen where the paper's effect "
+            f"appears, not measured on the paper's machine): {_side_sentence(paper, f_low, f_high)}. "
+            "Why do they differ?")

@@ -91,10 +91,11 @@ def _sera(energy, time):
 def test_lab7_wrong_prediction_hint_quotes_the_modelled_energy():
     df = _sera((0.86, 0.85, 0.87), (1.05, 1.04, 1.06))
     f = lc.sera_check("higher", df, "energy")
-    assert f.ok is False and "(MODELLED)" in f.message and "SERA-IO / fixed-high = 0.86" in f.message
+    assert f.ok is False and "(MODELLED)" in f.message and "SERA-IO / fixed-high = 0.86 in energy" in f.message
     assert lc.sera_check("lower", df, "energy").ok is True
-    f = lc.sera_check("same", df, "time")
-    assert f.ok is False and "(SIMULATED)" in f.message and "x1.05" in f.message
+    f = lc.sera_check("faster", df, "time")       # SERA-IO's run is 5% longer: slower
+    assert f.ok is False and "SIMULATED" in f.message and "SERA-IO / fixed-high = 1.05 in time" in f.message
+    assert "measured change: down" in f.message and lc.sera_check("slower", df, "time").ok is True
     assert "holds for energy, at a cost in time (x1.05" in lc.sera_note(df)
     same = _sera((1.01, 0.93, 1.09), (1.0, 0.99, 1.01))
     assert lc.sera_check("same", same, "energy").ok is True

@@ -172,3 +172,16 @@ def test_magnitudes_note_says_the_write_op_is_the_page_cache_and_the_fsync_the_d
     assert "GiB/s at 1.6 GHz" in note and "(memory speed: the page cache, not the disk)" in note
     assert f"with the fsync timed: {quantity(40e6, 'bytes/s')} at 1.6 GHz" in note
     assert "MiB/s at 1.6 GHz" in note and "(a disk's speed)" in note
+
+
+def test_paper_machine_note_sets_the_simulated_paper_machine_beside_the_run_and_asks_why():
+    here = make_run({"ext4": 2.0, "nojc": 2.0}, rsd=0.02, threads=(256,))
+    paper = make_run({"ext4": 0.5}, rsd=0.02, policies=("ext4",), threads=(256,))
+    paper.attrs.update(journal_cpu_us=2000.0, params_file="sim_paper_machine.toml")
+    note = lab_notes.paper_machine_note(here, paper, 1.6, 3.3)
+    r = paper_terms.ratio(paper, "throughput", 1.6, 3.3)
+    assert f"x{r[0]:.2f} [" in note and "slower at the faster clock: the paper's effect" in note
+    assert "the SIMULATED paper machine (sim_paper_machine.toml" in note and "2000 us" in note
+    assert "faster at the faster clock" in note and note.endswith("Why do they differ?")
+    assert "is the SIMULATED paper machine" in lab_notes.paper_machine_note(here, None, 1.6, 3.3)
+    assert studies.paper_machine_run("sim", "paper_machine") is None
