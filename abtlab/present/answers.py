@@ -166,7 +166,8 @@ def syscalls(here, ref) -> None:
     if groups[0]:
         parts.append(f"no difference measurable here at {n} repetitions at {', '.join(groups[0])}")
     return _say(f"spinlock vs mutex, measured here ({hardware_threads(here)} hardware threads; "
-                f"t_mutex / t_spin, 95% CI, a side only where it excludes 1): " + "; ".join(parts) + ".")
+                f"t_mutex / t_spin, {here.attrs.get('ci', '95% CI')}, a side only where it excludes 1): "
+                + "; ".join(parts) + ".")
 
 
 def direct_io(ds) -> None:
@@ -183,7 +184,8 @@ def direct_io(ds) -> None:
                             f"{r.block_size // 1024} KiB: x{format_ratio(r.direct_speedup, r.direct_speedup_lo, r.direct_speedup_hi)}{extra}")
     parts = [f"{k}: {'; '.join(v)}" for k, v in groups.items() if v]
     return _say(f"buffered vs O_DIRECT, measured here ({ds.attrs.get('filesystem', '?')}; t_buffered / "
-                f"t_direct, 95% CI, a side only where it excludes 1) -- " + " | ".join(parts) + ".")
+                f"t_direct, {ds.attrs.get('ci', '95% CI')}, a side only where it excludes 1) -- "
+                + " | ".join(parts) + ".")
 
 
 def _count(n) -> str:

@@ -83,7 +83,7 @@ def measured_change(before, after, ci=None, tol=0.05) -> str:
 
 
 def check_change(prediction, before, after, what, ci=None, tol=0.05, why="",
-                 units="") -> Feedback:
+                 units="", ci_label="95% CI") -> Feedback:
     """Compare a predicted change ("faster"/"slower"/"same", "more"/"fewer", ...) of
     `what` with the measured change from `before` to `after` (stored in `units`, e.g.
     the variable's "bytes/s": shown in the unit abtlab.data.display gives it, MiB/s).
@@ -95,7 +95,7 @@ def check_change(prediction, before, after, what, ci=None, tol=0.05, why="",
         return Feedback(None, f"write your prediction for {what} in the parameters cell, then re-run")
     got = measured_change(before, after, ci, tol)
     ratio = after / before if before else math.nan
-    ci_txt = f", 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else ""
+    ci_txt = f", {ci_label} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else ""
     unit, k = display_unit(units, [before, after])
     shown = f"{number(before * k)} -> {number(after * k)}" + (f" {unit}" if unit and unit != "1" else "")
     seen = f"{what}: {shown} (x{ratio:.2f}{ci_txt}), measured change: {got}"

@@ -55,11 +55,12 @@ def lock_check(prediction, here, ref, threads, work) -> Feedback:
     what = f"the spinlock against the mutex, {threads} threads x {work} nops (t_mutex / t_spin; {where})"
     why = {"up": f"t_mutex / t_spin = {r:.2f}: " + _lock_reason(threads, work, cores, spin_wins=True) + ".",
            "down": f"t_mutex / t_spin = {r:.2f}: " + _lock_reason(threads, work, cores, spin_wins=False) + ".",
-           "same": f"t_mutex / t_spin = {r:.2f}" + (f", 95% CI [{lo:.2f}, {hi:.2f}] includes 1: no difference "
+           "same": f"t_mutex / t_spin = {r:.2f}" + (f", its CI [{lo:.2f}, {hi:.2f}] includes 1: no difference "
                    f"measurable here at {n} repetitions" if here is not None else
                    ": within 10% in the paper's grid") + "; the lock hand-over is not what this run's time is made of."}
     ci = (lo, hi) if here is not None else None
-    return check_change(prediction, 1.0, r, what, ci=ci, tol=0.0999, why=why)
+    label = here.attrs.get("ci", "95% CI") if here is not None else "95% CI"
+    return check_change(prediction, 1.0, r, what, ci=ci, tol=0.0999, why=why, ci_label=label)
 
 
 def _lock_reason(threads, work, cores, spin_wins) -> str:
@@ -100,7 +101,7 @@ def lock_note(here, ref, cells) -> str:
                "the paper's result holds here at " + f"{sum(holds)} of {len(holds)} cells" if any(holds) else
                "the paper's result does not hold here at these cells")
     return (f"Answer: spinlock vs mutex measured on this machine ({hardware_threads(here)} hardware threads; "
-            f"t_mutex / t_spin, 95% CI) beside Petersen's (University of Wisconsin-Madison) i7-2600K: " + "; ".join(lines) + f". {verdict}.")
+            f"t_mutex / t_spin, {here.attrs.get('ci', '95% CI')}) beside Petersen's (University of Wisconsin-Madison) i7-2600K: " + "; ".join(lines) + f". {verdict}.")
 
 
 # -- lab 5: buffered vs direct I/O ----------------------------------------------------------
@@ -138,11 +139,12 @@ def dio_check(prediction, ds, workload, block) -> Feedback:
                "readahead fetches the next blocks in large requests; O_DIRECT goes to the device every time"
                if reads else "buffered writes land in the page cache and syncfs flushes them in one batch; "
                "each O_DIRECT write waits for the device") + ".",
-           "same": f"t_buffered / t_direct = {r:.2f}" + (f", 95% CI [{lo:.2f}, {hi:.2f}] includes 1: no "
+           "same": f"t_buffered / t_direct = {r:.2f}" + (f", its CI [{lo:.2f}, {hi:.2f}] includes 1: no "
                    f"difference measurable here at {n} repetitions" if ds is not None else "") +
                    "; both paths are bound by the same thing here (the device, or the system calls)."}
     ci = (lo, hi) if ds is not None else None
-    return check_change(prediction, 1.0, r, what, ci=ci, tol=0.0999, why=why)
+    label = ds.attrs.get("ci", "95% CI") if ds is not None else "95% CI"
+    return check_change(prediction, 1.0, r, what, ci=ci, tol=0.0999, why=why, ci_label=label)
 
 
 def dio_note(ds, cells) -> str:
@@ -167,7 +169,7 @@ def dio_note(ds, cells) -> str:
     return ("Magnitudes (median throughput): " + "; ".join(rates) + ". A rate of thousands of MiB/s is the page "
             "cache (memory), not the disk; one of tens to hundreds of MiB/s is the device.\n"
             f"Answer: buffered vs O_DIRECT measured on this machine ({ds.attrs.get('filesystem', '?')}; "
-            "t_buffered / t_direct, 95% CI): " + "; ".join(parts) + "." + paper)
+            f"t_buffered / t_direct, {ds.attrs.get('ci', '95% CI')}): " + "; ".join(parts) + "." + paper)
 
 
 # -- lab 6: which metric tracks run time -----------------------------------------------------

@@ -28,7 +28,7 @@ from ..errors import ConfigError
 from ..stats.ratios import geomean_ratio_ci
 from ..sweep.loop import Reps, run as run_sweep
 
-__all__ = ["lock_grid", "dio_grid", "load_reference", "compare", "hardware_threads",
+__all__ = ["lock_grid", "dio_grid", "load_reference", "compare", "hardware_threads", "family_level",
            "add_lock_speedup", "add_dio_speedup",
            "PAPER_THREADS", "PAPER_WORK",
            "PAPER_DIO", "REFERENCE_CSV"]
@@ -97,19 +97,34 @@ def lock_grid(threads=None, work=None, reps: int = 3, max_reps: int | None = Non
                    attrs={"entries_per_thread": entries}, command=command)
     ds = ds[["elapsed"]]
     ds["elapsed"].attrs.update(units="s", long_name="create-to-join time")
-    return add_lock_speedup(ds)
+    return add_lock_speedup(ds, level=family_level(ds.threads.size * ds.work.size))
+
+
+def family_level(cells: int, level: float = 0.95) -> float:
+    """The per-cell confidence level that keeps `level` for all `cells` at once
+    (Bonferroni): a grid of 12 cells at 95% each would name about one winner from noise
+    alone, and two runs would disagree on it."""
+    return 1 - (1 - level) / max(int(cells), 1)
+
+
+def _ci_label(level, family=0.95) -> str:
+    cells = round((1 - family) / (1 - level)) if level < 1 else 1
+    return (f"{level:.0%} CI" if cells <= 1 else
+            f"simultaneous {family:.0%} CIs over {cells} cells (Bonferroni: {level:.2%} each)")
 
 
 def _add_speedup(ds, dim, num, den, name, desc, level):
     """elapsed_median and name = t_num / t_den (geometric mean over reps) with CI bounds."""
     r = geomean_ratio_ci(ds.elapsed.sel({dim: num}, drop=True), ds.elapsed.sel({dim: den}, drop=True),
                  level=level)
-    return ds.assign({
+    out = ds.assign({
         "elapsed_median": ds.elapsed.median("rep").assign_attrs(units="s"),
         name: r.ratio.assign_attrs(units="1", long_name=desc),
-        f"{name}_lo": r.lo.assign_attrs(units="1", long_name=f"{level:.0%} CI low"),
-        f"{name}_hi": r.hi.assign_attrs(units="1", long_name=f"{level:.0%} CI high"),
+        f"{name}_lo": r.lo.assign_attrs(units="1", long_name=f"{_ci_label(level)}, low"),
+        f"{name}_hi": r.hi.assign_attrs(units="1", long_name=f"{_ci_label(level)}, high"),
         f"{name}_n": r.n.assign_attrs(units="1", long_name="repetitions (pairs)")})
+    out.attrs["ci"] = _ci_label(level)
+    return out
 
 
 def add_lock_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:
@@ -207,7 +222,7 @@ def dio_grid(directory=None, block_sizes=None, workloads=(1, 2, 3, 4), reps: int
     ds = full_ds[["elapsed", "throughput"]]
     ds["ops_per_run"] = full_ds["ops_per_run"].isel(mode=0, rep=0, drop=True).astype(int)
     ds["ops_per_run"].attrs.update(units="1", long_name="ops in one run")
-    return add_dio_speedup(ds)
+    return add_dio_speedup(ds, level=family_level(ds.workload.size * ds.block_size.size))
 
 
 def add_dio_speedup(ds: xr.Dataset, level: float = 0.95) -> xr.Dataset:

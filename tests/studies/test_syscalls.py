@@ -177,3 +177,15 @@ def test_lock_grid_is_a_durable_sweep(built_native, tmp_path):
     np.testing.assert_array_equal(a.elapsed.values, b.elapsed.values)
     with pytest.raises(ConfigError):
         sc.lock_grid(**{**kw, "threads": [1, 3]}, resume=True)
+
+
+def test_a_grids_cis_hold_for_all_its_cells_at_once():
+    """Bonferroni: 12 cells at 95% together are 99.58% each, wider than one cell's 95%, and
+    the dataset says which CIs it carries."""
+    assert sc.family_level(12) == pytest.approx(1 - 0.05 / 12) and sc.family_level(1) == 0.95
+    el = constructed_elapsed(np.full((3, 2), 1.5), reps=5)
+    el["elapsed"].loc[{"lock": "mutex", "rep": 0}] *= 1.3
+    one, grid = sc.add_lock_speedup(el), sc.add_lock_speedup(el, level=sc.family_level(6))
+    assert (grid.spin_speedup_lo < one.spin_speedup_lo).all() and (grid.spin_speedup_hi > one.spin_speedup_hi).all()
+    assert one.attrs["ci"] == "95% CI"
+    assert grid.attrs["ci"] == "simultaneous 95% CIs over 6 cells (Bonferroni: 99.17% each)"
