@@ -80,20 +80,32 @@ def _configs(ds, dims):
 
 def _check(args, folder):
     from ..results.check import check, verdict
-    r, points = check(args.name, args.quick, folder, args.level)
+    r, claims, points = check(args.name, args.quick, folder, args.level)
     print(f"{r.name}: re-ran {'the quick version' if args.quick else 'its command'}: "
           f"{r.quick if args.quick else r.command}")
-    print(f"  {r.var}, new - stored per point, {args.level:.0%} family CI (Bonferroni over "
-          f"{len(points)} points):")
+    if claims:
+        print(f"  the claim: {r.var} at the highest / the lowest clock, new / stored, "
+              f"{args.level:.0%} family CI (Bonferroni over {len(claims)}):")
+        for c in claims:
+            print(f"    {_label(c.where)}: stored {c.stored:.3f}, new {c.new:.3f}, new/stored "
+                  f"{c.new / c.stored:.3f} [{c.low:.3f}, {c.high:.3f}] "
+                  f"{'holds' if c.holds else 'CHANGED'}")
+    print(f"  point by point: {r.var}, new - stored, {args.level:.0%} family CI (Bonferroni "
+          f"over {len(points)}){'; a level that moved does not change a ratio that held' if claims else ''}:")
     for p in points:
-        label = ", ".join(f"{k}={v}" for k, v in p.where.items())
         rel = (p.new - p.stored) / p.stored if p.stored else float("nan")
-        print(f"    {label}: stored {p.stored:.4g} (n={p.n_stored}), new {p.new:.4g} "
-              f"(n={p.n_new}), difference {rel:+.1%} [{p.low:.4g}, {p.high:.4g}] "
-              f"{'holds' if p.holds else 'CHANGED'}")
-    v = verdict(points)
+        print(f"    {_label(p.where)}: stored {p.stored:.4g} (n={p.n_stored}), new {p.new:.4g} "
+              f"(n={p.n_new}), {rel:+.1%} [{p.low:.4g}, {p.high:.4g}] "
+              f"{'same' if p.holds else 'moved' if claims else 'CHANGED'}")
+    v = verdict(claims, points)
     print(f"{r.name}: {v}")
     return 0 if v == "holds" else 1
+
+
+def _label(where):
+    """The factors that vary, and the clock: one-level factors say nothing here."""
+    return ", ".join(f"{k}={v}" for k, v in where.items()
+                     if k in ("policy", "freq_ghz", "machine", "threads", "file_size")) or "all"
 
 
 def _add(args, folder):

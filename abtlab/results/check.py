@@ -1,7 +1,13 @@
 """Re-check a stored result: run its command again (or its quick version) and compare
-the new run with the stored one point by point, each with a CI for the difference of
-means (Welch, Bonferroni over the points compared). "holds" when every CI contains 0,
-"changed" when one does not; the numbers are printed either way."""
+the new run with the stored one, each comparison with a CI (Bonferroni over those made):
+
+- the claim, per configuration: the 3.3/1.6 GHz ratio a page quotes, new / stored, with
+  a CI from the two runs' log-ratios (delta method, t with the smaller run's df);
+- point by point: the difference of means of each point (Welch).
+
+"holds" when every claim's CI contains 1, "changed" when one does not. A point whose
+level moved while the ratio held (a host at another load runs faster at both clocks) is
+printed as such, and does not change the verdict: the claim is the ratio."""
 from __future__ import annotations
 
 import math
@@ -20,7 +26,7 @@ from ..errors import ConfigError, RunError
 from ..stats.tdist import t_ppf
 from . import registry
 
-__all__ = ["Point", "compare", "rerun", "check", "verdict"]
+__all__ = ["Point", "Claim", "compare", "compare_ratios", "rerun", "check", "verdict"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +44,58 @@ class Point:
     @property
     def holds(self) -> bool:
         return self.low <= 0 <= self.high
+
+
+@dataclass(frozen=True)
+class Claim:
+    where: dict          # the configuration (freq and rep excluded)
+    stored: float        # stored ratio, highest / lowest clock
+    new: float
+    low: float           # CI of new / stored
+    high: float
+
+    @property
+    def holds(self) -> bool:
+        return self.low <= 1 <= self.high
+
+
+def _log_ratio(lo, hi):
+    """(log mean(hi)/mean(lo), its variance, the smaller df)."""
+    var = hi.var(ddof=1) / (hi.size * hi.mean() ** 2) + lo.var(ddof=1) / (lo.size * lo.mean() ** 2)
+    return math.log(hi.mean() / lo.mean()), var, min(lo.size, hi.size) - 1
+
+
+def compare_ratios(stored, new, var: str, level: float = 0.95) -> list[Claim]:
+    """Per configuration both runs have, the ratio of the highest to the lowest clock:
+    new / stored with a CI at level 1 - (1 - level)/configurations."""
+    if schema.FREQ not in new[var].dims:
+        return []
+    freqs = sorted(float(f) for f in new[schema.FREQ].values if f in stored[schema.FREQ].values)
+    if len(freqs) < 2:
+        return []
+    cfg = [d for d in new[var].dims if d not in (schema.FREQ, schema.REP)]
+    rows = []
+    for idx in np.ndindex(*(new.sizes[d] for d in cfg)):
+        where = {d: new[d].values[i].item() for d, i in zip(cfg, idx)}
+        try:
+            pair = [[_finite(ds[var].sel({**where, schema.FREQ: f})) for f in (freqs[0], freqs[-1])]
+                    for ds in (stored, new)]
+        except (KeyError, ValueError):
+            continue
+        if all(x.size > 1 for p in pair for x in p):
+            rows.append((where, _log_ratio(*pair[0]), _log_ratio(*pair[1])))
+    each = 1 - (1 - level) / max(len(rows), 1)
+    out = []
+    for where, (ls, vs, ds_), (ln, vn, dn) in rows:
+        half = t_ppf(0.5 + each / 2, max(min(ds_, dn), 1)) * math.sqrt(vs + vn)
+        d = ln - ls
+        out.append(Claim(where, math.exp(ls), math.exp(ln), math.exp(d - half), math.exp(d + half)))
+    return out
+
+
+def _finite(da):
+    v = np.asarray(da.values, dtype=float).ravel()
+    return v[np.isfinite(v)]
 
 
 def _diff_ci(a, b, level):
@@ -104,7 +162,8 @@ def rerun(command: str, workdir: Path):
 
 
 def check(name: str, quick: bool = False, folder=None, level: float = 0.95):
-    """(Result, [Point]) of re-running a registered result (its quick version: quick)."""
+    """(Result, [Claim], [Point]) of re-running a registered result (its quick version:
+    quick)."""
     folder = Path(folder or registry.root())
     result = registry.get(name, folder)
     command = result.quick if quick else result.command
@@ -113,8 +172,9 @@ def check(name: str, quick: bool = False, folder=None, level: float = 0.95):
     stored = load(result.path(folder))
     with tempfile.TemporaryDirectory(prefix="abtlab-check-") as tmp:
         new = rerun(command, Path(tmp))
-    return result, compare(stored, new, result.var, level)
+    return result, compare_ratios(stored, new, result.var, level), compare(stored, new, result.var, level)
 
 
-def verdict(points) -> str:
-    return "holds" if all(p.holds for p in points) else "changed"
+def verdict(claims, points=()) -> str:
+    """'holds' when every claim holds (every point, when the result has no ratio)."""
+    return "holds" if all(c.holds for c in (claims or points)) else "changed"

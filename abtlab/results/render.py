@@ -21,6 +21,7 @@ __all__ = ["MARKER", "CI", "render_text", "render_files", "stale", "unsourced", 
 
 MARKER = re.compile(r"<!-- result:(?P<name>[\w.-]+) (?P<field>\w+)(?P<args>(?: [^\s=]+=[^\s]+)*) -->"
                     r"(?P<text>.*?)<!-- /result -->")
+INDEX = re.compile(r"(<!-- results:index -->\n)(.*?)(<!-- /results:index -->)", re.S)
 CI = re.compile(r"[0-9]\.[0-9]+ \[[0-9.]+, [0-9.]+\]")
 PAGES = ("README.md", "docs")
 JOURNAL = "docs/journal"
@@ -40,9 +41,18 @@ def _text_for(m, results, folder, cache) -> str:
         raise ConfigError(f"marker result:{name} {field}{m['args']}", exc.given, exc.accepted) from None
 
 
+def index_table(results) -> str:
+    """The registry as a Markdown table: name, what it shows, the command (its output: X.nc)."""
+    rows = ["| result | what it shows | command |", "| --- | --- | --- |"]
+    rows += [f"| `{r.name}` | {r.says} | `{r.command.replace('{out}', 'X.nc')}` |"
+             for r in results.values()]
+    return "\n".join(rows) + "\n"
+
+
 def render_text(text: str, folder=None, cache=None) -> str:
     folder = Path(folder or registry.root())
     results, cache = registry.read(folder), ({} if cache is None else cache)
+    text = INDEX.sub(lambda m: m.group(1) + index_table(results) + m.group(3), text)
     return MARKER.sub(lambda m: m.group(0).replace(
         f"-->{m['text']}<!--", f"-->{_text_for(m, results, folder, cache)}<!--", 1), text)
 
@@ -71,6 +81,9 @@ def stale(paths, folder=None) -> list[str]:
     """'page: marker says X, the stored result gives Y' for every marker out of date."""
     out, cache = [], {}
     for p in map(Path, paths):
+        for m in INDEX.finditer(p.read_text()):
+            if m.group(2) != index_table(registry.read(folder or registry.root())):
+                out.append(f"{p}: the results index is not the registry's (abtlab results render)")
         for m in MARKER.finditer(p.read_text()):
             want = MARKER.match(render_text(m.group(0), folder, cache))["text"]
             if want != m["text"]:

@@ -11,7 +11,7 @@ import abtlab
 from abtlab.cli import main
 from abtlab.errors import ConfigError
 from abtlab.results import registry, render
-from abtlab.results.check import compare, verdict
+from abtlab.results.check import compare, compare_ratios, verdict
 from abtlab.results.quotes import quote
 from abtlab.results.stored import add, reduced
 
@@ -53,9 +53,9 @@ def _toy(values_hi):
 
 def test_compare_finds_a_changed_point_and_not_a_noisy_equal_one():
     stored = _toy(np.array([2.0, 2.2, 1.8, 2.0]))
-    assert verdict(compare(stored, _toy(np.array([2.1, 1.9, 2.0, 2.05])), "throughput")) == "holds"
+    assert verdict([], compare(stored, _toy(np.array([2.1, 1.9, 2.0, 2.05])), "throughput")) == "holds"
     points = compare(stored, _toy(np.array([1.5, 1.6, 1.4, 1.5])), "throughput")
-    assert verdict(points) == "changed"
+    assert verdict([], points) == "changed"
     bad = [p for p in points if not p.holds]
     assert len(bad) == 1 and bad[0].where["freq_ghz"] == 3.3 and bad[0].high < 0
 
@@ -90,7 +90,13 @@ def test_render_rewrites_a_stale_marker(tmp_path):
     assert "9.99" not in page.read_text()
 
 
-@pytest.mark.parametrize("name", ["sim_paper_machine"])
+def _host_runs() -> bool:
+    import os
+    return os.geteuid() == 0 and Path("/dev/loop-control").exists()
+
+
+@pytest.mark.parametrize("name", ["sim_paper_machine", pytest.param("host_iozone_32t", marks=pytest.mark.skipif(
+    not _host_runs(), reason="a host run needs root and loop devices"))])
 def test_check_quick_holds_on_the_stored_result_and_changes_on_an_altered_one(name, tmp_path, capsys):
     assert main(["results", "--root", str(STORED), "check", name, "--quick"]) == 0
     assert f"{name}: holds" in capsys.readouterr().out
@@ -103,3 +109,16 @@ def test_check_quick_holds_on_the_stored_result_and_changes_on_an_altered_one(na
     assert main(["results", "--root", str(tmp_path / "r"), "check", name, "--quick"]) == 1
     out = capsys.readouterr().out
     assert f"{name}: changed" in out and "CHANGED" in out
+
+
+def test_the_claim_is_the_ratio_a_level_that_moves_at_both_clocks_leaves_it():
+    stored = _toy(np.array([2.0, 2.2, 1.8, 2.0]))
+    faster = stored.copy(deep=True)
+    faster["throughput"] *= 1.4                      # another load: both clocks faster
+    claims = compare_ratios(stored, faster, "throughput")
+    assert len(claims) == 1 and claims[0].holds and claims[0].new == pytest.approx(claims[0].stored)
+    assert verdict(claims, compare(stored, faster, "throughput")) == "holds"
+    slower = stored.copy(deep=True)
+    slower["throughput"].loc[{"freq_ghz": 3.3}] *= 0.6
+    claims = compare_ratios(stored, slower, "throughput")
+    assert verdict(claims) == "changed" and claims[0].high < 1
