@@ -95,15 +95,17 @@ def _host_runs() -> bool:
     return os.geteuid() == 0 and Path("/dev/loop-control").exists()
 
 
-@pytest.mark.parametrize("name", ["sim_paper_machine", pytest.param("host_iozone_32t", marks=pytest.mark.skipif(
-    not _host_runs(), reason="a host run needs root and loop devices"))])
-def test_check_quick_holds_on_the_stored_result_and_changes_on_an_altered_one(name, tmp_path, capsys):
+# the alteration the quick version must see: 3 repetitions of a host run on a shared
+# machine bound its ratio within about x0.3 to x3 (Bonferroni over two policies)
+@pytest.mark.parametrize("name, factor", [("sim_paper_machine", 1.3), pytest.param(
+    "host_iozone_32t", 5.0, marks=pytest.mark.skipif(not _host_runs(), reason="a host run needs root and loop devices"))])
+def test_check_quick_holds_on_the_stored_result_and_changes_on_an_altered_one(name, factor, tmp_path, capsys):
     assert main(["results", "--root", str(STORED), "check", name, "--quick"]) == 0
     assert f"{name}: holds" in capsys.readouterr().out
     shutil.copytree(STORED, tmp_path / "r")
     path = tmp_path / "r" / f"{name}.nc"
     ds = abtlab.load(path)
-    ds["throughput"].loc[{"policy": "ext4", "freq_ghz": 3.3}] *= 1.3
+    ds["throughput"].loc[{"policy": "ext4", "freq_ghz": 3.3}] *= factor
     path.unlink()
     abtlab.save(ds, path)
     assert main(["results", "--root", str(tmp_path / "r"), "check", name, "--quick"]) == 1
