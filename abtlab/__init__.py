@@ -1,7 +1,29 @@
 """abtlab: measure, model, predict and fix the ABT slowdown (faster CPU, slower parallel I/O)."""
 from __future__ import annotations
 
-from .about import __version__
+import sys as _sys
+
+
+def _stopped_at_start(signum, frame):  # pragma: no cover (tests/test_start.py, in a child)
+    """The `abtlab` command's SIGINT/SIGTERM until its own handlers are in place (cli.main):
+    nothing has run yet, so one line and 128 + the signal, not a traceback of an import."""
+    import os
+    os.write(2, b"abtlab: interrupted by " + (b"SIGINT" if signum == 2 else b"SIGTERM") + b"\n")
+    os._exit(128 + signum)
+
+
+# the first lines of the `abtlab` command (its console script imports this package first)
+# and of `python -m abtlab` (argv[0] is "-m" while its package is imported); `import abtlab`
+# in a notebook or a program keeps their handlers. _signal: the builtin under `signal`,
+# which would import enum first
+if getattr(_sys, "argv", None) and (_sys.argv[0] == "-m" or
+                                    _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] == "abtlab"):
+    import _signal
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        for _s in (_signal.SIGINT, _signal.SIGTERM):
+            _signal.signal(_s, _stopped_at_start)
+
+from .about import __version__  # noqa: E402
 
 __all__ = ["__version__", "load", "save", "run", "sweep_spec", "backends", "errors", "policies",
            "data", "trace", "model", "sim", "stats", "bps", "studies", "sera", "bayes", "present",

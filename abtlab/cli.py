@@ -56,6 +56,7 @@ def main(argv=None) -> int:
     ending, name = cleanup.exiting(), "abtlab"
     try:
         ending.start()
+        _quiet_unraisable()
         words = sys.argv[1:] if argv is None else list(argv)
         if argv is None and words and not words[0].startswith("-"):
             _numpy_with_one_blas_thread()
@@ -70,13 +71,13 @@ def main(argv=None) -> int:
         ending.quiet()                  # the outcome is decided: a late signal changes nothing
         return code
     except KeyboardInterrupt as exc:
-        return _interrupted(ending, name, getattr(exc, "signum", 2))
+        return _interrupted(ending, name, getattr(exc, "signum", 2), cleanup)
     except Exception:
         if ending.signum is None:
             raise
         # a C extension being imported turned the Terminated into its own error (numpy:
         # "PyCapsule_Import could not import module datetime")
-        return _interrupted(ending, name, ending.signum)
+        return _interrupted(ending, name, ending.signum, cleanup)
     finally:
         ending.close(for_good=argv is None)     # sys.argv: this process's command line
         if argv is None:
@@ -129,11 +130,27 @@ def _numpy_with_one_blas_thread() -> None:
         del os.environ["OPENBLAS_NUM_THREADS"]
 
 
-def _interrupted(ending, name, signum) -> int:
+def _interrupted(ending, name, signum, cleanup) -> int:
+    import signal
     ending.quiet()
     signum = ending.signum or signum        # the first, if two came
-    print(f"{name}: interrupted; machine changes undone", file=sys.stderr)
+    # "undone" only where something was: a simulated run changes nothing on the machine
+    undone = "; machine changes undone" if cleanup.changed_machine() else ""
+    print(f"{name}: interrupted by {signal.Signals(signum).name}{undone}", file=sys.stderr)
     return 128 + signum
+
+
+def _quiet_unraisable() -> None:
+    """A signal that lands in a library's finalizer (a weakref callback, a __del__)
+    raises Terminated where Python can only print it ("Exception ignored in ..."):
+    abtlab raises it again at its next step (abtlab.system.cleanup), so it is not
+    printed; every other unraisable error still is."""
+    shown = sys.unraisablehook
+
+    def hook(unraisable):
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            shown(unraisable)
+    sys.unraisablehook = hook
 
 
 def _call(parser, args, name, cleanup) -> int:

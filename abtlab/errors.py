@@ -1,6 +1,6 @@
 """abtlab's exception types: every user-facing failure is one of these."""
 
-__all__ = ["AbtError", "ConfigError", "TraceError", "UnavailableError", "RunError"]
+__all__ = ["AbtError", "ConfigError", "TraceError", "UnavailableError", "RunError", "DiskFullError", "AbtWarning"]
 
 
 class AbtError(Exception):
@@ -25,3 +25,13 @@ class UnavailableError(AbtError):
 
 class RunError(AbtError):
     """A workload or system step failed while running."""
+
+
+class DiskFullError(AbtError):
+    """No space left on the device a dataset, a part or the resume state goes to: the
+    message names the path, the space it needs and what is free (abtlab.data.space)."""
+
+
+class AbtWarning(UserWarning):
+    """Something the user should know that does not stop the command (a torn part set
+    aside, a statistic that cannot be computed): one line, `abtlab CMD: warning: ...`."""

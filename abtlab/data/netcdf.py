@@ -17,6 +17,7 @@ import numpy as np
 from h5py import h5a, h5s, h5t
 
 from ..about import __version__
+from .hdf5file import write_file
 
 __all__ = ["write", "writable", "write_arrays", "arrays_writable"]
 
@@ -172,46 +173,52 @@ def _write(variables, attrs, unlimited, path) -> None:
         sizes.update(zip(v.dims, v.shape))
     dimid = {d: i for i, d in enumerate(sizes)}
     coords = {k for k, v in variables.items() if v.dims == (k,)}
-    with h5py.File(path, "w", track_order=True) as f:
-        for k, v in attrs.items():
-            _set_attr(f, k, _attr(v))
-        scales = {}
-        for d, n in sizes.items():      # a dimension without a variable: an empty scale
-            if d not in coords:
-                scales[d] = f.create_dataset(d, shape=(n,), dtype=">f4", track_order=True,
-                                             maxshape=(None,) if n == 0 else None)
-        made = {}
-        for k, v in variables.items():
-            a = dict(v.attrs)
-            fill = a.pop("_FillValue", None)
-            dtype = h5py.string_dtype() if v.dtype.kind in "UO" else v.dtype
-            unlimited = tuple(None if sizes[d] == 0 else sizes[d] for d in v.dims)
-            made[k] = (f.create_dataset(
-                k, shape=v.shape, dtype=dtype, chunks=_chunks(v, v.shape, dtype),
-                fillvalue=fill, track_order=True,
-                maxshape=unlimited if None in unlimited else None), fill, a)
-            if k in coords:
-                scales[k] = made[k][0]
-        _scales(f, variables, made, scales, sizes, dimid, coords)
-        for k, v in variables.items():
-            h5ds, fill, a = made[k]
-            if v.dims and k not in coords:
-                _attach(h5ds, [scales[d] for d in v.dims])
-            if v.dims:
-                _set_attr(h5ds, "_Netcdf4Coordinates", np.array([dimid[d] for d in v.dims], np.int32))
-                # netCDF-C gives a variable its first dimension's id when data is first
-                # written to it; h5netcdf mimics that except where the first is unlimited
-                if k not in coords and sizes[v.dims[0]] != 0:
-                    _set_attr(h5ds, "_Netcdf4Dimid", np.int32(dimid[v.dims[0]]))
-            if fill is not None:
-                _set_attr(h5ds, "_FillValue", np.array([fill], dtype=v.dtype)
-                          if v.dtype.kind not in "UO" else fill)
-            for name, value in a.items():
-                _set_attr(h5ds, name, _attr(value))
-            _write_data(h5ds, np.asarray(v.values))
-        props = (f"version=2,abtlab={__version__},hdf5={h5py.version.hdf5_version},"
-                 f"h5py={h5py.__version__}")
-        f.attrs["_NCProperties"] = np.array(props, dtype=h5py.string_dtype("ascii", len(props)))
+    # laid out in memory, written with os.write: a full disk never tears a file HDF5 has open
+    write_file(path, lambda f: _lay_out(f, variables, attrs, sizes, dimid, coords),
+               track_order=True)
+
+
+def _lay_out(f, variables, attrs, sizes, dimid, coords) -> None:
+    """Lay the file out in f, an open h5py File, as h5netcdf does."""
+    for k, v in attrs.items():
+        _set_attr(f, k, _attr(v))
+    scales = {}
+    for d, n in sizes.items():      # a dimension without a variable: an empty scale
+        if d not in coords:
+            scales[d] = f.create_dataset(d, shape=(n,), dtype=">f4", track_order=True,
+                                         maxshape=(None,) if n == 0 else None)
+    made = {}
+    for k, v in variables.items():
+        a = dict(v.attrs)
+        fill = a.pop("_FillValue", None)
+        dtype = h5py.string_dtype() if v.dtype.kind in "UO" else v.dtype
+        unlimited = tuple(None if sizes[d] == 0 else sizes[d] for d in v.dims)
+        made[k] = (f.create_dataset(
+            k, shape=v.shape, dtype=dtype, chunks=_chunks(v, v.shape, dtype),
+            fillvalue=fill, track_order=True,
+            maxshape=unlimited if None in unlimited else None), fill, a)
+        if k in coords:
+            scales[k] = made[k][0]
+    _scales(f, variables, made, scales, sizes, dimid, coords)
+    for k, v in variables.items():
+        h5ds, fill, a = made[k]
+        if v.dims and k not in coords:
+            _attach(h5ds, [scales[d] for d in v.dims])
+        if v.dims:
+            _set_attr(h5ds, "_Netcdf4Coordinates", np.array([dimid[d] for d in v.dims], np.int32))
+            # netCDF-C gives a variable its first dimension's id when data is first
+            # written to it; h5netcdf mimics that except where the first is unlimited
+            if k not in coords and sizes[v.dims[0]] != 0:
+                _set_attr(h5ds, "_Netcdf4Dimid", np.int32(dimid[v.dims[0]]))
+        if fill is not None:
+            _set_attr(h5ds, "_FillValue", np.array([fill], dtype=v.dtype)
+                      if v.dtype.kind not in "UO" else fill)
+        for name, value in a.items():
+            _set_attr(h5ds, name, _attr(value))
+        _write_data(h5ds, np.asarray(v.values))
+    props = (f"version=2,abtlab={__version__},hdf5={h5py.version.hdf5_version},"
+             f"h5py={h5py.__version__}")
+    f.attrs["_NCProperties"] = np.array(props, dtype=h5py.string_dtype("ascii", len(props)))
 
 
 def _write_data(h5ds, data) -> None:

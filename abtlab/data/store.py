@@ -13,23 +13,25 @@ Once the dataset is written, the parts go and the rejected ones move to `<out>.r
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import stat
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, TraceError
-from . import schema
+from ..errors import AbtWarning, ConfigError, TraceError
+from . import schema, space
 from .arrays import RunArrays
 from .block import from_part, read_hdf5, write_hdf5
 from .schema import SWEEP_SPEC
 
 __all__ = ["save", "load", "parts_dir", "write_block", "read_parts", "part_name",
-           "block_name", "keep_rejected",
+           "block_name", "keep_rejected", "not_a_file",
            "is_dataset", "check_out", "start_fresh", "write_spec", "stored_spec", "check_resume", "drop_unstarted",
            "temp_path", "stale_temps", "writer_alive"]
 
@@ -56,19 +58,31 @@ def _fsync_dir(path: Path):
         os.close(fd)
 
 
-def _write_file_durably(path: Path, write, fsync: bool = True) -> Path:
+def _no_hold(raise_after=True):
+    return contextlib.nullcontext()
+
+
+def _write_file_durably(path: Path, write, fsync: bool = True, hold=None,
+                        what: str = "it") -> Path:
     """write(tmp) to a temporary name beside path, fsync it, rename it over path, fsync
     the folder (fsync=False: neither fsync, for a file a crash may lose). An error or a
-    signal mid-write removes the temporary file: no torn file stays."""
-    tmp = temp_path(path)
+    signal mid-write removes the temporary file: no torn file stays. hold: a context
+    manager factory (abtlab.system.cleanup.deferred) that holds signals around the rename
+    and the removal, so a second signal cannot leave the temporary file or a half-done
+    rename. A full disk raises DiskFullError naming path, what needs how much space."""
+    hold, tmp = hold or _no_hold, temp_path(path)
     try:
         write(tmp)
         if fsync:
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
+        with hold(raise_after=False):   # a signal meanwhile is raised by the caller's next step
+            os.replace(tmp, path)
+    except BaseException as exc:
+        with hold(raise_after=False):
+            _remove(tmp)
+        if space.is_full(exc):
+            raise space.full_error(path, getattr(exc, "needed", None), what) from None
         raise
     if fsync:
         _fsync_dir(path.parent if str(path.parent) else Path("."))
@@ -82,13 +96,15 @@ def _versioned(attrs: dict) -> dict:
                                                           schema.SCHEMA_VERSION)}
 
 
-def save(ds, path) -> Path:
+def save(ds, path, hold=None) -> Path:
     """Write ds to path atomically: NetCDF (h5netcdf), or Zarr when path ends in .zarr.
     ds: an xarray.Dataset, or RunArrays (abtlab.data.arrays), written to NetCDF without
-    xarray where netcdf.write_arrays encodes all of it."""
+    xarray where netcdf.write_arrays encodes all of it. hold: see _write_file_durably."""
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise ConfigError("out", str(path), "a path in an existing, writable directory")
+    if (what := not_a_file(path)) and not (what == "a directory" and path.suffix == ".zarr"):
+        raise ConfigError("out", str(path), f"a new path or a regular file (it is {what})")
     for stale in stale_temps(path):     # torn by a kill -9: this write replaces it
         _remove(stale)
     if isinstance(ds, RunArrays):
@@ -96,7 +112,8 @@ def save(ds, path) -> Path:
         if path.suffix != ".zarr" and netcdf.arrays_writable(ds):
             clean = RunArrays({k: (dims, data, _clean_attrs(a)) for k, (dims, data, a) in ds.variables.items()},
                               ds.coords, _versioned(_clean_attrs(ds.attrs)))
-            return _write_file_durably(path, lambda tmp: netcdf.write_arrays(clean, tmp))
+            return _write_file_durably(path, lambda tmp: netcdf.write_arrays(clean, tmp), hold=hold,
+                                       what="the dataset")
         ds = ds.to_dataset()
     ds = ds.copy()
     ds.attrs = _versioned(_clean_attrs(ds.attrs))
@@ -108,15 +125,19 @@ def save(ds, path) -> Path:
         # for a simulated sweep's 47 variables, ~0.6 s through h5netcdf); data it does
         # not lay out itself (compressed, dask-backed) goes through xarray
         return _write_file_durably(path, lambda tmp: netcdf.write(ds, tmp) if netcdf.writable(ds)
-                                   else ds.to_netcdf(tmp, engine="h5netcdf"))
+                                   else ds.to_netcdf(tmp, engine="h5netcdf"), hold=hold,
+                                   what="the dataset")
     tmp = temp_path(path)
     try:
         ds.to_zarr(tmp, mode="w")
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
-    except BaseException:               # an error or a signal mid-write: no torn store stays
-        _remove(tmp)
+    except BaseException as exc:        # an error or a signal mid-write: no torn store stays
+        with (hold or _no_hold)(raise_after=False):
+            _remove(tmp)
+        if space.is_full(exc):
+            raise space.full_error(path, None, "the dataset") from None
         raise
     _fsync_dir(path.parent if str(path.parent) else Path("."))
     return path
@@ -203,14 +224,16 @@ def write_block(out, block, fsync: bool = True) -> Path:
     fsync, rename. fsync=False for runs that cost milliseconds (a model's): renamed
     into place unsynced, a crash of the machine may tear or lose the part, which
     read_parts then sets aside and the sweep runs again."""
-    import h5py     # 0.07 CPU s that `abtlab cleanup` (system.runlock) skips
+    from .hdf5file import write_file    # h5py: 0.07 CPU s that `abtlab cleanup` skips
     d = parts_dir(out)
-    d.mkdir(parents=True, exist_ok=True)
-
-    def write(tmp):
-        with h5py.File(tmp, "w") as f:
-            write_hdf5(block, f)
-    return _write_file_durably(d / block_name(block), write, fsync=fsync)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if space.is_full(exc):
+            raise space.full_error(d, None, "a finished run's part") from None
+        raise
+    return _write_file_durably(d / block_name(block), lambda tmp: write_file(tmp, lambda f: write_hdf5(block, f)),
+                               fsync=fsync, what="a finished run's part")
 
 
 def keep_rejected(out) -> Path | None:
@@ -230,7 +253,7 @@ def _set_aside(part: Path, message: str) -> None:
     rej = part.parent / "rejected"
     rej.mkdir(exist_ok=True)
     os.replace(part, rej / part.name)
-    warnings.warn(message)
+    warnings.warn(message, AbtWarning, stacklevel=2)
 
 
 def _read_part(p: Path):
@@ -293,6 +316,31 @@ def is_dataset(path) -> bool:
         return False
 
 
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def not_a_file(path) -> str:
+    """'' when path is absent or a regular file (a symlink to one included); else what it
+    is: 'a character device', 'a symlink to a FIFO (/tmp/f)', 'a symlink to nothing (x)'."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    link = ""
+    if stat.S_ISLNK(st.st_mode):
+        target = os.path.realpath(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return f"a symlink to nothing ({target})"
+        link = f" ({target})"
+    if stat.S_ISREG(st.st_mode):
+        return ""
+    what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+    return f"a symlink to {what}{link}" if link else what
+
+
 def check_out(out, resume=False, force=False) -> None:
     """Refuse an output that cannot be written, or whose writing would destroy something,
     before any run: ConfigError('out') saying what is accepted."""
@@ -300,8 +348,10 @@ def check_out(out, resume=False, force=False) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError("out", str(out), "a path in an existing, writable directory")
-    if out.is_dir() and out.suffix != ".zarr":
-        raise ConfigError("out", str(out), "a file path (.nc), not a directory")
+    if (what := not_a_file(out)) and not (what == "a directory" and out.suffix == ".zarr"):
+        # never replaced, --force or not: a device node, a FIFO, a user's directory
+        raise ConfigError("out", str(out), f"a new path or a regular file (it is {what}, "
+                                           "which abtlab never replaces: choose another path)")
     if out.exists() and not force:
         if not is_dataset(out):
             raise ConfigError("out", str(out), "a new path or an abtlab dataset "
@@ -341,11 +391,22 @@ def _normal(spec: dict) -> dict:
 def write_spec(out, spec: dict) -> None:
     """Keep what a later --resume must match beside the parts (once, when they start)."""
     d = parts_dir(out)
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if space.is_full(exc):
+            raise space.full_error(d, None, "the resume state") from None
+        raise
     if not (d / SPEC_FILE).exists():
-        tmp = d / f".{SPEC_FILE}.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(_normal(spec), sort_keys=True))
-        os.replace(tmp, d / SPEC_FILE)
+        text = json.dumps(_normal(spec), sort_keys=True)
+
+        def write(tmp):
+            try:
+                tmp.write_text(text)
+            except OSError as exc:
+                exc.needed = len(text.encode())
+                raise
+        _write_file_durably(d / SPEC_FILE, write, fsync=False, what="the resume state")
 
 
 def stored_spec(out) -> tuple[dict | None, str]:

@@ -24,15 +24,16 @@ from pathlib import Path
 import numpy as np
 
 from ..about import __version__
-from ..data import store
+from ..data import space, store
 from ..data.arrays import RunArrays
 from ..data.schema import FAILED_RUNS, SWEEP_SPEC, timestamp
 from ..data.assemble import assemble_arrays
 from ..backends import get as get_backend
-from ..errors import ConfigError, RunError
+from ..errors import ConfigError, DiskFullError, RunError
 from ..factors.typed import typed_levels
 from ..machines.spec import machine_coords, parse_machine
 from ..stats import ci_halfwidth, ratio_halfwidth, reps_for_cv
+from ..system import cleanup
 from ..system.facts import collect
 from ..system import quietness
 from ..system.runlock import MachineLock, OutputLock
@@ -175,6 +176,8 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
             held.enter_context(OutputLock(out))
             if (finished := _prepare_out(Path(out), spec, resume, force)) is not None:
                 return finished
+            per_point = reps.min if isinstance(reps, Reps) else reps
+            space.check_free(out, space.estimate_bytes(points, per_point))
         if _on_host_devices(be, levels, options):
             held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
             attrs = {**(attrs or {}), quietness.ATTR: quietness.announce()}
@@ -239,6 +242,8 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
                             failed)
             if failed and not done:         # nothing to keep: the first error, as without
                 raise next(iter(failed.values()))
+        except DiskFullError as exc:
+            raise _kept(exc, parts, done, out) from None
         except BaseException as exc:
             parts.write_held()      # stopped by an error or a signal: resume keeps them
             if isinstance(exc, RunError):
@@ -256,7 +261,9 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
         # a guest sweep's many records take seconds to assemble and write
         with prog.phase("writing the dataset" if out is not None else "assembling the dataset"):
             try:
-                return _finish(be, done, levels, meta, out)
+                return _finish(be, done, levels, meta, out, parts)
+            except DiskFullError as exc:
+                raise _kept(exc, parts, done, out) from None
             except BaseException:
                 parts.write_held()      # stopped mid-write: resume keeps the finished runs
                 raise
@@ -264,7 +271,7 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
         prog.close()
 
 
-def _finish(be, done, levels, meta, out):
+def _finish(be, done, levels, meta, out, parts=None):
     """The finished runs as one dataset (RunArrays, or a Dataset where a sweep of guest
     machines adds their coordinates), written to out (when given) and its parts removed."""
     meta = {**collect(), **meta, "end_time": timestamp()}
@@ -273,10 +280,39 @@ def _finish(be, done, levels, meta, out):
     if "machine" in levels:  # each machine level's clock and kernel (abtlab.machines.spec)
         ds = ds.to_dataset().assign_coords(machine_coords(levels["machine"]))
     if out is not None:
-        store.save(ds, out)
-        store.keep_rejected(out)
-        shutil.rmtree(store.parts_dir(out), ignore_errors=True)
+        _write_dataset(ds, out, parts)
     return ds
+
+
+def _write_dataset(ds, out, parts=None):
+    """Write the dataset and remove its parts, safe against a second signal: the
+    temporary file is an undo on the cleanup stack (a teardown removes it whatever
+    interrupted save's own removal), and signals are held around the rename and, once
+    the dataset is in place, around the parts' removal (raised after it: the dataset
+    is complete, the parts are gone, and nothing is left for --resume to redo)."""
+    tmp = store.temp_path(out)
+    token = cleanup.push(lambda: tmp.unlink(missing_ok=True), f"temporary dataset file {tmp}",
+                         machine=False)
+    try:
+        store.save(ds, out, hold=cleanup.deferred)
+        with cleanup.deferred():
+            if parts is not None:
+                parts.finished = True
+            store.keep_rejected(out)
+            shutil.rmtree(store.parts_dir(out), ignore_errors=True)
+    finally:
+        cleanup.pop(token)
+
+
+def _kept(exc, parts, done, out) -> DiskFullError:
+    """A full disk's error, saying which finished runs are kept for --resume."""
+    lost = parts.write_held(best_effort=True)
+    kept = sum(b.reps.size for b in done.values()) - lost
+    where = store.parts_dir(out) if out is not None else "memory"
+    said = f"{kept} finished run{'s' * (kept != 1)} kept in {where}" if kept else \
+        "no finished run could be kept"
+    return DiskFullError(f"{exc}: {said}{f', {lost} lost' if lost and kept else ''}; free "
+                         "space, then run the same command with --resume")
 
 
 def _planned(reps, npoints, done) -> int:

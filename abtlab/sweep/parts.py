@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from ..data import store
+from ..errors import DiskFullError
 
 __all__ = ["Parts", "KEEP_AFTER_S"]
 
@@ -29,6 +30,7 @@ class Parts:
         self.out, self.spec, self.simulated = out, spec, simulated
         self.started = time.monotonic()
         self.held: list = []
+        self.finished = False           # the dataset is written: nothing more to keep
         self._spec_written = False
         if out is not None and not simulated:
             self._write_spec()
@@ -43,11 +45,19 @@ class Parts:
         self.write_held()
         self._write(block)
 
-    def write_held(self) -> None:
-        """Write every block held so far (an error or a signal stops the sweep)."""
-        while self.held:
-            self._write(self.held[0])
+    def write_held(self, best_effort: bool = False) -> int:
+        """Write every block held so far (an error or a signal stops the sweep); return
+        how many runs could not be kept. best_effort (the disk is full): stop at the
+        first block that does not fit instead of raising."""
+        while self.held and not self.finished:
+            try:
+                self._write(self.held[0])
+            except DiskFullError:
+                if not best_effort:
+                    raise
+                return sum(b.reps.size for b in self.held)
             self.held.pop(0)
+        return 0
 
     def _write(self, block) -> None:
         self._write_spec()

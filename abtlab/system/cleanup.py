@@ -25,7 +25,7 @@ import signal
 import threading
 import warnings
 
-__all__ = ["Terminated", "Undoable", "push", "pop", "discard", "pending", "run_all", "installed",
+__all__ = ["Terminated", "Undoable", "push", "changed_machine", "pop", "discard", "pending", "run_all", "installed",
            "deferred", "raise_pending", "hurry", "exiting"]
 
 _lock = threading.RLock()
@@ -38,6 +38,9 @@ _hurry = False
 _atexit_done = False
 _received: int | None = None    # the first SIGTERM/SIGINT since `exiting.start()`
 _quiet = False                  # `exiting`: signals are only noted from now on
+_machine_pid: int | None = None  # the process that pushed an undo of a machine change
+_wakeup_r: int | None = None    # `exiting`: the read end of the signals' wakeup pipe
+_arrived: int | None = None     # the first signal read from it
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -49,12 +52,21 @@ class Terminated(KeyboardInterrupt):
         super().__init__(f"terminated by {signal.Signals(signum).name}")
 
 
-def push(fn, label: str) -> int:
-    """Register `fn()` to undo a change; return a token for `pop`."""
+def push(fn, label: str, machine: bool = True) -> int:
+    """Register `fn()` to undo a change; return a token for `pop`. machine=False: a
+    change to the user's own files (a temporary dataset file), not to the machine."""
+    global _machine_pid
     with _lock:
         token = next(_tokens)
         _stack.append((token, os.getpid(), fn, label))
+        if machine:
+            _machine_pid = os.getpid()
     return token
+
+
+def changed_machine() -> bool:
+    """Whether this process has changed the machine (pushed an undo of a machine change)."""
+    return _machine_pid == os.getpid()
 
 
 def _take(token):
@@ -150,9 +162,23 @@ def hurry() -> bool:
     return _hurry
 
 
+def _first(signum) -> int:
+    """The first of the signals that have arrived since `exiting.start()`: Python runs
+    the handlers of signals that arrive together in the order of their numbers (SIGINT
+    before SIGTERM), but its C handler writes each to the wakeup pipe as it arrives."""
+    global _arrived
+    if _arrived is None and _wakeup_r is not None:
+        try:
+            seen = os.read(_wakeup_r, 256)
+        except OSError:         # empty (the pipe is another's now): the handler's own
+            seen = b""
+        _arrived = next((b for b in seen if b in SIGNALS), None)
+    return _arrived or signum
+
+
 def _handler(signum, frame):
     global _pending_signal, _terminating, _hurry, _received
-    _received = _received or signum
+    _received = _received or _first(signum)
     _hurry = _terminating          # a second signal: finish the teardown, only faster
     _terminating = True
     # kept until a teardown sees the Terminated go by: if it is raised inside a __del__
@@ -217,6 +243,7 @@ def _first_only(signum, frame):
     """`exiting`'s handler: the first signal raises Terminated (held while a block
     defers, like `_handler`), any other is only noted."""
     global _received, _pending_signal
+    signum = _first(signum)
     if _received is None and not _quiet:
         _received = signum
         if not _deferring:
@@ -245,9 +272,13 @@ class exiting:
         self._main = threading.current_thread() is threading.main_thread()
 
     def start(self):
-        global _received, _quiet
-        _received, _quiet = None, False
+        global _received, _quiet, _wakeup_r, _arrived
+        _received, _quiet, _arrived = None, False, None
         if self._main:                  # Python runs handlers in the main thread only
+            # each signal's number, in the order they arrive (see _first)
+            r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            self._wakeup = (r, w, signal.set_wakeup_fd(w, warn_on_full_buffer=False))
+            _wakeup_r = r
             for signum in SIGNALS:
                 self._previous[signum] = signal.signal(signum, _first_only)
 
@@ -276,6 +307,18 @@ class exiting:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self._previous = {}
+        self._close_wakeup()
+
+    def _close_wakeup(self):
+        global _wakeup_r
+        if getattr(self, "_wakeup", None) is None:
+            return
+        r, w, previous = self._wakeup
+        _first(0)                       # read what came, before the pipe goes
+        signal.set_wakeup_fd(previous)
+        _wakeup_r, self._wakeup = None, None
+        os.close(r)
+        os.close(w)
 
 
 class Undoable:
