@@ -57,6 +57,7 @@ def main(argv=None) -> int:
     try:
         ending.start()
         _quiet_unraisable()
+        _warnings_as_lines(lambda: name)
         words = sys.argv[1:] if argv is None else list(argv)
         if argv is None and words and not words[0].startswith("-"):
             _numpy_with_one_blas_thread()
@@ -140,15 +141,32 @@ def _interrupted(ending, name, signum, cleanup) -> int:
     return 128 + signum
 
 
+def _warnings_as_lines(name) -> None:
+    """abtlab's warnings as one line each (`abtlab stats: warning: ...`, no source line);
+    the libraries' own (numpy's division by zero, statsmodels', h5py's) are not shown:
+    where they mean something for the user, abtlab says what (abtlab.stats.notices)."""
+    import os
+    import warnings
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if os.path.abspath(filename).startswith(here) or category.__name__ == "AbtWarning":
+            print(f"{name()}: warning: {message}", file=sys.stderr if file is None else file)
+    warnings.showwarning = show
+
+
 def _quiet_unraisable() -> None:
     """A signal that lands in a library's finalizer (a weakref callback, a __del__)
     raises Terminated where Python can only print it ("Exception ignored in ..."):
-    abtlab raises it again at its next step (abtlab.system.cleanup), so it is not
-    printed; every other unraisable error still is."""
+    abtlab raises it again at its next step (abtlab.system.cleanup.swallowed), so it
+    is not printed; every other unraisable error still is."""
+    from .system.cleanup import swallowed
     shown = sys.unraisablehook
 
     def hook(unraisable):
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            swallowed()
+        else:
             shown(unraisable)
     sys.unraisablehook = hook
 

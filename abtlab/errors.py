@@ -12,7 +12,16 @@ class ConfigError(AbtError, ValueError):
 
     def __init__(self, field, given, accepted):
         self.field, self.given, self.accepted = field, given, accepted
-        super().__init__(f"{field}: got {given!r}; accepted: {accepted}")
+        super().__init__(f"{field}: got {_plain(given)!r}; accepted: {accepted}")
+
+
+def _plain(value):
+    """numpy's scalars as the numbers they are (3.3, not np.float64(3.3)), in lists too."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return value
 
 
 class TraceError(AbtError):

@@ -2,7 +2,8 @@
 and concurrent runs, each trial followed by a check that nothing is left on the machine.
 
     python -m benchmarks.faults [--kinds run-int,run-term,run-kill,sweep-int,sweep-term,
-        sweep-kill,concurrent,guest-int,guest-term,guest-kill,final-write] [--trials 100]
+        sweep-kill,concurrent,guest-int,guest-term,guest-kill,final-write,disk-full,
+        final-twice,early,device-out] [--trials 100]
         [--start 0] [--seed 0] [--budget SECONDS] [--results FILE.json] [--table FILE.json]
 
 Each kind first times one undisturbed command (its duration D; nothing may be left after
@@ -33,6 +34,11 @@ counts the signals that found the temporary file still there). After SIGKILL an 
 trial runs `abtlab cleanup`; every odd trial then runs the command again with
 `--resume`, which must finish the dataset with each repetition once.
 
+The kinds disk-full, final-twice, early and device-out (a full tmpfs, two signals in
+the final write, a signal in the first 300 ms, a device node as --out) are described in
+benchmarks/faults_paths.py; the table counts, for every kind, the tracebacks printed
+whatever exception they end in, and the repetitions lost or kept twice after --resume.
+
 Needs root and loop devices; changes the machine, so run it under the machine's
 benchmark lock. `--budget` stops starting trials after that many seconds (the table then
 says how many ran); `--results` appends the trials to a JSON file and `--table` prints
@@ -59,10 +65,12 @@ import numpy as np
 
 from abtlab.errors import ConfigError
 
+from . import faults_paths
+
 ROOT = Path(__file__).resolve().parents[1]
 # new kinds go at the end: a trial's draws are seeded by its kind's index
 KINDS = ("run-int", "run-term", "run-kill", "sweep-int", "sweep-term", "sweep-kill", "concurrent",
-         "guest-int", "guest-term", "guest-kill", "final-write")
+         "guest-int", "guest-term", "guest-kill", "final-write", *faults_paths.KINDS)
 SIGNALS = {"int": signal.SIGINT, "term": signal.SIGTERM, "kill": signal.SIGKILL}
 DEVICES = ("none", "hdd7200", "hdd7200-throttle")
 EXIT_TIMEOUT = 120.0          # a signalled run that has not exited by then is hung
@@ -253,6 +261,10 @@ class Trial:
     wrong: str = ""                   # a documented outcome that did not happen
     left: dict = field(default_factory=dict)     # category -> what was left
     signal: str = ""                  # final-write: int | term | kill
+    tracebacks: int = 0               # tracebacks printed, whatever exception they end in
+    lost: int = 0                     # repetitions missing from the (resumed) dataset
+    duplicated: int = 0               # repetitions in it twice
+    note: str = ""                    # what the run said (its one line), or how it ended
 
 
 def _abtlab(*args) -> list[str]:
@@ -290,10 +302,10 @@ def _wait(p: subprocess.Popen, trial: Trial) -> str:
 
 
 def _traceback(err: str) -> str:
-    """The last line of a traceback in err, unless it is Python's own KeyboardInterrupt
-    (a SIGINT during interpreter start-up, before abtlab's handlers exist)."""
+    """The last line of a traceback in err, whatever exception it ends in (a
+    KeyboardInterrupt in the interpreter's start-up included)."""
     lines = err.strip().splitlines()
-    if "Traceback" not in err or lines[-1].strip() == "KeyboardInterrupt":
+    if "Traceback" not in err and "Fatal Python error" not in err:
         return ""
     where = next((ln for ln in lines if ln.startswith("Exception ignored")), "")
     return f"traceback: {lines[-1][:200]} {where[:200]}".strip()
@@ -326,6 +338,7 @@ def signal_trial(kind: str, trial: Trial, work: Path, tmpdir: Path, seed: int) -
     _signal(p, trial, signum)
     err = _wait(p, trial)
     trial.wrong = _traceback(err)
+    trial.tracebacks += faults_paths.tracebacks(err)
     if trial.rc[-1] == 2:           # abtlab's own error: the run was refused or failed
         trial.wrong = trial.wrong or "error: " + err.strip().splitlines()[-1][:200]
     if signum == signal.SIGKILL:
@@ -380,6 +393,7 @@ def final_write_trial(trial: Trial, work: Path, tmpdir: Path, seed: int, rng) ->
     trial.alive = trial.alive and temp_path(out, p.pid).exists()
     err = _wait(p, trial)
     trial.wrong = _traceback(err)
+    trial.tracebacks += faults_paths.tracebacks(err)
     ok = (0, -signum) if signum == signal.SIGKILL else (0, 128 + signum)
     if trial.rc[-1] not in ok:
         trial.wrong = trial.wrong or f"exit {trial.rc[-1]}: {err.strip()[-200:]}"
@@ -452,7 +466,9 @@ def run_trial(kind: str, index: int, seed: int, duration: float, work: Path, tmp
     """One trial of kind; leaves the machine as it found it (cleaning up what it left)."""
     trial, rng = _draw(kind, index, seed, duration)
     before = snapshot(tmpdir, work)
-    if kind == "concurrent":
+    if kind in faults_paths.KINDS:
+        _paths_trial(kind, trial, work, tmpdir, rng, duration)
+    elif kind == "concurrent":
         concurrent_trial(trial, work, tmpdir, seed + index, rng)
     elif kind == "final-write":
         final_write_trial(trial, work, tmpdir, seed + index, rng)
@@ -466,10 +482,25 @@ def run_trial(kind: str, index: int, seed: int, duration: float, work: Path, tmp
     return trial
 
 
+def _paths_trial(kind, trial, work, tmpdir, rng, duration) -> None:
+    env = _env(tmpdir)
+    if kind == "disk-full":
+        faults_paths.disk_full_trial(trial, work, env, rng)
+    elif kind == "final-twice":
+        faults_paths.final_twice_trial(trial, work, env, rng, duration)
+    elif kind == "early":
+        faults_paths.early_trial(trial, work, env, rng)
+    else:
+        faults_paths.device_out_trial(trial, work, env, rng)
+
+
 def calibrate(kind: str, seed: int, work: Path, tmpdir: Path) -> tuple[float, Trial]:
     """Run kind's command undisturbed: its duration (final-write: its dataset write's),
     and what a normal exit left."""
     trial = Trial(kind, -1, device="hdd7200")
+    if kind in faults_paths.KINDS:      # the final write's duration; the others draw their own
+        took = faults_paths.write_duration(work, _env(tmpdir)) if kind == "final-twice" else 0.0
+        return took, trial
     before = snapshot(tmpdir, work)
     t0 = time.monotonic()
     if kind == "concurrent":
@@ -500,7 +531,7 @@ def table(trials: list[dict]) -> str:
     """Per kind: trials, how many the signal found running, exit codes, trials with
     leftovers (and per category), hung runs, other wrong outcomes."""
     head = ["kind", "trials", "signalled", "exit codes", "left", *CATEGORIES, "hung",
-            "in finalizer", "wrong"]
+            "in finalizer", "tracebacks", "lost", "twice", "wrong"]
     rows = [head]
     for kind in KINDS:
         ts = [t for t in trials if t["kind"] == kind and t["index"] >= 0]
@@ -515,6 +546,7 @@ def table(trials: list[dict]) -> str:
                      sum(bool(t["left"]) for t in ts),
                      *(sum(c in t["left"] for t in ts) for c in CATEGORIES),
                      sum(t["hung"] for t in ts), sum(map(_in_finalizer, ts)),
+                     *(sum(t.get(k, 0) for t in ts) for k in ("tracebacks", "lost", "duplicated")),
                      sum(bool(t["wrong"]) and not _in_finalizer(t) for t in ts)])
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(str(v).rjust(w) for v, w in zip(r, widths)) for r in rows)

@@ -1,6 +1,7 @@
 """`abtlab merge A.nc B.nc ... --out C.nc`: pool run datasets of one design along rep."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -18,6 +19,10 @@ def register(sub):
     p.add_argument("runs", nargs="+", help="run datasets (.nc or .zarr)")
     p.add_argument("--out", "-o", required=True, help="where to write the pooled dataset")
     p.add_argument("--force", action="store_true", help="replace what is at --out")
+    p.add_argument("--keep-duplicates", dest="keep_duplicates", action="store_true",
+                   help="merge datasets that repeat each other's run records or ran with the same "
+                        "seed and configuration (refused otherwise), naming them in the attr "
+                        "duplicates")
     p.set_defaults(func=main)
 
 
@@ -31,7 +36,11 @@ def main(args) -> int:
     for r in args.runs:
         if not store.is_dataset(r):
             raise ConfigError("runs", r, "run datasets (.nc or .zarr) of abtlab")
-    merged = merge_reps([store.load(r).load() for r in args.runs], names=args.runs)
+    merged = merge_reps([store.load(r).load() for r in args.runs], names=args.runs,
+                        keep_duplicates=args.keep_duplicates)
+    if merged.attrs.get("duplicates"):
+        print(f"abtlab merge: warning: kept, marked in the attr duplicates: "
+              f"{merged.attrs['duplicates']}", file=sys.stderr)
     store.save(merged, args.out)
     print(f"{args.out}: {merged.sizes['rep']} repetitions from {len(args.runs)} datasets")
     return 0

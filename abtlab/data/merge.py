@@ -14,7 +14,7 @@ import xarray as xr
 from ..errors import ConfigError
 from . import schema
 
-__all__ = ["merge_reps"]
+__all__ = ["merge_reps", "duplicates"]
 
 _TABLES = ((schema.OP_DIM, schema.OP_COLUMNS), (schema.COMMIT_DIM, schema.COMMIT_COLUMNS),
            (schema.BATCH_DIM, schema.BATCH_COLUMNS))
@@ -64,13 +64,54 @@ def _attrs(datasets, names) -> dict:
     return out
 
 
-def merge_reps(datasets: list, names: list | None = None):
+def _run_rows(ds, dims) -> list:
+    """Each finished run's record (every per-run number but its run id) as bytes."""
+    names = [v for v in ds.data_vars if set(ds[v].dims) == {*dims, schema.REP}
+             and v != schema.RUN_ID and ds[v].dtype.kind in "iufb"]
+    if not names:
+        return []
+    rows = np.stack([ds[v].transpose(*dims, schema.REP).values.astype(float).ravel()
+                     for v in sorted(names)], axis=1)
+    return [r.tobytes() for r in rows if np.isfinite(r).any()]
+
+
+def duplicates(datasets, names) -> list[str]:
+    """Why some of datasets are not independent of the others: one line per pair whose
+    runs have identical records (the same file twice, a copy, a simulated sweep run again
+    with its seed) or that ran with the same seed and configuration (sweep spec)."""
+    dims = _factors(datasets[0])
+    rows = [_run_rows(ds, dims) for ds in datasets]
+    found = []
+    for j in range(1, len(datasets)):
+        for i in range(j):
+            earlier = set(rows[i])
+            same = sum(r in earlier for r in rows[j])
+            a, b = datasets[i].attrs, datasets[j].attrs
+            if same:
+                found.append(f"{names[j]} repeats {same} run record{'s' * (same != 1)} of "
+                             f"{names[i]} exactly")
+            elif a.get(schema.SWEEP_SPEC) and a.get(schema.SWEEP_SPEC) == b.get(schema.SWEEP_SPEC) \
+                    and str(a.get("seed")) == str(b.get("seed")):
+                found.append(f"{names[j]} ran with the seed ({a.get('seed')}) and configuration "
+                             f"of {names[i]}")
+    return found
+
+
+def merge_reps(datasets: list, names: list | None = None, keep_duplicates: bool = False):
     """One dataset with the repetitions of every dataset in order (rep 0.. of the first,
     then the second's, ...). datasets must share factors, levels, backend and freq_mode
     (ConfigError naming what differs); names label them in `merged_from` (default: their
-    order)."""
+    order). Datasets that are not independent (`duplicates`: identical run records, or
+    the same seed and configuration) are refused, saying why; keep_duplicates merges them
+    and names them in the attr `duplicates`, so that no analysis takes them for
+    independent repetitions unawares."""
     names = [str(n) for n in (names or [f"dataset {i}" for i in range(len(datasets))])]
     dims = _check(datasets, names)
+    repeated = duplicates(datasets, names)
+    if repeated and not keep_duplicates:
+        raise ConfigError("runs", "; ".join(repeated), "independent datasets (other seeds or "
+                          "other sittings): merging these would count the same runs twice as "
+                          "independent repetitions (--keep-duplicates merges them, marked)")
     per_run, tables, offset = [], {dim: [] for dim, _ in _TABLES}, 0
     for ds in datasets:
         runs = ds[[v for v in ds.data_vars if set(ds[v].dims) == {*dims, schema.REP}]]
@@ -95,4 +136,6 @@ def merge_reps(datasets: list, names: list | None = None):
             if parts:
                 merged[c] = ((dim,), np.concatenate(parts).astype(np.int64), {"units": units})
     merged.attrs = _attrs(datasets, names)
+    if repeated:
+        merged.attrs["duplicates"] = "; ".join(repeated)
     return merged

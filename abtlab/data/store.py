@@ -58,6 +58,27 @@ def _fsync_dir(path: Path):
         os.close(fd)
 
 
+def _fsync_waiting(tmp: Path) -> None:
+    """fsync tmp in a thread while this one waits: a thread in fsync sleeps
+    uninterruptibly, and signals that arrive meanwhile would go to other threads in
+    another order than they came (a SIGINT then a SIGTERM taken for SIGTERM first)."""
+    import threading
+    failed = []
+
+    def sync():
+        try:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        except OSError as exc:
+            failed.append(exc)
+    t = threading.Thread(target=sync, name="abtlab-fsync", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.05)
+    if failed:
+        raise failed[0]
+
+
 def _no_hold(raise_after=True):
     return contextlib.nullcontext()
 
@@ -74,8 +95,7 @@ def _write_file_durably(path: Path, write, fsync: bool = True, hold=None,
     try:
         write(tmp)
         if fsync:
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
+            _fsync_waiting(tmp)
         with hold(raise_after=False):   # a signal meanwhile is raised by the caller's next step
             os.replace(tmp, path)
     except BaseException as exc:

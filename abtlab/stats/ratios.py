@@ -8,6 +8,7 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
+from .notices import notice, plain, silenced
 from .values import _check_level, _freq_level, _provenance, _with_freq
 from .intervals import _tcrit
 
@@ -85,6 +86,8 @@ def ratio_ci(num, den, level=0.95, method="fieller", n_boot=2000, seed=0, paired
     xb, nb, mb, vb = _moments(b)
     if na == 0 or nb == 0:
         return math.nan, math.nan, math.nan
+    if mb == 0:             # a zero reference (no throughput): no ratio, no interval
+        return (math.nan if ma == 0 else math.copysign(math.inf, ma)), math.nan, math.nan
     if na < 2 or nb < 2:
         return ma / mb, math.nan, math.nan
     if method == "bootstrap":
@@ -127,10 +130,15 @@ def slowdown(ds, var="throughput", ref=None, level=0.95, method="fieller", n_boo
     cfg, x = _configs(da)
     iref = [float(f) for f in da[schema.FREQ].values].index(ref)
     out = np.full(x.shape[:-1] + (3,), np.nan)
-    for k, idx in enumerate(np.ndindex(x.shape[:-2])):
-        for j in range(x.shape[-2]):
-            out[idx + (j,)] = (1.0, 1.0, 1.0) if j == iref else ratio_ci(
-                x[idx + (j,)], x[idx + (iref,)], level, method, n_boot, [seed, k, j], paired)
+    with silenced():
+        for k, idx in enumerate(np.ndindex(x.shape[:-2])):
+            for j in range(x.shape[-2]):
+                out[idx + (j,)] = (1.0, 1.0, 1.0) if j == iref else ratio_ci(
+                    x[idx + (j,)], x[idx + (iref,)], level, method, n_boot, [seed, k, j], paired)
+        zero = int((np.nanmean(x[..., iref, :], axis=-1) == 0).sum())
+    if zero:
+        notice(f"{var} is 0 at the reference {plain(ref)} GHz in {zero} configuration"
+               f"{'s' * (zero != 1)}: no ratio to it (NaN or inf)")
     dims = cfg + [schema.FREQ]
     coords = {d: da[d].values for d in dims}
     n = np.isfinite(x).sum(axis=-1)

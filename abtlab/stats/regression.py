@@ -8,6 +8,7 @@ import numpy as np
 
 from ..data import schema
 from ..errors import ConfigError
+from .notices import notice, silenced
 from .values import _provenance, _values
 
 __all__ = ["regress", "anova"]
@@ -51,14 +52,30 @@ def regress(ds, var="throughput", factors=None, log=True, order=None, formula=No
         else:
             raise ConfigError("order", order, f"an interaction order 1..{len(factors)} or None")
     try:
-        fit = smf.ols(formula, df).fit()
+        with silenced():
+            fit = smf.ols(formula, df).fit()
     except Exception as exc:  # patsy reports formula errors with its own types
         raise ConfigError("formula", formula, f"a patsy formula over y and {factors}: {exc}") from None
     if fit.df_resid < 1:
         raise ConfigError("factors", factors, "fewer interaction terms (order=) or more "
                           "repetitions: the model leaves no residual degrees of freedom")
+    _say_degenerate(fit, var)
     fit.abtlab_attrs = _provenance(ds, var=var, log=log, formula=formula)
     return fit
+
+
+def _say_degenerate(fit, var) -> None:
+    """What makes the fit's F and p meaningless, in a line each (statsmodels warns of
+    neither, or only as a division by zero): a singular design, no residual spread."""
+    model = fit.model
+    missing = model.exog.shape[1] - int(model.rank)
+    if missing:
+        notice(f"the design is singular: {missing} of {model.exog.shape[1]} coefficients cannot "
+               "be estimated (a combination of levels without a finite run, or factors that "
+               "vary together); their ANOVA rows are not defined")
+    if fit.ssr <= 1e-20 * max(fit.centered_tss, 1e-300):
+        notice(f"{var} does not vary between repetitions of a point (zero residual variance): "
+               "the F statistics and p-values are not meaningful")
 
 
 def anova(ds, var="throughput", factors=None, log=True, order=None):
@@ -66,6 +83,7 @@ def anova(ds, var="throughput", factors=None, log=True, order=None):
     # deferred: statsmodels is heavy; `import abtlab` and `abtlab run` do without it
     import statsmodels.api as sm
     fit = regress(ds, var, factors, log, order)
-    table = sm.stats.anova_lm(fit, typ=2)
+    with silenced():
+        table = sm.stats.anova_lm(fit, typ=2)
     table.attrs = dict(fit.abtlab_attrs)
     return table

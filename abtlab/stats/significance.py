@@ -9,6 +9,7 @@ import numpy as np
 from ..data import schema
 from ..errors import ConfigError
 from .values import _freq_level, _provenance, _with_freq
+from .notices import notice, silenced
 from .ratios import _configs, ratio_ci
 
 __all__ = ["CORRECTIONS", "test_slowdown"]
@@ -25,6 +26,16 @@ def _welch_less(hi, lo):
         return math.nan, math.nan, math.nan
     t, p, df = ttest_ind(np.log(hi), np.log(lo), alternative="smaller", usevar="unequal")
     return float(t), float(df), float(p)
+
+
+def _constant(hi, lo) -> bool:
+    """Every finite repetition the same at both frequencies: a t statistic's 0 / 0."""
+    a, b = hi[np.isfinite(hi)], lo[np.isfinite(lo)]
+    return a.size > 1 and b.size > 1 and np.ptp(a) == 0 and np.ptp(b) == 0
+
+
+def _plain(f) -> str:
+    return f"{float(f):g}"
 
 
 def _paired_less(hi, lo):
@@ -86,19 +97,28 @@ def test_slowdown(ds, var="throughput", f_low=None, f_high=None, alpha=0.05, met
     cfg, x = _configs(da)
     freqs = [float(f) for f in da[schema.FREQ].values]
     il, ih = freqs.index(f_low), freqs.index(f_high)
-    rows = []
+    rows, constant = [], 0
     for idx in np.ndindex(x.shape[:-2]):
         lo, hi = x[idx + (il,)], x[idx + (ih,)]
-        if paired:
-            r, cl, ch = ratio_ci(hi, lo, level, ci_method, paired=True)
-            t, df, p = _paired_less(hi, lo)
-        else:
-            lo, hi = lo[np.isfinite(lo)], hi[np.isfinite(hi)]
-            r, cl, ch = ratio_ci(hi, lo, level, ci_method)
-            t, df, p = _welch_less(hi, lo)
+        with silenced():
+            if _constant(hi, lo):           # no spread to test against: no t, no p
+                constant += 1
+                r, cl, ch = ratio_ci(hi, lo, level, ci_method, paired=paired)
+                t = df = p = math.nan
+            elif paired:
+                r, cl, ch = ratio_ci(hi, lo, level, ci_method, paired=True)
+                t, df, p = _paired_less(hi, lo)
+            else:
+                lo, hi = lo[np.isfinite(lo)], hi[np.isfinite(hi)]
+                r, cl, ch = ratio_ci(hi, lo, level, ci_method)
+                t, df, p = _welch_less(hi, lo)
         rows.append({**{d: da[d].values[i] for d, i in zip(cfg, idx)},
                      "n_low": int(np.isfinite(lo).sum()), "n_high": int(np.isfinite(hi).sum()),
                      "ratio": r, "ci_low": cl, "ci_high": ch, "t": t, "df": df, "p": p})
+    if constant:
+        notice(f"{var} does not vary between repetitions at {_plain(f_low)} and {_plain(f_high)} "
+               f"GHz in {constant} configuration{'s' * (constant != 1)} (zero variance): no "
+               "t-test there (p is NaN)")
     out = pd.DataFrame(rows)
     out["p_adj"], out["reject"] = _adjust(out["p"].to_numpy(float), alpha, method)
     out.attrs = _provenance(ds, var=var, f_low=f_low, f_high=f_high, alpha=alpha,

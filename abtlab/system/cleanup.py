@@ -41,6 +41,7 @@ _quiet = False                  # `exiting`: signals are only noted from now on
 _machine_pid: int | None = None  # the process that pushed an undo of a machine change
 _wakeup_r: int | None = None    # `exiting`: the read end of the signals' wakeup pipe
 _arrived: int | None = None     # the first signal read from it
+_unwinding = False              # a Terminated raised by the handler is going by
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -148,7 +149,7 @@ def raise_pending():
     global _pending_signal
     if _deferring == 0 and _pending_signal is not None:
         signum, _pending_signal = _pending_signal, None
-        raise Terminated(signum)
+        _raise(signum)
 
 
 def _drop_pending():
@@ -185,14 +186,27 @@ def _handler(signum, frame):
     # or weakref callback of some library, Python swallows it, and the next deferred
     # block or teardown raises it again
     _pending_signal = _pending_signal or signum
-    if _deferring:                 # a change and its undo, or a teardown, is under way
-        return
+    if _deferring or _unwinding:   # a teardown is under way, or a Terminated going by:
+        return                     # a second one raised into its unwinding would cut it
+    _raise(signum)
+
+
+def _raise(signum):
+    global _unwinding
+    _unwinding = True
     raise Terminated(signum)
 
 
+def swallowed() -> None:
+    """A Terminated was swallowed by a finalizer (sys.unraisablehook saw it go): the next
+    signal raises again, and the held one is raised at the next step."""
+    global _unwinding
+    _unwinding = False
+
+
 def _reset():
-    global _terminating, _hurry, _pending_signal
-    _terminating = _hurry = False
+    global _terminating, _hurry, _pending_signal, _unwinding
+    _terminating = _hurry = _unwinding = False
     _pending_signal = None
 
 
