@@ -301,3 +301,59 @@ def test_a_subcommands_parser_alone_parses_as_the_whole_one():
     assert list(one._subparsers._group_actions[0].choices) == ["run"]
     assert "doctor" in whole._subparsers._group_actions[0].choices
     assert "doctor" in build_parser("no_such_command")._subparsers._group_actions[0].choices
+
+
+# -- two signals: the exit code is the first one's, whatever Python runs first ----------
+_ORDER = """
+import argparse, os, signal, sys, threading, time
+import abtlab.cli as cli
+first, second = getattr(signal, sys.argv[1]), getattr(signal, sys.argv[2])
+def probe(args):
+    import numpy as np
+    def send():             # both land while the main thread is inside one C call
+        time.sleep(0.3)
+        os.kill(os.getpid(), first)
+        time.sleep(0.02)
+        os.kill(os.getpid(), second)
+    threading.Thread(target=send).start()
+    a = np.random.default_rng(0).random((2500, 2500))
+    t = time.monotonic()
+    while time.monotonic() - t < 20:
+        a @ a
+def parser(*command):
+    p = argparse.ArgumentParser(prog="abtlab")
+    p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
+    return p
+cli.build_parser = parser
+sys.exit(cli.main(["probe"]))
+"""
+
+
+@pytest.mark.parametrize("first, second, code", [("SIGTERM", "SIGINT", 143), ("SIGINT", "SIGTERM", 130)])
+def test_the_first_of_two_signals_sets_the_exit_code(first, second, code):
+    """Python runs the handlers of signals pending together by number (SIGINT first);
+    the wakeup pipe keeps the order they came in. Nothing changed the machine: no
+    "machine changes undone"."""
+    cp = _child(_ORDER, first, second)
+    assert cp.returncode == code and cp.stderr == f"abtlab probe: interrupted by {first}\n", cp.stderr
+
+
+def test_a_signal_in_a_finalizer_is_not_printed_and_still_ends_the_command():
+    code = """
+import argparse, os, signal, sys, time, weakref
+import abtlab.cli as cli
+class Obj: pass
+def probe(args):
+    o = Obj()
+    weakref.finalize(o, lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.1)))
+    del o
+    time.sleep(5)
+def parser(*command):
+    p = argparse.ArgumentParser(prog="abtlab")
+    p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
+    return p
+cli.build_parser = parser
+sys.exit(cli.main(["probe"]))
+"""
+    cp = _child(code)
+    assert cp.returncode == 130 and cp.stderr == "abtlab probe: interrupted by SIGINT\n", cp.stderr

@@ -7,6 +7,7 @@ come with is NaN or inf and the notice says why."""
 from __future__ import annotations
 
 import contextlib
+import sys
 import warnings
 
 import numpy as np
@@ -23,6 +24,11 @@ def silenced():
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.filterwarnings("ignore", module=r"statsmodels|scipy|patsy")
+        # statsmodels' own (singular design, ...), attributed to the caller's line; only
+        # where it is loaded already (`abtlab run`'s summary does without it)
+        if "statsmodels" in sys.modules:
+            from statsmodels.tools.sm_exceptions import ModelWarning
+            warnings.simplefilter("ignore", ModelWarning)
         yield
 
 

@@ -56,10 +56,13 @@ def regress(ds, var="throughput", factors=None, log=True, order=None, formula=No
             fit = smf.ols(formula, df).fit()
     except Exception as exc:  # patsy reports formula errors with its own types
         raise ConfigError("formula", formula, f"a patsy formula over y and {factors}: {exc}") from None
-    if fit.df_resid < 1:
+    with silenced():            # its lazy properties warn as they are first computed
+        no_dof = fit.df_resid < 1
+        if not no_dof:
+            _say_degenerate(fit, var)
+    if no_dof:
         raise ConfigError("factors", factors, "fewer interaction terms (order=) or more "
                           "repetitions: the model leaves no residual degrees of freedom")
-    _say_degenerate(fit, var)
     fit.abtlab_attrs = _provenance(ds, var=var, log=log, formula=formula)
     return fit
 
@@ -73,7 +76,8 @@ def _say_degenerate(fit, var) -> None:
         notice(f"the design is singular: {missing} of {model.exog.shape[1]} coefficients cannot "
                "be estimated (a combination of levels without a finite run, or factors that "
                "vary together); their ANOVA rows are not defined")
-    if fit.ssr <= 1e-20 * max(fit.centered_tss, 1e-300):
+    # rounding's residue on a log scale, not spread: ~1e-30 against ~1e-4 of real runs
+    if fit.mse_resid <= 1e-24 * max(float(np.mean(model.endog ** 2)), 1.0):
         notice(f"{var} does not vary between repetitions of a point (zero residual variance): "
                "the F statistics and p-values are not meaningful")
 

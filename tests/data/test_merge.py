@@ -90,3 +90,25 @@ def test_a_refusal_names_levels_as_plain_values(two, tmp_path, capsys):
     with pytest.raises(ConfigError, match=r"freq_mode = real'; accepted: freq_mode = simulated,") as e:
         merge_reps([a, other])
     assert "np." not in str(e.value)
+
+
+def test_a_dataset_merged_with_itself_or_its_seed_is_refused_saying_why(two, tmp_path):
+    a, _ = two
+    with pytest.raises(ConfigError, match=r"a2\.nc repeats \d+ run records? of a\.nc exactly.*"
+                                          r"--keep-duplicates"):
+        merge_reps([a, a.copy()], names=["a.nc", "a2.nc"])
+    m = merge_reps([a, a.copy()], names=["a.nc", "a2.nc"], keep_duplicates=True)
+    assert "a2.nc repeats" in m.attrs["duplicates"] and m.sizes["rep"] == 2 * a.sizes["rep"]
+    same = a.copy()
+    same["throughput"] = same["throughput"] * 1.01           # other values, same seed and spec
+    same.attrs[schema.SWEEP_SPEC] = a.attrs[schema.SWEEP_SPEC] = '{"seed": 0}'
+    with pytest.raises(ConfigError, match=r"b\.nc ran with the seed \(0\) and configuration of a\.nc"):
+        merge_reps([a, same], names=["a.nc", "b.nc"])
+
+
+def test_merge_of_the_same_file_twice_is_refused_by_the_command(two, tmp_path, capsys):
+    a, _ = two
+    store.save(a, tmp_path / "a.nc")
+    assert main(["merge", str(tmp_path / "a.nc"), str(tmp_path / "a.nc"), "--out",
+                 str(tmp_path / "m.nc")]) == 2
+    assert "repeats" in capsys.readouterr().err and not (tmp_path / "m.nc").exists()

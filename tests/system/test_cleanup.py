@@ -236,3 +236,34 @@ def test_a_signal_swallowed_by_a_finalizer_is_raised_again(checkpoint):
                 seen.append("not reached")
     assert exc.value.signum == signal.SIGTERM
     assert seen == (["went on", "step"] if checkpoint else ["went on"])
+
+
+def test_a_second_signal_is_not_raised_into_the_first_ones_unwinding():
+    """A Terminated going by (an except or finally running) is not cut by a second one:
+    it is noted (hurry) and the first one's signal stays the one that ends."""
+    seen = []
+    with pytest.raises(cleanup.Terminated) as exc:
+        with cleanup.installed():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                seen.append("not reached")
+            finally:
+                os.kill(os.getpid(), signal.SIGINT)     # inside the unwinding
+                seen.append(cleanup.hurry())
+    assert exc.value.signum == signal.SIGTERM and seen == [True]
+
+
+def test_changed_machine_tells_a_machine_change_from_a_users_file():
+    with cleanup.installed():
+        token = cleanup.push(lambda: None, "a temporary dataset file", machine=False)
+        cleanup.pop(token)
+        assert not cleanup.changed_machine() or cleanup._machine_pid == os.getpid()
+    before = cleanup._machine_pid
+    try:
+        cleanup._machine_pid = None
+        cleanup.pop(cleanup.push(lambda: None, "a file", machine=False))
+        assert not cleanup.changed_machine()
+        cleanup.pop(cleanup.push(lambda: None, "a mount"))
+        assert cleanup.changed_machine()
+    finally:
+        cleanup._machine_pid = before
