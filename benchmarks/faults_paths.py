@@ -2,7 +2,9 @@
 runs them; `python -m benchmarks.faults --kinds disk-full,final-twice,early,device-out`):
 
 * `disk-full`: a simulated sweep (~57 MB of dataset, parts written from its second
-  second) to a tmpfs of a size drawn from [2, 130] MB: it must finish (exit 0) or stop
+  second) to a tmpfs of a size drawn from [2, 130] MB, or (every other trial, drawn) to
+  a 160 MB one that another writer fills 0.3-1.5 s in, leaving 0-8 MB (a full disk in
+  a part, the resume state or the dataset): it must finish (exit 0) or stop
   with one line naming the space it needs (exit 2), no traceback, no segfault, no
   temporary file; the tmpfs then grows to 256 MB and `--resume` must finish it with
   every repetition once (none lost, none twice).
@@ -80,8 +82,37 @@ def _temps(work: Path) -> list[str]:
 
 
 # -- disk-full -----------------------------------------------------------------------
+def _fill(disk: Path, leave: int) -> None:
+    """Another writer takes all but `leave` bytes of disk's space."""
+    st = os.statvfs(disk)
+    take = st.f_bavail * st.f_frsize - leave
+    if take > 0:
+        fd = os.open(disk / "ballast", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, take)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _run_filled(cmd, env, work, disk, trial, rng) -> subprocess.CompletedProcess:
+    """cmd on a roomy disk that another writer fills (all but 0-8 MB) 0.3-1.5 s in: a
+    full disk while parts, the resume state or the dataset are written."""
+    delay, leave = float(rng.uniform(0.3, 1.5)), int(rng.integers(0, 8 << 20))
+    trial.target = f"tmpfs filled {delay:.1f} s in, {leave / 1e6:.1f} MB left"
+    p = subprocess.Popen(cmd, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(delay)
+    _fill(disk, leave)
+    out, err = p.communicate(timeout=300)
+    (disk / "ballast").unlink(missing_ok=True)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
 def disk_full_trial(trial, work: Path, env: dict, rng) -> None:
-    size = int(rng.integers(*DISK_MB))
+    filled = bool(rng.integers(2))
+    size = 160 if filled else int(rng.integers(*DISK_MB))
     trial.target = f"tmpfs {size} MB"
     disk = work / "disk"
     disk.mkdir()
@@ -89,7 +120,8 @@ def disk_full_trial(trial, work: Path, env: dict, rng) -> None:
                    check=True)
     try:
         cmd = _abtlab(*DISK_CMD, "--out", str(disk / "a.nc"))
-        cp = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=300)
+        cp = _run_filled(cmd, env, work, disk, trial, rng) if filled else \
+            subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=300)
         trial.rc.append(cp.returncode)
         trial.tracebacks += tracebacks(cp.stderr)
         lines = _lines(cp.stderr)
