@@ -69,7 +69,10 @@ python_env() {
     if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ]; then echo "up to date"; return 0; fi
     test -x "$PY" || python3 -m venv "$VENV" || return 1
     "$PY" -m pip install -q --upgrade pip || return 1
-    "$PY" -m pip install -q -e '.[all,test]' || return 1   # every extra: make demo and make test use them all
+    # every extra: make demo and make test use them all. compat: the checkout as a path
+    # line, not setuptools' import hook, which runs in every start-up (`site`), where a
+    # Ctrl-C printed "Fatal Python error: init_import_site" (benchmarks/faults_paths.py)
+    "$PY" -m pip install -q -e '.[all,test]' --config-settings editable_mode=compat || return 1
     "$PY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (abtlab)" || return 1
     touch "$STAMP"
 }
