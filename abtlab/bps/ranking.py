@@ -117,6 +117,6 @@ def reason(table) -> str:
     if not np.isfinite(lead.ci_low):
         return f"too few workloads for a CI ({int(lead.n)})"
     if lead.ci_low <= 0:
-        return (f"the best, {lead.metric}, does not move with run time the way Table 1 expects "
-                "(its CI is not above 0), so no metric tracks run time here")
+        return (f"even the best, {lead.metric}, is not measurably correlated with run time in Table 1's "
+                "direction: its CI reaches 0 or below")
     return f"the CI of {lead.metric}'s lead over another metric includes 0"
