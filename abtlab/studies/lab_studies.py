@@ -65,7 +65,7 @@ def bps_lab(data="auto", spacings=(8, 16, 32, 64, 128, 256, 512, 1024, 2048, 409
                                      total_bytes=total_bytes)
         corr = bps_study.correlations(ds)
         table = corr[corr.set == "sieving"].reset_index(drop=True)
-        table.attrs.update(source="measured with fio (He et al.'s sieving set: holes of "
+        table.attrs.update(source="fio runs measured here (He et al.'s sieving set: holes of "
                                   f"{min(spacings)}..{max(spacings)} B)", n=int(table.n.max()))
         return table
     sim = run_sweep("sim", reps=reps, threads=sim_threads, freq=sim_freqs, policy="ext4,nojc",
