@@ -4,10 +4,10 @@ a line as each notebook starts (with how long it took last time), a line as each
 once, with who holds it, a wait for the machine's lock (another real run), which the
 notebook's own kernel would only write into its saved page.
 
-Durations are recorded per notebook and kind of data (`sim`, `guest`, `real`, a path) in
-DURATIONS (a small JSON file in the user's cache); a notebook never run before has no
-ETA until one is, or until the batch's output folder holds its last executed copy
-(papermill's recorded duration)."""
+Durations are recorded per notebook and kind of data (`sim`, `guest`, `auto`, a path) in
+a small JSON file in the user's cache (`durations_path()`; $ABTLAB_DURATIONS names
+another); a notebook never run before has no ETA until one is, or until the batch's
+output folder holds its last executed copy (papermill's recorded duration)."""
 from __future__ import annotations
 
 import json
@@ -17,10 +17,17 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["BatchProgress", "DURATIONS", "recorded_durations", "lock_holder"]
+__all__ = ["BatchProgress", "durations_path", "recorded_durations", "lock_holder", "DURATIONS_ENV"]
 
-DURATIONS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "abtlab" / \
-    "notebook-durations.json"
+DURATIONS_ENV = "ABTLAB_DURATIONS"     # another file for the record (tests use their own)
+
+
+def durations_path() -> Path:
+    """$ABTLAB_DURATIONS, else notebook-durations.json in the user's cache folder."""
+    if os.environ.get(DURATIONS_ENV):
+        return Path(os.environ[DURATIONS_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "abtlab" / \
+        "notebook-durations.json"
 POLL = 0.5          # s between looks at the machine's lock
 
 
@@ -29,9 +36,9 @@ def _key(item) -> str:
     return f"{item.notebook.stem}|{data if data in ('sim', 'guest', 'auto', 'default') else 'path'}"
 
 
-def recorded_durations(path=DURATIONS) -> dict:
+def recorded_durations(path=None) -> dict:
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(Path(path or durations_path()).read_text())
     except (OSError, ValueError):
         return {}
 
@@ -85,8 +92,8 @@ def _fmt(s: float) -> str:
 class BatchProgress:
     """Lines for a batch of report items; `say` prints one (None: silent)."""
 
-    def __init__(self, items, out, workers, say=print, real=(), store=DURATIONS, lock_path=None):
-        self.say, self.workers, self.store = say, max(1, workers), Path(store)
+    def __init__(self, items, out, workers, say=print, real=(), store=None, lock_path=None):
+        self.say, self.workers, self.store = say, max(1, workers), Path(store or durations_path())
         self.out, self.real, self.lock_path = Path(out), set(real), lock_path
         known = recorded_durations(self.store)
         self.expected = {it.name: known.get(_key(it)) or _executed_duration(self.out, it)
@@ -106,18 +113,30 @@ class BatchProgress:
                 sys.stdout.flush()          # a pipe (tee, make's log) sees it now too
 
     def eta(self) -> float | None:
-        """Seconds left: each unfinished notebook's recorded duration (less what it has
-        run), real ones one after another, the rest `workers` at a time; None while any
-        has no record."""
-        now, serial, pool = time.monotonic(), 0.0, 0.0
+        """Seconds left: real notebooks one after another (their recorded durations, less
+        what a running one has run), then the rest as the pool runs them: each waiting
+        one, longest first, on the worker that frees first. None while any has no record."""
+        now, serial, running, waiting = time.monotonic(), 0.0, [], []
         for name, exp in self.expected.items():
             if name in self.finished:
                 continue
             if exp is None:
                 return None
             left = max(0.0, exp - (now - self.started[name])) if name in self.started else exp
-            serial, pool = (serial + left, pool) if name in self.real else (serial, pool + left)
-        return serial + pool / self.workers
+            if name in self.real:
+                serial += left
+            else:
+                (running if name in self.started else waiting).append(left)
+        free = sorted(running + [0.0] * max(0, self.workers - len(running)))[:max(self.workers, len(running))]
+        for left in sorted(waiting, reverse=True):
+            free[0] += left
+            free.sort()
+        return serial + (max(free) if free else 0.0)
+
+    def order(self, items) -> list:
+        """Pool items longest first by their records (unknown ones first: they may be long),
+        so that the longest is not left to run alone at the end."""
+        return sorted(items, key=lambda it: -(self.expected.get(it.name) or float("inf")))
 
     def _eta_text(self) -> str:
         eta = self.eta()
@@ -166,7 +185,7 @@ class BatchProgress:
                 holder = lock_holder(self.lock_path)
                 if holder and holder != shown:
                     self._line(f"waiting: another real run holds this machine ({holder}); "
-                               f"the real-I/O notebooks wait for it to finish")
+                               f"a real run in these notebooks waits for it to finish")
                 elif shown and not holder:
                     self._line("the machine is free again: the real-I/O notebooks go on")
                 shown = holder

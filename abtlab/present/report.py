@@ -217,11 +217,11 @@ def run_batch(items, out, workers: int = 2, title: str = "abtlab report", timeou
 
 
 def _run_pool(items, out, timeout, workers, shown, done) -> None:
-    """items in a pool of `workers` processes, handed out one at a time so that each
-    start is seen; each result shown as it ends, not in item order."""
+    """items in a pool of `workers` processes, longest first by their recorded durations,
+    handed out one at a time so that each start is seen; each result shown as it ends."""
     if not items:
         return
-    queue = list(items)
+    queue = shown.order(items)
     with cf.ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
         running = set()
         while queue or running:

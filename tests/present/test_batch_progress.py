@@ -36,12 +36,17 @@ def test_a_batch_says_each_start_and_end_and_an_eta_from_the_last_durations(tmp_
 
 
 def test_the_eta_counts_real_notebooks_one_after_another():
-    items = [NS(name=n, notebook=NS(stem=n), parameters={}) for n in ("a", "b", "c")]
+    items = [NS(name=n, notebook=NS(stem=n), parameters={}) for n in "abcde"]
     p = BatchProgress(items, "/nonexistent", 2, say=None, real={"a"}, store="/nonexistent/d.json")
     p.expected = {"a": 10.0, "b": 20.0, "c": 20.0}
-    assert p.eta() == 10.0 + 40.0 / 2
+    assert p.eta() == 10.0 + 20.0               # a alone, then b and c side by side
     p.finished |= {"a", "b"}
-    assert p.eta() == 10.0
+    assert p.eta() == 20.0
+    p.expected = {"a": 0.0, "b": 30.0, "c": 10.0, "d": 10.0, "e": 10.0}
+    p.finished = {"a"}
+    items = [NS(name=n) for n in "cdeb"]
+    assert [it.name for it in p.order(items)] == ["b", "c", "d", "e"]
+    assert p.eta() == 30.0                      # b on one worker, c, d, e on the other
 
 
 def _outside_holder(lock, tmp_path):
