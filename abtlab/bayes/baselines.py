@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..stats.notices import notice
 from .data import config_frame, factors_of
 
 __all__ = ["BaselineFit", "fit_baseline", "KINDS"]
@@ -110,6 +111,11 @@ def fit_baseline(table, kind="ols"):
     except (patsy.PatsyError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
         raise ConfigError("model", kind, f"a dataset it can fit ({formula}: "
                           f"{str(exc).splitlines()[0]})") from None
+    # both scales are relative (a log's variance, a Gamma's dispersion): real runs give
+    # ~1e-4 and more, repetitions that are all the same rounding's ~1e-30
+    if float(res.scale) < 1e-20:
+        notice("the runs do not vary between repetitions (constant data): the fit's "
+               "standard errors and p_slowdown are not meaningful")
     return BaselineFit(kind, res, log_fref, table)
 
 

@@ -46,3 +46,21 @@ def test_cli_refuses_in_one_line(tmp_path, capsys, kind):
     one_config().to_netcdf(path)
     assert main(["fit", str(path), "--model", kind]) == 0
     assert "d log y / d log f per configuration" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", baselines.KINDS)
+def test_constant_data_is_one_notice_and_varied_data_none(kind):
+    import warnings
+    from abtlab.errors import AbtWarning
+    ds = one_config()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        baselines.fit_baseline(data.model_table(ds), kind)
+    assert not [w for w in seen if issubclass(w.category, AbtWarning)]
+    ds = planted(lambda n, p: -0.5, threads=(64,), policies=("ext4",), noise=0.0)   # all alike
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        baselines.fit_baseline(data.model_table(ds), kind)
+    said = [str(w.message) for w in seen if issubclass(w.category, AbtWarning)]
+    assert said == ["the runs do not vary between repetitions (constant data): the fit's standard "
+                    "errors and p_slowdown are not meaningful"], [str(w.message) for w in seen]
