@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DEMO_OUT ?= demo-out
 export VENV
 
-.PHONY: demo test setup native bench docs clean render
+.PHONY: demo test setup native bench docs clean render gallery
 
 setup:
 	@bash scripts/setup.sh
@@ -30,6 +30,10 @@ docs:
 # the numbers README.md and docs/ quote, rewritten from the stored results (data/results/)
 render:
 	$(PY) -m abtlab results render
+
+# the gallery's executed notebooks (docs/gallery/, on the simulator), which the docs build shows
+gallery:
+	$(PY) -m abtlab results gallery
 
 bench: setup
 	$(PY) -m benchmarks

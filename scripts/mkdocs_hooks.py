@@ -1,8 +1,8 @@
 """MkDocs hooks for the documentation site (mkdocs.yml: hooks).
 
 The changelog at the repository's root is the site's page changelog.md. (The gallery's
-notebooks are symbolic links in docs/gallery/ to notebooks/, rendered by mkdocs-jupyter
-without executing them; `make demo` is what executes them.)
+notebooks are symbolic links in docs/gallery/ to notebooks/, or their executed copies
+written by `abtlab results gallery`; mkdocs-jupyter renders them without executing.)
 """
 from pathlib import Path
 

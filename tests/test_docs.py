@@ -65,9 +65,22 @@ def test_every_notebook_is_in_the_gallery():
     nav = set(_nav_pages(_config()["nav"]))
     index = (ROOT / "docs" / "gallery" / "index.md").read_text()
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        link = ROOT / "docs" / "gallery" / nb.name
-        assert link.is_symlink() and link.resolve() == nb.resolve(), nb.name
+        page = ROOT / "docs" / "gallery" / nb.name
+        # a link to the notebook, or its executed copy (abtlab results gallery)
+        assert page.is_symlink() and page.resolve() == nb.resolve() or \
+            not page.is_symlink() and page.is_file(), nb.name
         assert f"gallery/{nb.name}" in nav and f"({nb.name})" in index, nb.name
+
+
+def test_the_gallerys_executed_notebooks_are_the_notebooks_code_with_figures():
+    import json
+    from abtlab.results.gallery import GALLERY, PARAMETERS, stale
+    assert stale() == []
+    for name in PARAMETERS:
+        nb = json.loads((GALLERY / f"{name}.ipynb").read_text())
+        outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        assert any("image/png" in o.get("data", {}) for o in outputs), name
+        assert nb["metadata"]["abtlab_gallery"]["parameters"] == PARAMETERS[name]
 
 
 def test_strict_build_fails_on_a_broken_link(tmp_path):

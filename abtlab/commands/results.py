@@ -1,5 +1,6 @@
-"""`abtlab results list | show NAME | check NAME [--quick] | add NAME FILE | render`: the
-stored results every page quotes (data/results/index.toml)."""
+"""`abtlab results list | show NAME | check NAME [--quick] | add NAME FILE | render |
+gallery`: the stored results every page quotes (data/results/index.toml), and the
+gallery's executed notebooks."""
 from __future__ import annotations
 
 __all__ = ["register"]
@@ -34,6 +35,9 @@ def register(sub):
     r.add_argument("--check", action="store_true",
                    help="change nothing; exit 1 when a page is out of date or quotes a CI "
                         "no stored result gives")
+    g = acts.add_parser("gallery", help="execute gallery notebooks into docs/gallery/ (the docs "
+                                        "build shows these copies and runs nothing)")
+    g.add_argument("names", nargs="*", help="notebook names (default: every executed one)")
     p.set_defaults(func=main)
 
 
@@ -41,7 +45,14 @@ def main(args):
     from ..results import registry
     folder = args.root or registry.root()
     return {"list": _list, "show": _show, "check": _check, "add": _add,
-            "render": _render}[args.action](args, folder)
+            "render": _render, "gallery": _gallery}[args.action](args, folder)
+
+
+def _gallery(args, folder):
+    from ..results.gallery import PARAMETERS, execute
+    for name in args.names or PARAMETERS:
+        print(f"executed {execute(name)}")
+    return 0
 
 
 def _list(args, folder):
