@@ -22,6 +22,8 @@ NOTEBOOKS, GALLERY = CHECKOUT / "notebooks", CHECKOUT / "docs" / "gallery"
 KEY = "abtlab_gallery"
 # the parameters of each executed copy: the simulator, so the gallery runs anywhere
 PARAMETERS = {"01_slowdown": {"data": "sim", "metarates_data": "sim"},
+              "02_abt_model": {"data": "sim"}, "03_delay": {"data": "sim"},
+              "06_frequency_policies": {"data": "sim"},
               "lab_1_faster_cpu": {"data": "sim"}}
 
 
