@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import schema
+from ..data.display import display_unit
 from ..stats.intervals import point_stats
 from ..stats.values import provenance_label
 from .figures import finish
@@ -45,7 +46,7 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
     # deferred: matplotlib is heavy; `import abtlab` and `abtlab run` do without it
     import matplotlib.pyplot as plt
     stats = point_stats(ds, var)
-    name, scale, unit = _LABELS.get(var, (var, 1, ds[var].attrs.get("units", "")))
+    name, scale, unit = _axis(ds, var, stats["mean"].values)
     panels = list(ds[facet].values) if facet else [None]
     if ax is None:
         fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
@@ -63,6 +64,19 @@ def plot_metric(ds, var="throughput", facet=None, ax=None):
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{ds.attrs.get('backend', '')} {name} vs frequency - {provenance_label(ds)}", fontsize=11)
     return finish(fig)
+
+
+def _axis(ds, var, means):
+    """(name, scale, unit) of var's axis: the plot divides by scale. A stored unit in
+    abtlab.data.display's convention (bytes/s in MiB/s, s in ms or s), a count by its
+    name here (threads, commits)."""
+    name, scale, unit = _LABELS.get(var, (var, 1, ds[var].attrs.get("units", "")))
+    stored = ds[var].attrs.get("units", "")
+    if stored and stored != "1":
+        finite = means[np.isfinite(means)]
+        unit, factor = display_unit(stored, [float(np.abs(finite).max())] if finite.size else [])
+        scale = 1 / factor
+    return name, scale, unit
 
 
 def _panel_title(ds, facet, level) -> str:
