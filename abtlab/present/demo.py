@@ -34,6 +34,9 @@ def demo_items(force_sim=False) -> list:
 def run_demo_report(out="demo-out", quiet=False, force_sim=False):
     """Run every study notebook into out/; return (outcomes, out/index.html)."""
     title = "abtlab demo: does a faster CPU slow parallel I/O here?"
+    if not quiet:       # reading eight notebooks' parameters takes seconds: say so first
+        print("abtlab demo: reading the study notebooks and which of them run real I/O here ...",
+              flush=True)
     outcomes, _ = run_batch(demo_items(force_sim), Path(out), workers=2, title=title,
                             progress=None if quiet else print)
     answer = next((o for o in outcomes if o.item.name == ANSWER_NOTEBOOK), None)
