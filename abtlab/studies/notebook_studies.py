@@ -127,14 +127,15 @@ _GUEST_BOOTS = {"guest_batch": 8, "guest_timeout": 1800}
 
 
 def paper_machine_run(data, sim_params, threads=256, file_size="128k", record_size="32k",
-                      freqs=(1.6, 3.3), reps=3, seed=0):
+                      freqs=(1.6, 3.3), reps=3, seed=0, policy="ext4"):
     """The simulated paper machine (examples/sim_paper_machine.toml) at a lab's point, for
-    ext4 only, to set beside the lab's own run; None when the lab's run is that already.
+    `policy` (ext4; lab 3: ext4 and its delayJC windows), to set beside the lab's own run;
+    None when the lab's run is that already.
     attrs["journal_cpu_us"]: the journal thread's CPU to start a commit it was given."""
     if data == "sim" and sim_params == "paper_machine":
         return None
     path = about.EXAMPLES / "sim_paper_machine.toml"
-    ds = lab_data("sim", threads, file_size, record_size, policy="ext4", freqs=freqs, reps=reps,
+    ds = lab_data("sim", threads, file_size, record_size, policy=policy, freqs=freqs, reps=reps,
                   seed=seed, quiet=True, sim_params="paper_machine")
     with open(path, "rb") as fh:
         params = tomllib.load(fh)

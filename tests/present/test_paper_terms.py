@@ -185,3 +185,18 @@ def test_paper_machine_note_sets_the_simulated_paper_machine_beside_the_run_and_
     assert "faster at the faster clock" in note and note.endswith("Why do they differ?")
     assert "is the SIMULATED paper machine" in lab_notes.paper_machine_note(here, None, 1.6, 3.3)
     assert studies.paper_machine_run("sim", "paper_machine") is None
+
+
+def test_delay_paper_machine_note_sets_both_best_windows_side_by_side(monkeypatch):
+    here = pd.DataFrame({"window_ms": [0, 4, 16], "throughput_mib_s": [100.0, 90.0, 95.0],
+                         "commit_wait_ms": [150.0, 160.0, 200.0]})
+    paper = make_run({"ext4": 1.0}, policies=("ext4",), threads=(256,))
+    paper.attrs.update(journal_cpu_us=2000.0, params_file="sim_paper_machine.toml")
+    # the paper machine's delay table (studies.delay_table is tested with its study): 4 ms x3.6
+    monkeypatch.setattr(lab_notes, "delay_table", lambda ds: pd.DataFrame(
+        {"window_ms": [0, 4], "throughput_mib_s": [10.0, 36.0], "commit_wait_ms": [100.0, 300.0]}))
+    note = lab_notes.delay_paper_machine_note(here, paper, 3.3)
+    assert "this run: plain ext4 (no window raises the throughput)" in note
+    assert "a 4 ms window, x3.60 ext4's, commit wait 300 ms against ext4's 100 ms" in note
+    assert "2000 us" in note and note.endswith("Why do they differ?")
+    assert "is the SIMULATED paper machine" in lab_notes.delay_paper_machine_note(here, None, 3.3)
