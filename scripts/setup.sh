@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh: provision everything `make test` and `make demo` need, in order, before any
 # test runs: the Debian packages, the Python environment, the C programs, a qemu 8+ (the
-# virtual clock with several vCPUs needs it), the guest's Linux 6.1 kernel and initramfs,
+# virtual clock with several vCPUs needs it) and its build with the lock-step clock, the
+# guest's Linux 6.1 kernel and initramfs,
 # and Linux 3.4.2 when its source is on this machine. One progress line per step with its
 # time. Nothing is fetched or installed later by a test: a test that needs what this
 # machine cannot have skips and says why.
@@ -105,9 +106,20 @@ fi
 if guest_wanted; then
     step "qemu" bash -c 'read -r bin data < <(native/kernel/qemu.sh) && "$bin" --version | head -n1'
     say "qemu: $(head -n1 "$log_dir/qemu.log")"
+    # the lock-step clock's qemu (clock=lockstep): the same version from Debian's source with
+    # abtlab's patch, compiled beside the guest kernel (cached per patch)
+    lockstep_log="$log_dir/qemu-lockstep.log"; t_lockstep=$(date +%s)
+    say "qemu with the lock-step clock: building in the background (cached per patch)"
+    (native/kernel/qemu-lockstep.sh && date +%s >"$log_dir/lockstep.end") >"$lockstep_log" 2>&1 &
+    lockstep_pid=$!
     step "guest initramfs" make -s -C native/kernel out/initramfs.cpio.gz
     beat "$kernel_pid" "guest kernel (building since the start)" "$t_kernel"
     wait "$kernel_pid" || fail "guest kernel" "$kernel_log"
+    if wait "$lockstep_pid"; then
+        say "qemu with the lock-step clock: $(head -n1 "$lockstep_log" | cut -d' ' -f1) in $(( $(cat "$log_dir/lockstep.end") - t_lockstep )) s"
+    else   # clock=lockstep then refuses with the reason; the rest of the guest works
+        say "qemu with the lock-step clock: NOT built ($(tail -n1 "$lockstep_log")); clock=lockstep tests skip"
+    fi
     say "guest kernel: $(readlink -f native/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
     if native/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
         step "Linux 3.4.2 kernel" native/kernel/build-kernel-3.4.2.sh

@@ -44,7 +44,7 @@ from .kernels import (CMDLINE, K342_LABEL, KERNEL_LABEL, cached_build, check_ker
 __all__ = ["KERNEL_LABEL", "K342_LABEL", "kernel_label", "check_kernels", "boot_cmdline", "trace_times",
            "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
-           "CMDLINE", "Qemu", "qemu", "ICOUNT_SMP_MAJOR", "kernel_build", "initramfs_build"]
+           "CMDLINE", "Qemu", "qemu", "qemu_for", "ICOUNT_SMP_MAJOR", "kernel_build", "initramfs_build"]
 
 KERNEL_DIR = about.NATIVE / "kernel"
 QEMU = "qemu-system-x86_64"
@@ -148,18 +148,28 @@ class Qemu:
         return f"qemu {self.version} ({where})"
 
 
-@functools.lru_cache(maxsize=1)
-def qemu() -> Qemu:
+@functools.lru_cache(maxsize=2)
+def qemu(lockstep: bool = False) -> Qemu:
     """The qemu the guest runs with (native/kernel/qemu.sh): the system's when it is
-    8 or later, else Debian backports' qemu unpacked into the cache, else the system's."""
-    proc = subprocess.run([str(KERNEL_DIR / "qemu.sh")], capture_output=True, text=True,
-                          timeout=900)
+    8 or later, else Debian backports' qemu unpacked into the cache, else the system's.
+    lockstep: the same version with abtlab's lock-step clock (native/kernel/qemu-lockstep.sh,
+    built by the set-up; built here when missing and root)."""
+    script = "qemu-lockstep.sh" if lockstep else "qemu.sh"
+    proc = subprocess.run([str(KERNEL_DIR / script)], capture_output=True, text=True,
+                          timeout=1800)
     if proc.returncode != 0 or not proc.stdout.split():
+        if lockstep:
+            raise UnavailableError(f"guest:clock=lockstep: no lock-step qemu: {proc.stderr.strip()}")
         raise UnavailableError(f"guest: no qemu: {proc.stderr.strip()}")
     binary, *data = proc.stdout.split()
     head = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
     version = head.split("version ", 1)[1].split()[0] if "version " in head else ""
-    return Qemu(binary, data[0] if data else "", version)
+    return Qemu(binary, data[0] if data else "", version + (" + abtlab lock-step patch" if lockstep else ""))
+
+
+def qemu_for(machine) -> Qemu:
+    """The qemu a guest machine boots on: the lock-step build for clock=lockstep."""
+    return qemu(lockstep=bool(getattr(machine, "lockstep", False)))
 
 
 def check_smp(machine, q: Qemu) -> None:
@@ -255,13 +265,16 @@ def batch_env(npoints: int, events, trace_kb: int) -> str:
             f"TRACE_EVENTS={shlex.quote(' '.join(events))}\n")
 
 
-def run_cpio(files: dict) -> bytes:
-    """A gzip'd newc cpio holding `files` (path -> bytes, mode 0644, under /abt):
-    appended to the base initramfs, the kernel unpacks it over it."""
+def run_cpio(files: dict, executables=()) -> bytes:
+    """A gzip'd newc cpio holding `files` (path -> bytes, mode 0644, under /abt; 0755 for
+    the names in `executables`): appended to the base initramfs, the kernel unpacks it
+    over it."""
     buf = io.BytesIO()
     entries = [("abt", None)] + [(f"abt/{n}", d) for n, d in files.items()] + [("TRAILER!!!", b"")]
     for ino, (name, data) in enumerate(entries, 1):
         mode = 0o040755 if data is None else (0o100644 if name != "TRAILER!!!" else 0)
+        if name.removeprefix("abt/") in executables:
+            mode = 0o100755
         body = data or b""
         nb = name.encode() + b"\0"
         hdr = "070701" + "".join(f"{v:08x}" for v in (
@@ -287,6 +300,9 @@ def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu(),
     if machine.clock == "virtual":
         accel = ["-accel", "tcg,thread=single",
                  "-icount", f"shift={machine.shift},sleep=off"]
+    elif machine.clock == "lockstep":
+        accel = ["-accel", "tcg,thread=single",
+                 "-icount", f"shift=0,sleep=off,lockstep={machine.quantum},mhz={machine.mhz}"]
     else:
         accel = ["-accel", "tcg,thread=multi"]
     firmware = ["-L", f"{q.datadir}/qemu", "-L", f"{q.datadir}/seabios"] if q.datadir else []
@@ -394,7 +410,8 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = DEFAULT_
     (a point that failed inside it has its status set and the others still ran).
     overlays: gzip'd cpio archives appended to the base initramfs (out/fio.cpio.gz)."""
     kernel, base = ensure_built(kernel=machine.kernel)
-    check_smp(machine, qemu())
+    q = qemu_for(machine)
+    check_smp(machine, q)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     initrd, console, out = (workdir / "guest-initrd.gz", workdir / "guest-console.log",
@@ -406,7 +423,7 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = DEFAULT_
     try:
         extra = b"".join(Path(o).read_bytes() for o in overlays)
         initrd.write_bytes(base.read_bytes() + extra + run_cpio(files))
-        argv = qemu_argv(machine, kernel, initrd, console, out, qemu(), boot_cmdline(machine, runs))
+        argv = qemu_argv(machine, kernel, initrd, console, out, q, boot_cmdline(machine, runs))
         wall = _start_qemu(argv, console, timeout)
         slots, text = read_slots(out, len(runs)), console.read_text(errors="replace")
     finally:

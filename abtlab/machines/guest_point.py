@@ -199,15 +199,14 @@ def shadow_waits(files: dict) -> dict:
 def _attrs(pres, pol, machine: Machine, ctx) -> dict:
     gk = machine.guest_kernel
     label = gk.label
-    attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": guest.qemu().describe(),
+    attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": guest.qemu_for(machine).describe(),
              "guest_kernel_build": guest.kernel_build(machine.kernel),
              "guest_initramfs_build": guest.initramfs_build(),
              "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
              "filesystem": f"ext4 on {gk.disk} in a qemu TCG guest",
              "policy_mechanism": pol.mechanism,
              "commit_records": gk.commit_records,
-             "time_base": ("virtual: guest CLOCK_MONOTONIC under qemu -icount" if machine.clock == "virtual"
-                           else "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)")}
+             "time_base": _TIME_BASE[machine.clock]}
     kk = machine.kernel_knobs
     attrs.update(kk.attrs())
     attrs["kernel"] = f"{label} {kk.label}"
@@ -219,12 +218,22 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
         attrs["freq_emulation"] = ("each op's thread CPU time dilated by f_ref/f with spinning "
                                    "right after the call (guest CPU time); device and blocked "
                                    "time not dilated")
-    if ctx.freq_mode == "virtual":
+    if ctx.freq_mode == "virtual" and machine.lockstep:
+        attrs["freq_emulation"] = ("virtual, lock-step: F GHz = every vCPU executes one instruction "
+                                   "every 1/F ns whatever the others do, for all guest code (kernel "
+                                   "threads too); instructions, not cycles: F GHz at one "
+                                   "instruction per cycle")
+    elif ctx.freq_mode == "virtual":
         attrs["freq_emulation"] = (f"virtual: F GHz = icount shift log2({VIRTUAL_REF_GHZ:g}/F), one "
                                    "guest instruction every 1/F ns, for all guest code (kernel "
                                    "threads too); instructions, not cycles: 1 GHz at one "
                                    "instruction per cycle")
     return attrs
+
+
+_TIME_BASE = {"virtual": "virtual: guest CLOCK_MONOTONIC under qemu -icount",
+              "lockstep": "virtual: guest CLOCK_MONOTONIC under qemu -icount, lock-step vCPUs",
+              "host": "guest CLOCK_MONOTONIC on the host clock (multi-threaded TCG)"}
 
 
 def run_batch(items, machine: Machine, workdir, timeout=None) -> list:

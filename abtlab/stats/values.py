@@ -66,11 +66,14 @@ def provenance_label(ds) -> str:
     disk was the FUSE latency model: goes on every plot."""
     mode = ds.attrs.get("freq_mode", "?")
     label = {"real": "measured", "emulated": "measured, emulated frequency",
-             "virtual": "measured, frequency by icount shift (whole guest CPU)",
+             "virtual": "measured, frequency by the guest's virtual clock (whole guest CPU)",
              "simulated": "SIMULATED"}.get(mode, mode)
     if mode != "simulated" and ds.attrs.get("device_emulation"):
         label += f", emulated device ({_emulated_devices(ds)})"
-    if "virtual" in str(ds.attrs.get("clock", "")):
+    clock = str(ds.attrs.get("clock", ""))
+    if "lockstep" in clock:
+        label += ", guest points in VIRTUAL time (lock-step vCPUs at the clock)"
+    elif "virtual" in clock:
         label += ", guest points in VIRTUAL time (qemu icount)"
     return label
 

@@ -49,7 +49,7 @@ def build_levels(backend, freq=None, **factors):
                               f"({be.option_names()}) of backend {be.name}")
     options.update(factors)
     if options.get("freq_mode") == "virtual":
-        check_virtual_freq(levels.get("machine", ["host"]))
+        check_virtual_freq(levels.get("machine", ["host"]), levels.get("freq_ghz", ()))
     return levels, options
 
 

@@ -98,8 +98,9 @@ def test_virtual_frequency_is_an_icount_shift_of_guests_only():
     from abtlab.machines.dispatch import machine_for
     from abtlab.factors.levels import parse_freq
     assert parse_freq("virtual:1,0.5,0.125").levels == [1.0, 0.5, 0.125]
-    with pytest.raises(ConfigError):
-        parse_freq("virtual:0.3")
+    with pytest.raises(ConfigError) as err:     # not an icount shift: refused for clock=virtual
+        build_levels("iozone", freq="virtual:0.3", machine="guest")
+    assert err.value.field == "freq" and "1/2^S" in str(err.value)
     levels, opts = build_levels("iozone", freq="virtual:1,0.25", machine="guest")
     assert opts["freq_mode"] == "virtual" and levels["freq_ghz"] == [1.0, 0.25]
     ctx = RunContext(workdir=".", freq_mode="virtual")
@@ -140,3 +141,47 @@ def test_every_kernel_name_is_one_row_of_the_table():
     for name, row in kernels.KERNELS.items():
         m = machine.parse_machine(f"guest:kernel={name}")
         assert m.guest_kernel is row and row.boot_cmdline(256).startswith("console=ttyS0")
+
+
+def test_lockstep_is_the_papers_clock_in_ghz():
+    """clock=lockstep: every vCPU at mhz= (one instruction a cycle); `--freq virtual:F` is F
+    GHz itself; mhz= and quantum= belong to it alone."""
+    from abtlab.backends.base import RunContext
+    from abtlab.machines.dispatch import machine_for
+    from abtlab.machines.guest import Qemu, qemu_argv
+    m = machine.parse_machine("guest:clock=lockstep,cpus=4,kernel=3.4.2")
+    assert (m.mhz, m.quantum, m.lockstep, m.isolated_clock) == (1000, 10000, True, True)
+    assert m.label == "guest:clock=lockstep,cpus=4,kernel=3.4.2"
+    f = machine.parse_machine("guest:clock=lockstep,cpus=4,mhz=3300,quantum=2000")
+    assert f.label == "guest:clock=lockstep,cpus=4,mhz=3300,quantum=2000" and machine.parse_machine(f.label) == f
+    assert f.ns_per_insn == pytest.approx(1000 / 3300)
+    attrs = f.attrs()
+    assert attrs["cpu_clock_ghz"] == "3.3" and attrs["lockstep_quantum_insns"] == "2000"
+    assert "3.3 GHz" in attrs["lockstep"] and attrs["repeatable"].startswith("exact")
+    argv = qemu_argv(f, "bz", "rd", "c", "r", Qemu("q"))
+    assert argv[argv.index("-icount") + 1] == "shift=0,sleep=off,lockstep=2000,mhz=3300"
+    levels, opts = build_levels("iozone", freq="virtual:1.6,2.4,3.3", machine=m.label)
+    assert levels["freq_ghz"] == [1.6, 2.4, 3.3]
+    ctx = RunContext(workdir=".", freq_mode="virtual")
+    at = machine_for({"machine": m.label, "freq_ghz": 3.3}, ctx)
+    assert (at.mhz, at.shift) == (3300, 0)
+    assert machine.parse_machine("guest").label == "guest"      # defaults stay out of labels
+
+
+@pytest.mark.parametrize("spec,key", [
+    ("guest:mhz=3300", "mhz"), ("guest:clock=host,quantum=500", "quantum"),
+    ("guest:clock=lockstep,shift=1", "shift"), ("guest:clock=lockstep,mhz=20", "mhz"),
+    ("guest:clock=lockstep,quantum=10", "quantum")])
+def test_lockstep_keys_are_refused_elsewhere_and_out_of_range(spec, key):
+    with pytest.raises(ConfigError) as err:
+        machine.parse_machine(spec)
+    assert err.value.field == f"--machine guest:{key}"
+
+
+def test_virtual_levels_follow_the_machines_clock():
+    with pytest.raises(ConfigError) as err:    # lock-step: 0.05-10 GHz
+        build_levels("iozone", freq="virtual:12", machine="guest:clock=lockstep")
+    assert err.value.field == "freq"
+    with pytest.raises(ConfigError) as err:    # the frequency axis sets mhz=
+        build_levels("iozone", freq="virtual:1.6", machine="guest:clock=lockstep,mhz=2000")
+    assert err.value.field == "freq" and "mhz" in str(err.value)
