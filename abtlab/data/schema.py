@@ -62,6 +62,9 @@ VARIABLES = {v.name: v for v in [
         "the first open to the last close (as mdtest's rate; not eq. 9)"),
     Var("fcr_approx", "files/s", "file creation rate from fsync time only, eq. (10)"),
     Var("elapsed", "s", "wall time from first op start to last op end"),
+    Var("start_phase", "s", "the seeded wait in the guest before the workload starts (a "
+        "repetition's own phase of the drive's rotation, the timer ticks and the journal's "
+        "commit timer, as a real machine's repetitions have; guest option start_phase)"),
     Var("commits", "1", "journal commits in the run (tracefs jbd2_end_commit)"),
     Var("jbd2_info_commits", "1", "commit delta from /proc/fs/jbd2/<dev>/info"),
     Var("jbd2_shadow_waits", "1", "handles that slept on a buffer being written to the log "

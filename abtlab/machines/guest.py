@@ -65,6 +65,7 @@ class GuestRun:
     env: dict = field(default_factory=dict)
     knobs: list = field(default_factory=list)
     knobs_reset: list = field(default_factory=list)
+    pre_sleep_us: int = 0                    # waited in the guest before the workload starts
 
 
 @dataclass
@@ -257,7 +258,11 @@ def point_env(run: GuestRun, index: int) -> str:
             f"SLEEP_COMM={shlex.quote(comm_of(run.argv[0]) if run.argv else '')}\n"
             f"KNOBS={shlex.quote(_words(run.knobs))}\n"
             f"KNOBS_RESET={shlex.quote(_words(run.knobs_reset))}\n"
-            f"run_workload() {{ env {env} {argv}; }}\n")
+            f"run_workload() {{ {_pre_sleep(run)}env {env} {argv}; }}\n")
+
+
+def _pre_sleep(run: GuestRun) -> str:
+    return f"usleep {int(run.pre_sleep_us)}; " if run.pre_sleep_us > 0 else ""
 
 
 def batch_env(npoints: int, events, trace_kb: int) -> str:

@@ -14,6 +14,8 @@ import re
 import uuid
 from pathlib import Path, PurePosixPath
 
+import numpy as np
+
 from .. import policies, trace
 from ..data.result import RunResult
 from ..errors import AbtError, ConfigError, RunError, UnavailableError
@@ -83,12 +85,28 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.guest_kernel), env={},
-                         mount_options=mount, knobs=writes, knobs_reset=resets)
+                         mount_options=mount, knobs=writes, knobs_reset=resets,
+                         pre_sleep_us=start_phase_us(ctx, machine))
     if pol.needs_preload:  # the preload needs the dynamically linked build
         if exe is None:
             run.argv[0] += "-dyn"
         run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
     return run, pol
+
+
+TURN_US = 8333     # one turn of a 7200 rpm drive
+
+
+def start_phase_us(ctx, machine: Machine) -> int:
+    """A repetition's seeded wait before its workload (0 without start_phase=seeded, the
+    default on the lock-step clock only): virtual time repeats exactly, so without it
+    repetitions with other seeds can be one run; with it each starts at its own phase of
+    the drive's rotation (abt_disk.h: the angle is the clock mod one turn), the timer
+    ticks and the journal's commit timer."""
+    mode = ctx.options.get("start_phase", "seeded" if machine.lockstep else "none")
+    if mode != "seeded":
+        return 0
+    return int(np.random.default_rng([int(ctx.seed), int(ctx.rep), 0x5EED]).integers(0, TURN_US))
 
 
 # the guest kernel has no kallsyms, so a trace marker's caller prints as an address
@@ -287,6 +305,8 @@ def _point_result(pres, run, pol, machine: Machine, ctx, workdir) -> RunResult:
     """to_result, with the guest disk and mount options the point was given."""
     r = to_result(pres, pol, machine, ctx, workdir, run.argv)
     r.attrs.update({**run.disk.describe(), "mount_options": run.mount_options or "defaults"})
+    if run.pre_sleep_us:
+        r.scalars["start_phase"] = run.pre_sleep_us / 1e6
     _disk_read_back(r.attrs, pres.files)
     return r
 

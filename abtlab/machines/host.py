@@ -37,6 +37,8 @@ __all__ = ["SCRATCH_OPTIONS", "check_data_fits", "real_available",
            "Prepared", "add_measures", "scratch_geometry", "image_mb", "mount_options_of",
            "drop_caches", "no_commits", "from_first_op"]
 
+START_PHASES = ("seeded", "none")
+
 # run options every real workload driver accepts (not swept)
 SCRATCH_OPTIONS = {
     "image_mb": "scratch image size in MiB (default: 3 x the data + the journal + 128)",
@@ -45,6 +47,9 @@ SCRATCH_OPTIONS = {
     "mount_options": "extra ext4 mount options, e.g. nodelalloc or commit=1",
     "guest_timeout": "seconds before a --machine guest boot is killed (default 600)",
     "guest_batch": "points run in one guest boot (default 32; 1: a boot per point)",
+    "start_phase": "seeded | none: a guest repetition first waits a seeded 0 to 8.33 ms (one "
+                   "turn of a 7200 rpm drive) so repetitions differ as a real machine's do "
+                   "(default: seeded on clock=lockstep, none elsewhere)",
     "guest_trace_kb": "the guest's trace buffer per vCPU in KiB, 1024 to 262144 (default 16384; "
                       "raise it when a point's trace events were lost; it comes out of mem=)"}
 
@@ -104,6 +109,8 @@ def check_scratch_options(options: dict) -> dict:
         if isinstance(image, bool) or not str(image).strip().isdigit() or not 16 <= int(image) <= 65536:
             raise ConfigError("image_mb", image, "an integer from 16 to 65536 (MiB)")
     geometry.check_fits(image_mb(options, 0))  # the default image always fits
+    if options.get("start_phase", "seeded") not in START_PHASES:
+        raise ConfigError("start_phase", options["start_phase"], " | ".join(START_PHASES))
     trace_kb = options.get("guest_trace_kb")
     if trace_kb is not None and (isinstance(trace_kb, bool) or not str(trace_kb).strip().isdigit()
                                  or not 1024 <= int(trace_kb) <= 262144):

@@ -27,7 +27,9 @@ def ratios_between(ds, var, lo, hi, level=0.95, method="fieller"):
 
 def _ratio_column(ds, var, lo, hi, level, method):
     sd, r, a, b = ratios_between(ds, var, lo, hi, level, method)
-    return [format_ratio(*x) if np.isfinite(x[0]) else "-" for x in zip(r, a, b)], sd
+    same = sd["identical"].values.ravel()
+    return [format_ratio(*x, identical=bool(i)) if np.isfinite(x[0]) else "-"
+            for *x, i in zip(r, a, b, same)], sd
 
 
 def eq3_ratio(f_low, f_high, nb_low, nb_high):

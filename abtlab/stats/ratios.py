@@ -142,8 +142,10 @@ def slowdown(ds, var="throughput", ref=None, level=0.95, method="fieller", n_boo
     dims = cfg + [schema.FREQ]
     coords = {d: da[d].values for d in dims}
     n = np.isfinite(x).sum(axis=-1)
+    same = _identical(x)
+    same = same & np.broadcast_to(same[..., iref:iref + 1], same.shape)
     res = xr.Dataset({"ratio": (dims, out[..., 0]), "ci_low": (dims, out[..., 1]),
-                      "ci_high": (dims, out[..., 2]), "n": (dims, n),
+                      "ci_high": (dims, out[..., 2]), "n": (dims, n), "identical": (dims, same),
                       "n_ref": (dims, np.broadcast_to(n[..., iref:iref + 1], n.shape).copy())},
                      coords=coords)
     res.attrs = _provenance(ds, var=var, ref_freq_ghz=ref, level=level, method=method,
@@ -151,10 +153,22 @@ def slowdown(ds, var="throughput", ref=None, level=0.95, method="fieller", n_boo
     return res
 
 
-def format_ratio(ratio, low, high, digits=2) -> str:
+def _identical(x) -> np.ndarray:
+    """Per point: two or more repetitions, all with the same value (a deterministic machine
+    whose repetitions did not differ: one run, not a sample)."""
+    with np.errstate(invalid="ignore"):
+        n = np.isfinite(x).sum(axis=-1)
+        spread = np.nanmax(x, axis=-1) - np.nanmin(x, axis=-1) if x.size else np.zeros(x.shape[:-1])
+    return (n >= 2) & (spread == 0)
+
+
+def format_ratio(ratio, low, high, digits=2, identical=False) -> str:
     """'0.53 [0.45, 0.61]'; a CI that is unbounded or reaches below 0 (a ratio of positive
     means cannot: the reference mean is not clearly away from 0 with these repetitions) is
-    said in words instead of as '[-inf, inf]'."""
+    said in words instead of as '[-inf, inf]', and so are repetitions that are all one
+    value (a zero-width interval would read as certainty)."""
+    if identical:
+        return f"{ratio:.{digits}f} [no CI: the repetitions are identical, one run]"
     if not (math.isfinite(low) and math.isfinite(high)) or low < 0:
         return f"{ratio:.{digits}f} [no CI: too few or too noisy repetitions]"
     return f"{ratio:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
@@ -163,8 +177,9 @@ def format_ratio(ratio, low, high, digits=2) -> str:
 def slowdown_table(sd, digits=2):
     """slowdown() as a DataFrame with a 'slowdown' column '0.53 [0.45, 0.61]' per point."""
     df = sd.to_dataframe().reset_index()
-    df["slowdown"] = [format_ratio(r, lo, hi, digits)
-                      for r, lo, hi in zip(df["ratio"], df["ci_low"], df["ci_high"])]
+    same = df["identical"] if "identical" in df else [False] * len(df)
+    df["slowdown"] = [format_ratio(r, lo, hi, digits, bool(i))
+                      for r, lo, hi, i in zip(df["ratio"], df["ci_low"], df["ci_high"], same)]
     df.attrs = dict(sd.attrs)
     return df
 

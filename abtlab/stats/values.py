@@ -66,13 +66,14 @@ def provenance_label(ds) -> str:
     disk was the FUSE latency model: goes on every plot."""
     mode = ds.attrs.get("freq_mode", "?")
     label = {"real": "measured", "emulated": "measured, emulated frequency",
-             "virtual": "measured, frequency by the guest's virtual clock (whole guest CPU)",
+             "virtual": "measured, frequency by icount shift (whole guest CPU)",
              "simulated": "SIMULATED"}.get(mode, mode)
     if mode != "simulated" and ds.attrs.get("device_emulation"):
         label += f", emulated device ({_emulated_devices(ds)})"
     clock = str(ds.attrs.get("clock", ""))
     if "lockstep" in clock:
-        label += ", guest points in VIRTUAL time (lock-step vCPUs at the clock)"
+        label = label.replace("by icount shift", "by the lock-step clock, every vCPU at it")
+        label += ", guest points in VIRTUAL time (qemu icount, lock-step vCPUs)"
     elif "virtual" in clock:
         label += ", guest points in VIRTUAL time (qemu icount)"
     return label
