@@ -106,7 +106,7 @@ def start_phase_us(ctx, machine: Machine) -> int:
     mode = ctx.options.get("start_phase", "seeded" if machine.lockstep else "none")
     if mode != "seeded":
         return 0
-    return int(np.random.default_rng([int(ctx.seed), int(ctx.rep), 0x5EED]).integers(0, TURN_US))
+    return int(np.random.default_rng([int(ctx.seed) & 0xFFFFFFFF, int(ctx.rep) & 0xFFFFFFFF, 0x5EED]).integers(0, TURN_US))
 
 
 # the guest kernel has no kallsyms, so a trace marker's caller prints as an address

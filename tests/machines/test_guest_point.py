@@ -175,3 +175,33 @@ def test_the_legacy_preset_mounts_with_dioread_lock(tmp_path):
     stock, _ = guest_point.guest_run(_argv, point, ctx, 1 << 20, parse_machine("guest"))
     assert legacy.mount_options.split(",")[-2:] == ["commit=1", "dioread_lock"]
     assert "dioread_lock" not in stock.mount_options
+
+
+def test_lockstep_repetitions_start_at_their_own_seeded_phase():
+    """Virtual time repeats exactly: on the lock-step clock each repetition waits its own
+    seeded phase of a drive turn first; the same seed and rep give the same wait; the icount
+    clock keeps none unless asked; a bad value is refused naming the option."""
+    ls, vc = parse_machine("guest:clock=lockstep,cpus=4"), parse_machine("guest")
+    waits = [guest_point.start_phase_us(RunContext(workdir=".", rep=r, seed=7), ls) for r in range(6)]
+    assert len(set(waits)) == 6 and all(0 <= w < guest_point.TURN_US for w in waits)
+    assert waits[2] == guest_point.start_phase_us(RunContext(workdir=".", rep=2, seed=7), ls)
+    assert guest_point.start_phase_us(RunContext(workdir=".", rep=-1, seed=7), ls) >= 0  # warm-up
+    assert guest_point.start_phase_us(RunContext(workdir=".", rep=1, seed=7), vc) == 0
+    on = RunContext(workdir=".", rep=1, seed=7, options={"start_phase": "seeded"})
+    assert guest_point.start_phase_us(on, vc) > 0
+    off = RunContext(workdir=".", rep=1, seed=7, options={"start_phase": "none"})
+    assert guest_point.start_phase_us(off, ls) == 0
+    with pytest.raises(ConfigError) as err:
+        host.check_scratch_options({"start_phase": "random"})
+    assert err.value.field == "start_phase"
+
+
+def test_the_start_phase_is_waited_before_the_workload_in_the_guest():
+    import subprocess
+    run = guest.GuestRun(argv=["echo", "go"], pre_sleep_us=1500)
+    env = guest.point_env(run, 1)
+    assert "run_workload() { usleep 1500; env" in env
+    out = subprocess.run(["sh", "-c", env.replace("usleep", "echo slept") + "run_workload\n"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == "slept 1500\ngo\n"
+    assert "usleep" not in guest.point_env(guest.GuestRun(argv=["echo"]), 1)
