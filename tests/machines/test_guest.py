@@ -300,3 +300,24 @@ def test_datasets_name_the_initramfs_by_its_bytes(tmp_path, monkeypatch):
     assert guest.initramfs_build() == base
     (out / "fio.cpio.gz").write_bytes(b"fio")
     assert guest.initramfs_build() == base + "+" + hashlib.sha256(b"fio").hexdigest()[:16]
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.timeout(1500)
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build the lock-step qemu")
+def test_lockstep_vcpus_each_run_at_the_clock_and_repeat(tmp_path, built_guest):
+    """clock=lockstep (qemu-lockstep.patch): two threads on two vCPUs take one thread's
+    virtual time (round-robin icount: twice), and a second boot gives identical records.
+    benchmarks.lockstep is the full table."""
+    from abtlab.machines.spec import parse_machine
+    from benchmarks import lockstep
+    overlay = lockstep.build_overlay(tmp_path)
+    m = parse_machine("guest:clock=lockstep,cpus=2,mhz=1600")
+    argvs = [["--threads", "1", "--loops", "2000000"], ["--threads", "2", "--loops", "2000000"]]
+    first, _ = lockstep.boot(m, argvs, tmp_path, overlay)
+    again, _ = lockstep.boot(m, argvs, tmp_path, overlay)
+    one = lockstep.ns(first[0]["thread_ns"])[0]
+    two = lockstep.ns(first[1]["thread_ns"])
+    assert max(two) / one == pytest.approx(1.0, abs=0.05), (one, two)
+    assert first == again
