@@ -118,7 +118,7 @@ if guest_wanted; then
     if wait "$lockstep_pid"; then
         say "qemu with the lock-step clock: $(head -n1 "$lockstep_log" | cut -d' ' -f1) in $(( $(cat "$log_dir/lockstep.end") - t_lockstep )) s"
     else   # clock=lockstep then refuses with the reason; the rest of the guest works
-        say "qemu with the lock-step clock: NOT built ($(tail -n1 "$lockstep_log")); clock=lockstep tests skip"
+        say "qemu with the lock-step clock: NOT built ($(tail -n1 "$lockstep_log")); clock=lockstep refuses with the reason"
     fi
     say "guest kernel: $(readlink -f native/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
     if native/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
