@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import warnings
 from pathlib import Path
@@ -66,6 +67,8 @@ def _fsync_waiting(tmp: Path) -> None:
     failed = []
 
     def sync():
+        # never this thread's to take: asleep in fsync, it would hold one until it returns
+        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
         try:
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
