@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["write_file"]
+__all__ = ["write_file", "waiting"]
 
 _BLOCK = 1 << 20        # the core driver grows its image by this much at a time
 
@@ -20,13 +20,41 @@ def write_file(path, fill, **kwargs) -> int:
         fill(f)
         f.flush()
         image = f.id.get_file_image()
-    view, fd = memoryview(image), os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        while view:
-            view = view[os.write(fd, view):]
-    except OSError as exc:
-        exc.needed = len(image)         # the space the file needs, for the error's message
-        raise
-    finally:
-        os.close(fd)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+    def write_all():                    # closes fd itself: it may outlive a signal's unwinding
+        view = memoryview(image)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as exc:
+            exc.needed = len(image)     # the space the file needs, for the error's message
+            raise
+        finally:
+            os.close(fd)
+    waiting(write_all)
     return len(image)
+
+
+def waiting(fn):
+    """fn() in a thread that takes no SIGINT/SIGTERM, while this one waits for it. A write
+    that the kernel throttles, or an fsync, sleeps uninterruptibly: the first signal
+    would wait there until it returns while a second one, taken by another thread, ran
+    first (a SIGINT then a SIGTERM 40 ms later taken for SIGTERM first). Waiting here,
+    the main thread takes each as it comes. fn's exception is raised here."""
+    import signal
+    import threading
+    failed = []
+
+    def run():
+        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+        try:
+            fn()
+        except BaseException as exc:    # noqa: B036 (handed to the waiting thread)
+            failed.append(exc)
+    t = threading.Thread(target=run, name="abtlab-write", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.05)
+    if failed:
+        raise failed[0]

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import warnings
 from pathlib import Path
@@ -60,26 +59,14 @@ def _fsync_dir(path: Path):
 
 
 def _fsync_waiting(tmp: Path) -> None:
-    """fsync tmp in a thread while this one waits: a thread in fsync sleeps
-    uninterruptibly, and signals that arrive meanwhile would go to other threads in
-    another order than they came (a SIGINT then a SIGTERM taken for SIGTERM first)."""
-    import threading
-    failed = []
+    """fsync tmp in a thread while this one waits (hdf5file.waiting: signals reach this
+    thread in the order they come, not after the fsync)."""
+    from .hdf5file import waiting
 
     def sync():
-        # never this thread's to take: asleep in fsync, it would hold one until it returns
-        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
-        try:
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-        except OSError as exc:
-            failed.append(exc)
-    t = threading.Thread(target=sync, name="abtlab-fsync", daemon=True)
-    t.start()
-    while t.is_alive():
-        t.join(0.05)
-    if failed:
-        raise failed[0]
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+    waiting(sync)
 
 
 def _no_hold(raise_after=True):
