@@ -25,7 +25,9 @@ def needs_upgrade(ds) -> bool:
     it from schema version 1 (`throughput_fsync` and no `throughput`)."""
     records = "op_run" in ds and schema.RUN_ID in ds and \
         ds.attrs.get("backend") not in ("fio", "dio", "iozone-tool")
-    stored = "throughput" in ds and "throughput_fsync" not in ds
+    # a dataset of the current schema means what it says, whatever its variables
+    old = int(ds.attrs.get(schema.ATTR_SCHEMA_VERSION, 1)) < schema.SCHEMA_VERSION
+    stored = old and "throughput" in ds and "throughput_fsync" not in ds
     migrated = ds.attrs.get(schema.ATTR_MIGRATED_FROM) == 1 and "throughput" not in ds \
         and "throughput_fsync" in ds
     return records and (stored or migrated)
