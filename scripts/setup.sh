@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # setup.sh: provision everything `make test` and `make demo` need, in order, before any
-# test runs: the Debian packages, the Python environment, the C programs, a qemu 8+ (the
+# test runs: the Debian packages, the Python environment, the C programs, IOzone, a qemu 8+ (the
 # virtual clock with several vCPUs needs it) and its build with the lock-step clock, the
 # guest's Linux 6.1 kernel and initramfs,
 # and Linux 3.4.2 when its source is on this machine. One progress line per step with its
@@ -93,6 +93,9 @@ fi
 step "Debian packages" debs "${DEBS[@]}"
 step "Python environment ($VENV)" python_env
 step "C programs" make -s -C native
+# the real IOzone (Debian's iozone3, non-free) for the iozone-tool backend and its tests
+step "IOzone" scripts/iozone3.sh
+say "IOzone: $(tail -n1 "$log_dir/IOzone.log")"
 # the simulator's kernel compiled ahead of time (abtlab.sim.aot), so a new process runs it
 # without loading numba; without it the simulator uses numba's JIT, so a failure only warns
 t0=$(date +%s)
