@@ -3,7 +3,10 @@
     python -m benchmarks.device [--n 30] [--profiles none,hdd7200,ssd-sata,hdd7200-throttle]
 
 Each profile gets a fresh scratch ext4 (data=ordered); N x (4 KiB write + fsync) with the
-journal traced; prints medians and p10-p90 and the ratio of each to `none`.
+journal traced; prints medians and p10-p90 and the ratio of each to `none`, and, for a
+latency profile of abt-slowdisk's, the floors its model guarantees (a loaded machine only
+adds): median fsync above half the model's flush + seek + rotation, median commit above
+a flush.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import time
 import numpy as np
 
 from abtlab.machines.host import scratch_on_device
+from abtlab.system.device import PROFILES
 from abtlab.system import cleanup
 from abtlab.system.tracefs import JournalTrace
 
@@ -51,6 +55,21 @@ def main(argv=None):
     for prof, (f, c) in rows.items():
         q = lambda x: f"{np.median(x) * 1e3:7.2f} ({np.percentile(x, 10) * 1e3:.2f}-{np.percentile(x, 90) * 1e3:.2f})" if len(x) else "n/a"
         print(f"{prof:18s} {q(f):>28s} {q(c):>28s} {np.median(f) / base:11.2f}")
+    for prof, (f, c) in rows.items():
+        if prof in PROFILES and PROFILES[prof].kind == "latency":
+            floors(prof, f, c)
+
+
+def floors(prof, fsyncs, commits):
+    """The model's lower bounds (tests/system/test_slowdisk.py checks the counts only)."""
+    m = PROFILES[prof]
+    model_s = (m.flush_us + m.seek_us + m.rotation_us) / 1e6
+    ok_f = np.median(fsyncs) > 0.5 * model_s
+    ok_c = len(commits) >= 3 and np.median(commits) > m.flush_us / 1e6
+    c_ms = np.median(commits) * 1e3 if len(commits) else float("nan")
+    print(f"{prof}: fsync median {np.median(fsyncs) * 1e3:.2f} ms > {0.5 * model_s * 1e3:.2f} ms "
+          f"(half the model's flush + seek + rotation): {'yes' if ok_f else 'NO'}; commit median "
+          f"{c_ms:.2f} ms > a flush {m.flush_us / 1e3:.2f} ms: {'yes' if ok_c else 'NO'}")
 
 
 if __name__ == "__main__":

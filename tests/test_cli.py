@@ -6,14 +6,11 @@ import re
 
 import pytest
 
-from abtlab import backends
 from abtlab.sweep import loop as sweep
 from abtlab.cli import main
 from abtlab.errors import ConfigError
 from abtlab.sweep.spec import parse_spec
 
-needs_iozone = pytest.mark.skipif(not backends.get("iozone").available(),
-                                  reason="iozone cannot run here (root, loop devices, built)")
 
 
 @pytest.fixture
@@ -23,7 +20,7 @@ def nothing_runs(monkeypatch):
     return ran
 
 
-@needs_iozone
+@pytest.mark.root          # iozone runs here (conftest: root, loop devices; built_native)
 @pytest.mark.parametrize("args, message", [
     (["--threads", "5000"], "--threads: got '5000'; accepted: .*<= 4096"),
     (["--threads", "64", "--file-size", "100g"], "--file-size: .*at most 21760 MiB"),
@@ -32,7 +29,8 @@ def nothing_runs(monkeypatch):
     (["-o", "fsync=maybe"], "fsync: got 'maybe'; accepted: true or false"),
     (["--reps", "0"], "--reps: got 0"),
 ])
-def test_run_options_are_refused_naming_the_option(tmp_path, capsys, nothing_runs, args, message):
+def test_run_options_are_refused_naming_the_option(tmp_path, capsys, nothing_runs, built_native,
+                                                   args, message):
     out = tmp_path / "r.nc"
     assert main(["run", "iozone", *args, "--out", str(out), "--quiet"]) == 2
     assert nothing_runs == []

@@ -1,5 +1,6 @@
 """The iozone-tool, mdtest and fio backends: options, command lines, and real runs
 (skipped where the tool is not installed)."""
+import os
 import shutil
 
 import pytest
@@ -15,12 +16,33 @@ POINT = {"policy": "ext4", "freq_ghz": None, "threads": 4, "file_size": 128 * 10
          "record_size": 32 * 1024, "device": "none", "files": 16}
 
 
-@pytest.mark.parametrize("name", ["iozone-tool", "mdtest", "fio"])
-def test_registered_with_a_reason_when_unavailable(name):
+TOOLS = [("iozone-tool", "ABTLAB_IOZONE"), ("mdtest", "ABTLAB_MDTEST"), ("fio", "ABTLAB_FIO")]
+
+
+@pytest.mark.parametrize("name, env", TOOLS)
+def test_registered_and_not_available_without_root(name, env, monkeypatch):
     be = backends.get(name)
     assert be.name == name and name in backends.names()
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     av = be.available()
-    assert av.reason   # the path found, or why not
+    assert not av and "needs root" in av.reason
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name, env", TOOLS)
+def test_available_names_the_executable_or_what_is_missing(name, env, monkeypatch, tmp_path):
+    """The reason is the executable's path when the tool is found ($env here), else what
+    was not found and how to get it."""
+    be = backends.get(name)
+    monkeypatch.setenv(env, str(tmp_path / "missing"))
+    av = be.available()
+    assert not av and env in av.reason and str(tmp_path / "missing") in av.reason
+    exe = tmp_path / name
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv(env, str(exe))
+    av = be.available()
+    assert av and av.reason == str(exe)
 
 
 @pytest.mark.parametrize("name, option, value", [

@@ -17,7 +17,15 @@ def _good():
 
 
 def test_a_dataset_that_follows_the_conventions_passes():
-    schema.validate(_good())
+    """It passes, and it is the least that passes: without any one of its required attrs
+    it is refused, naming that attr (a validate() that checked nothing fails here)."""
+    assert schema.validate(_good()) is None
+    for key in schema.REQUIRED_ATTRS:
+        ds = _good()
+        del ds.attrs[key]
+        with pytest.raises(ConfigError) as err:
+            schema.validate(ds)
+        assert err.value.field == f"attrs.{key}"
 
 
 @pytest.mark.parametrize("breaks, field", [

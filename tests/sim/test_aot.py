@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+from functools import partial
 
 import numpy as np
 import pytest
@@ -54,17 +55,43 @@ def test_compiled_kernel_matches_the_jit_to_the_bit(compiled, monkeypatch, case)
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
-def test_compiled_kernel_releases_the_gil(compiled):
-    """While the compiled call runs in one thread, this one keeps running Python."""
-    p = params.make(threads=256)
-    seeds = np.arange(40)
-    done, count = threading.Event(), 0
-    t = threading.Thread(target=lambda: (core.run_raw(p, seeds, jobs=1), done.set()))
-    t.start()
-    while not done.is_set():
-        count += 1
-    t.join()
-    assert count > 1000
+def _runs_beside(call) -> bool:
+    """Whether this thread runs Python while `call` runs in another. With a switch interval
+    far longer than the call, the interpreter never takes the GIL from the other thread:
+    this one gets it only if `call` gives it up, and then sees `call` still inside."""
+    inside = [False]
+
+    def other():
+        inside[0] = True
+        call()
+        inside[0] = False
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(600.0)
+    try:
+        t = threading.Thread(target=other)
+        t.start()                  # returns once `other` has started; it keeps the GIL
+        seen = inside[0]           # runs only when `other` has let the GIL go
+        t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return seen
+
+
+def test_compiled_kernel_releases_the_gil(compiled, monkeypatch):
+    """While the compiled call runs in one thread, this one runs Python; a call of about
+    the same length that holds the GIL (sorted(), the control) keeps it from running.
+    Ordering, not speed: no count or time is compared."""
+    kernel = core.run_batch()
+    assert kernel.func is aot.run_batch
+    floats = list(np.random.default_rng(0).random(400_000))
+    assert not _runs_beside(lambda: sorted(floats))
+    state = []
+
+    def marked(*args):             # after aot.run_batch's array copies: the compiled call alone
+        state.append(_runs_beside(lambda: kernel.args[0](*args)))
+    monkeypatch.setattr(core, "run_batch", lambda: partial(aot.run_batch, marked))
+    core.run_raw(params.make(threads=256), np.arange(200), jobs=1)
+    assert state == [True]
 
 
 def test_a_new_process_runs_the_compiled_kernel_without_numba(compiled):

@@ -102,16 +102,13 @@ def test_cached_disk_takes_a_write_back_at_interface_speed_and_flushes_at_commit
     assert nocache.commits["start"][0] - f["t_start_ns"] > 2 * (c["start"][0] - f["t_start_ns"])
 
 
-def test_cached_disk_table_matches_the_drive_model():
-    """hdd7200's write-back and record costs are those of abt_disk.h's own model."""
-    try:
-        fit = devices.fit_cache("hdd7200")
-    except Exception as e:  # the C model is not built here
-        pytest.skip(f"abt_disk.h's model unavailable: {e}")
+def test_cached_disk_table_matches_the_drive_model(built_native):
+    """hdd7200's write-back and record costs are those of abt_disk.h's own model (the
+    table rounds the fit: 6944 -> 6900, 8362.6 -> 8360, 34.17 -> 34)."""
+    fit = devices.fit_cache("hdd7200")
     dev = devices.DEVICES["hdd7200"]
-    for k in ("destage_fixed_us", "commit_fixed_us"):
-        assert dev[k] == pytest.approx(fit[k], rel=0.05), k
-    assert dev["destage_us_per_file"] == pytest.approx(fit["destage_us_per_file"], abs=20)
+    for k in ("destage_fixed_us", "commit_fixed_us", "destage_us_per_file"):
+        assert dev[k] == pytest.approx(fit[k], rel=0.01), k
     assert set(devices.SOURCES) <= set(dev)
 
 

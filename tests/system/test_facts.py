@@ -12,9 +12,12 @@ def test_cores_and_memory_as_psutil_gives_them():
 
 
 def test_psutil_answers_where_sys_and_proc_do_not(tmp_path, monkeypatch):
+    """With /sys and /proc/meminfo gone, the numbers are psutil's: a psutil that answers
+    what no machine has (7 cores, 12345 pages) shows it was asked."""
     monkeypatch.setattr(facts, "_CPUS", str(tmp_path / "none"))
-    assert facts._physical_cores() == (psutil.cpu_count(logical=False) or 0)
-    total, real_open = psutil.virtual_memory().total, open
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 7)
+    assert facts._physical_cores() == 7
+    total, real_open = 12345 * 4096, open
 
     def no_meminfo(path, *a, **k):
         if path == "/proc/meminfo":

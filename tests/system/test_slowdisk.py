@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import statistics
 import subprocess
 import time
 from contextlib import ExitStack
@@ -142,17 +141,14 @@ def _measure(tmp_path, profile, n=6):
 
 
 @pytest.mark.root
-def test_hdd_model_slows_fsync_and_commits(built, tmp_path):
-    hdd = PROFILES["hdd7200"]
+def test_hdd_model_serves_a_flush_for_each_commit(built, tmp_path):
     _, base_commit, _ = _measure(tmp_path, "none")
     fsync, commit, counters = _measure(tmp_path, "hdd7200")
-    model_s = (hdd.flush_us + hdd.seek_us + hdd.rotation_us) / 1e6
-    # Lower bounds the model guarantees (the daemon sleeps at least its cost; a loaded
-    # machine only adds), counts from the daemon and commits from the trace: no
-    # comparison of two timings (benchmarks.device measures those side by side).
-    assert statistics.median(fsync) > 0.5 * model_s, (fsync, model_s)
-    assert len(commit) >= 3 and len(base_commit) >= 3
-    assert statistics.median(commit) > hdd.flush_us / 1e6  # a commit waits for a flush
+    # Counts, not durations: the daemon served a flush for every commit the trace saw
+    # and the writes besides. The durations' floors (fsync above half the model's cost,
+    # a commit above a flush) are timings: `python -m benchmarks.device --profiles
+    # none,hdd7200` prints and checks them.
+    assert len(fsync) == 6 and len(commit) >= 3 and len(base_commit) >= 3
     assert counters["flushes"] >= len(commit) and counters["requests"] > counters["flushes"]
 
 
