@@ -1,7 +1,9 @@
 """A notebook's `Answer:` line against its own tables, read from the executed .ipynb: every
 number the answer states must be a number the notebook also shows (a printed or displayed
-table, a printed line), at the precision the answer gives it. An answer computed apart from
-the tables it summarises, or from other data, then fails, whatever the notebook is.
+table, a printed line), at the precision the answer gives it, unless the notebook's own
+text states it (its markdown: the confidence level, a paper's year) or it is a paper's
+figure the project keeps in data/reference/. An answer computed apart from the tables it
+summarises, or from other data, then fails, whatever the notebook is.
 
 Used by tests/present/test_notebooks.py for every notebook (one helper, no per-notebook
 parsing)."""
@@ -32,6 +34,9 @@ def outputs_text(ipynb) -> list[str]:
     return texts
 
 
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference"
+
+
 def answer_and_tables(ipynb) -> tuple[str | None, str]:
     """(the notebook's Answer: line or None, the text of everything else it showed)."""
     text = "\n".join(outputs_text(ipynb))
@@ -39,6 +44,14 @@ def answer_and_tables(ipynb) -> tuple[str | None, str]:
     if m is None:
         return None, text
     return m.group(0), text[:m.start()] + text[m.end():]
+
+
+def stated(ipynb) -> str:
+    """What the notebook states besides its outputs: its markdown, and the papers' figures
+    in data/reference/ (an answer may quote them beside what it measured)."""
+    nb = json.loads(Path(ipynb).read_text())
+    md = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return "\n".join(md + [p.read_text() for p in sorted(REFERENCE.glob("*.csv"))])
 
 
 def _value(token: str) -> float:
