@@ -70,13 +70,23 @@ def numbers(text: str) -> list[str]:
     return NUMBER.findall(re.sub(r"(?<![A-Za-z])x(?=[-+]?\d)", "x ", text))
 
 
+def _significant(token: str) -> int:
+    mant = token.replace(",", "").lower().partition("e")[0].lstrip("+-").replace(".", "")
+    return len(mant.lstrip("0"))
+
+
+def _half(token: str) -> float:
+    return 0.5 * 10.0 ** -_decimals(token)
+
+
 def unbacked(answer: str, tables: str) -> list[str]:
-    """The answer's numbers that no number of the tables equals at the answer's precision
-    (half a unit of the answer's last digit)."""
-    shown = [_value(t) for t in numbers(tables)]
+    """The answer's numbers that no number of the tables equals at the coarser of the two
+    precisions (half a unit of the last digit; a table's own only from 3 significant digits
+    on, so a row index 2 backs no 2.35, while a table's 2.497e+09 backs 2497490340.71)."""
+    shown = [(_value(t), _half(t) if _significant(t) >= 3 else 0.0) for t in numbers(tables)]
     missing = []
     for token in numbers(answer):
-        a, half = _value(token), 0.5 * 10.0 ** -_decimals(token)
-        if not any(abs(v - a) <= half * (1 + 1e-9) for v in shown):
+        a, half = _value(token), _half(token)
+        if not any(abs(v - a) <= max(half, h) * (1 + 1e-9) for v, h in shown):
             missing.append(token)
     return missing
