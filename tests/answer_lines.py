@@ -35,6 +35,9 @@ def outputs_text(ipynb) -> list[str]:
 
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference"
+# a confidence level is how an interval was made, not a number of the run: "95% CI",
+# "simultaneous 95% CIs", "95% bootstrap CI", "(Bonferroni: 98.75% each)"
+LEVEL = re.compile(r"\d+(?:\.\d+)?%(?= (?:bootstrap )?CIs?\b| each\b)")
 
 
 def answer_and_tables(ipynb) -> tuple[str | None, str]:
@@ -85,7 +88,7 @@ def unbacked(answer: str, tables: str) -> list[str]:
     on, so a row index 2 backs no 2.35, while a table's 2.497e+09 backs 2497490340.71)."""
     shown = [(_value(t), _half(t) if _significant(t) >= 3 else 0.0) for t in numbers(tables)]
     missing = []
-    for token in numbers(answer):
+    for token in numbers(LEVEL.sub("", answer)):
         a, half = _value(token), _half(token)
         if not any(abs(v - a) <= max(half, h) * (1 + 1e-9) for v, h in shown):
             missing.append(token)

@@ -130,6 +130,7 @@ def test_an_answer_apart_from_its_tables_is_caught(tmp_path):
     assert answer_lines.unbacked("Answer: x0.871, 1.2e+09 B/s, 12345 files", tables) == []
     assert answer_lines.unbacked("Answer: x0.88", tables) == ["0.88"]
     assert answer_lines.unbacked("Answer: 2497490340.71, x1.9", "2.497e+09 0 1 2") == ["1.9"]
+    assert answer_lines.unbacked("Answer: (95% CIs, Bonferroni: 98.75% each) x0.87 by 12%", table) == ["12"]
 
 
 @pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n.startswith("lab_")])
