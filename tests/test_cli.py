@@ -302,6 +302,16 @@ def test_a_subcommands_parser_alone_parses_as_the_whole_one():
 
 
 # -- two signals: the exit code is the first one's, whatever Python runs first ----------
+# a child's main: runs `probe` (defined above it) as the one subcommand of abtlab's cli
+_PROBE_MAIN = """
+def parser(*command):
+    p = argparse.ArgumentParser(prog="abtlab")
+    p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
+    return p
+cli.build_parser = parser
+sys.exit(cli.main(["probe"]))
+"""
+
 _ORDER = """
 import argparse, os, signal, sys, threading, time
 import abtlab.cli as cli
@@ -318,13 +328,7 @@ def probe(args):
     t = time.monotonic()
     while time.monotonic() - t < 20:
         a @ a
-def parser(*command):
-    p = argparse.ArgumentParser(prog="abtlab")
-    p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
-    return p
-cli.build_parser = parser
-sys.exit(cli.main(["probe"]))
-"""
+""" + _PROBE_MAIN
 
 
 @pytest.mark.parametrize("first, second, code", [("SIGTERM", "SIGINT", 143), ("SIGINT", "SIGTERM", 130)])
@@ -346,12 +350,6 @@ def probe(args):
     weakref.finalize(o, lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.1)))
     del o
     time.sleep(5)
-def parser(*command):
-    p = argparse.ArgumentParser(prog="abtlab")
-    p.add_subparsers(dest="command").add_parser("probe").set_defaults(func=probe)
-    return p
-cli.build_parser = parser
-sys.exit(cli.main(["probe"]))
-"""
+""" + _PROBE_MAIN
     cp = _child(code)
     assert cp.returncode == 130 and cp.stderr == "abtlab probe: interrupted by SIGINT\n", cp.stderr

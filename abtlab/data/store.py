@@ -235,13 +235,7 @@ def write_block(out, block, fsync: bool = True) -> Path:
     into place unsynced, a crash of the machine may tear or lose the part, which
     read_parts then sets aside and the sweep runs again."""
     from .hdf5file import write_file    # h5py: 0.07 CPU s that `abtlab cleanup` skips
-    d = parts_dir(out)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        if space.is_full(exc):
-            raise space.full_error(d, None, "a finished run's part") from None
-        raise
+    d = _made_parts_dir(out, "a finished run's part")
     return _write_file_durably(d / block_name(block), lambda tmp: write_file(tmp, lambda f: write_hdf5(block, f)),
                                fsync=fsync, what="a finished run's part")
 
@@ -398,15 +392,21 @@ def _normal(spec: dict) -> dict:
     return json.loads(json.dumps(spec, default=str, sort_keys=True))
 
 
-def write_spec(out, spec: dict) -> None:
-    """Keep what a later --resume must match beside the parts (once, when they start)."""
+def _made_parts_dir(out, what: str) -> Path:
+    """The parts directory of out, made if missing; a full disk is abtlab's one-line error."""
     d = parts_dir(out)
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         if space.is_full(exc):
-            raise space.full_error(d, None, "the resume state") from None
+            raise space.full_error(d, None, what) from None
         raise
+    return d
+
+
+def write_spec(out, spec: dict) -> None:
+    """Keep what a later --resume must match beside the parts (once, when they start)."""
+    d = _made_parts_dir(out, "the resume state")
     if not (d / SPEC_FILE).exists():
         text = json.dumps(_normal(spec), sort_keys=True)
 
