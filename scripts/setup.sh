@@ -119,7 +119,7 @@ if guest_wanted; then
     beat "$kernel_pid" "guest kernel (building since the start)" "$t_kernel"
     wait "$kernel_pid" || fail "guest kernel" "$kernel_log"
     if wait "$lockstep_pid"; then
-        say "qemu with the lock-step clock: $(head -n1 "$lockstep_log" | cut -d' ' -f1) in $(( $(cat "$log_dir/lockstep.end") - t_lockstep )) s"
+        say "qemu with the lock-step clock: $(tail -n1 "$lockstep_log" | cut -d' ' -f1) in $(( $(cat "$log_dir/lockstep.end") - t_lockstep )) s"
     else   # clock=lockstep then refuses with the reason; the rest of the guest works
         say "qemu with the lock-step clock: NOT built ($(tail -n1 "$lockstep_log")); clock=lockstep refuses with the reason"
     fi
