@@ -6,6 +6,7 @@ and leaves a notebook's or a program's handlers alone. `python -m benchmarks.fau
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -22,12 +23,20 @@ sys.exit(main())
 """
 
 
+def _default_signals():
+    """In the child before exec: SIGINT and SIGTERM at their defaults, as a terminal's
+    command starts (a background job of a script, nohup or CI may start with SIGINT
+    ignored, which Python, and so the package, then leave ignored)."""
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def _run(tmp_path, sig):
     script = tmp_path / "abtlab"
     script.write_text(SCRIPT.format(sig=sig))
     return subprocess.run([sys.executable, str(script), "run", "sim", "--reps", "1", "--out",
                            str(tmp_path / "r.nc")], env={**os.environ, "PYTHONPATH": ROOT},
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, preexec_fn=_default_signals)
 
 
 @pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
@@ -40,5 +49,5 @@ def test_a_signal_before_the_command_is_imported_gives_one_line(tmp_path, sig, c
 def test_importing_the_package_elsewhere_keeps_the_handlers():
     code = "import signal, abtlab; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
     cp = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT},
-                        capture_output=True, text=True, timeout=60)
+                        capture_output=True, text=True, timeout=60, preexec_fn=_default_signals)
     assert cp.stdout.strip() == "True", cp.stderr
