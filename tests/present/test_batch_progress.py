@@ -15,8 +15,13 @@ from tests.present.test_report import _notebook
 
 
 def test_a_batch_says_each_start_and_end_and_an_eta_from_the_last_durations(tmp_path, monkeypatch):
-    slow = _notebook(tmp_path / "slow.ipynb", "t = 3\n", "import time\ntime.sleep(t)\n")
-    fast = _notebook(tmp_path / "fast.ipynb", "t = 0\n", "print('quick')\n")
+    # slow ends after fast whatever the machine's load: it waits for the file fast writes
+    flag = tmp_path / "fast-done"
+    slow = _notebook(tmp_path / "slow.ipynb", f"t = 3\nflag = {str(flag)!r}\n",
+                     "import os, time\nwhile not os.path.exists(flag): time.sleep(0.05)\n"
+                     "time.sleep(t)\n")
+    fast = _notebook(tmp_path / "fast.ipynb", f"flag = {str(flag)!r}\n",
+                     "open(flag, 'w').close()\nprint('quick')\n")
     store = tmp_path / "durations.json"
     monkeypatch.setattr(report, "BatchProgress",
                         lambda *a, **k: BatchProgress(*a, **k, store=store))
