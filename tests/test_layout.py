@@ -99,8 +99,26 @@ def _layer(mod: str) -> int:
     raise AssertionError(f"{mod} is in no layer of tests/test_layout.py: add its subpackage")
 
 
+def _packages(graph: dict) -> dict:
+    """The import graph one level up: subpackage -> the subpackages its modules import
+    (a top-level module is a package of its own)."""
+    def head(mod):
+        return mod.split(".")[1] if "." in mod else mod
+    out: dict = {}
+    for mod, deps in graph.items():
+        out.setdefault(head(mod), set()).update(head(d) for d in deps if head(d) != head(mod))
+    return out
+
+
 def test_no_import_cycles():
     assert _cycles(_imports(_modules())) == []
+
+
+def test_no_package_cycles():
+    """Two packages of one layer may import each other's modules without a module-level
+    cycle (factors.typed -> machines.spec, machines.host -> factors.levels): the layer
+    check allows it, so the packages' graph is checked on its own."""
+    assert _cycles(_packages(_imports(_modules()))) == []
 
 
 def test_no_module_imports_from_a_layer_above_its_own():
@@ -121,3 +139,10 @@ def test_the_top_level_is_small():
 ])
 def test_the_cycle_check_finds_a_cycle(graph, expect):
     assert _cycles(graph) == expect
+
+
+def test_the_package_check_finds_a_cycle_between_modules_that_have_none():
+    graph = {"abtlab.a.x": {"abtlab.b.y"}, "abtlab.b.y": set(), "abtlab.b.z": {"abtlab.a.w"},
+             "abtlab.a.w": set()}
+    assert _cycles(graph) == []
+    assert _cycles(_packages(graph)) == [["a", "b"]]
