@@ -9,10 +9,9 @@ import re
 from ..errors import ConfigError
 
 __all__ = ["parse_size", "parse_sizes", "parse_ints", "parse_freq", "parse_words", "FreqAxis",
-           "MAX_THREADS", "MAX_IMAGE_MB", "check_real_freq"]
+           "MAX_THREADS", "check_real_freq"]
 
 MAX_THREADS = 4096        # abt-iozone --threads and abt-metarates --workers accept 1..4096
-MAX_IMAGE_MB = 65536      # the largest scratch image (abtlab.system.scratchfs)
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)[bB]?\s*$")
 _MULT = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}

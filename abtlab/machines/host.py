@@ -18,13 +18,12 @@ import numpy as np
 from .. import model, policies, trace
 from ..data.result import RunResult
 from ..errors import ConfigError, RunError
-from ..factors.levels import MAX_IMAGE_MB
 from ..model.waits import switch_measures
 from ..policies.delayjc import load_batches, preload_env
 from ..system.cpufreq import FrequencyPin
 from ..system.device import DeviceThrottle, parse_profile
 from ..system.geometry import parse_geometry
-from ..system.scratchfs import ScratchFS, jbd2_commits, loop_devices
+from ..system.scratchfs import MAX_IMAGE_MB, ScratchFS, jbd2_commits, loop_devices
 from ..system.sleeps import comm_of
 from ..system.slowdisk import SlowDisk
 from ..system.tracefs import JournalTrace

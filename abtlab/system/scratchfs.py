@@ -27,7 +27,9 @@ from ._shell import read, sh
 from .geometry import Geometry, read_geometry
 
 __all__ = ["ScratchFS", "jbd2_commits", "parse_mount_options", "loop_devices", "MOUNT_KEYS",
-           "MOUNT_FLAGS"]
+           "MOUNT_FLAGS", "MAX_IMAGE_MB"]
+
+MAX_IMAGE_MB = 65536      # the largest scratch image a run makes
 
 
 def loop_devices() -> tuple[bool, str]:
