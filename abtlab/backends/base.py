@@ -122,11 +122,6 @@ class ProgramBackend(Backend):
     def run_point(self, point: dict, ctx) -> RunResult:
         return _dispatch().run_program(self.prepare(point, ctx), point, ctx)
 
-    def run_on_host(self, point: dict, ctx) -> RunResult:
-        """The point on the machine the dispatcher chooses: a host machine's on the host
-        (a kdelayjc point on a host kernel without the knobs still goes to the guest)."""
-        return self.run_point(point, ctx)
-
     def group_size(self, task) -> int:
         return int(task.options.get("guest_batch") or 32)
 

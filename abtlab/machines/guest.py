@@ -38,10 +38,9 @@ from ..errors import ConfigError, RunError, UnavailableError
 from ..system import cleanup
 from ..system.sleeps import comm_of
 from .guest_disk import NullBlk
-from .kernels import (CMDLINE, K342_LABEL, KERNEL_LABEL, cached_build, check_kernels,
-                      guest_kernel, kernel_label, trace_times)
+from .kernels import CMDLINE, cached_build, guest_kernel
 
-__all__ = ["KERNEL_LABEL", "K342_LABEL", "kernel_label", "check_kernels", "boot_cmdline", "trace_times",
+__all__ = ["boot_cmdline",
            "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
            "CMDLINE", "Qemu", "qemu", "qemu_for", "ICOUNT_SMP_MAJOR", "kernel_build", "initramfs_build"]

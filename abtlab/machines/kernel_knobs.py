@@ -34,13 +34,11 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
-from .kernels import (IOSCHEDS, IOSCHEDS_342, K342, KERNELS as _ROWS, LEGACY_ITEMS, LEGACY_KNOBS,
-                      LEGACY_MOUNT, guest_kernel)
+from .kernels import KERNELS, LEGACY_ITEMS, LEGACY_KNOBS, LEGACY_MOUNT, guest_kernel
 
-__all__ = ["KERNELS", "K342", "IOSCHEDS_342", "KNOB_KEYS", "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "SCHEDS", "sched_settings", "IOSCHEDS", "BFQ_TUNABLES",
+__all__ = ["KNOB_KEYS", "SCHEDS", "sched_settings", "BFQ_TUNABLES",
            "KernelKnobs", "parse_knobs", "shell_script", "parse_readback"]
 
-KERNELS = tuple(_ROWS)
 KNOB_KEYS = ("legacy", "sched", "iosched", "bfq")
 
 # 3.4 on 4 CPUs: 6 ms / 0.75 ms / 1 ms, each times 1 + ilog2(4) (SCHED_TUNABLESCALING_LOG)
@@ -116,7 +114,7 @@ class KernelKnobs:
         """'6.1' when every knob is stock, else the kernel and its knobs spelled out
         (BFQ's tunables after the elevator: 'bfq:slice_idle=0')."""
         row = guest_kernel(self.kernel)
-        if (self.legacy, self.sched, self.iosched) == _ROWS["6.1"].preset:
+        if (self.legacy, self.sched, self.iosched) == KERNELS["6.1"].preset:
             return "6.1"
         if row.native_legacy:   # no legacy items to name: its own code
             stock = (self.sched, self.iosched) == row.preset[1:]
@@ -136,9 +134,9 @@ class KernelKnobs:
 def parse_knobs(kernel: str = "6.1", **items: str) -> KernelKnobs:
     """KernelKnobs of the preset `kernel` with the machine spec's items laid over it;
     ConfigError naming the spec field for an unknown kernel, key or value."""
-    if kernel not in _ROWS:
+    if kernel not in KERNELS:
         raise ConfigError(_FIELD.format("kernel"), kernel, " | ".join(KERNELS))
-    row = _ROWS[kernel]
+    row = KERNELS[kernel]
     unknown = sorted(set(items) - set(KNOB_KEYS))
     if unknown:
         raise ConfigError(_FIELD.format(unknown[0]), items[unknown[0]],

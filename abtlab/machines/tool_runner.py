@@ -73,10 +73,8 @@ def tool_available(name: str, env: str, how: str) -> Availability:
 
 
 def check_tool_options(options: dict, name: str, env: str) -> dict:
-    """Scratch options as abtlab's workloads, plus `exe`; no `guest` option (fio reaches
-    the guest machine through its `machine` factor; the other tools run on the host)."""
-    if options.get("guest"):
-        raise ConfigError("guest", options["guest"], f"false: {name} runs on the host only")
+    """Scratch options as abtlab's workloads, plus `exe` (fio reaches the guest machine
+    through its `machine` factor; the other tools run on the host)."""
     if options.get("exe") not in (None, ""):
         find_tool(name, env, options["exe"])
     return check_scratch_options(options)

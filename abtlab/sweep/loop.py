@@ -89,7 +89,7 @@ def run_seed(base_seed: int, point_index: int, rep: int, seeds: str = "per_run")
 
 
 # run options that are on/off: a string such as "false" or "maybe" is refused, not taken as true
-BOOL_OPTIONS = ("fsync", "direct", "processes", "guest")
+BOOL_OPTIONS = ("fsync", "direct", "processes")
 
 
 def _machines(levels) -> list:
@@ -204,7 +204,7 @@ def _prepare_out(out: Path, spec, resume, force):
 def _on_host_devices(be, levels, options) -> bool:
     """Whether a sweep touches this machine's devices (loop devices, mounts, tracefs):
     every real backend, except runs that all go to a qemu guest."""
-    if be.simulated or options.get("guest"):
+    if be.simulated:
         return False
     # imported here: abtlab.machines.dispatch brings the host's and the guest's machinery
     # (scratch fs, tracefs, qemu), which a simulated sweep never uses: 0.08 CPU s

@@ -48,7 +48,7 @@ def test_available_names_the_executable_or_what_is_missing(name, env, monkeypatc
 @pytest.mark.parametrize("name, option, value", [
     ("iozone-tool", "fsync", "maybe"), ("iozone-tool", "stonewall", "off"),
     ("iozone-tool", "threads", 2), ("iozone-tool", "image_mb", "huge"),
-    ("iozone-tool", "guest", True), ("iozone-tool", "exe", "/nonexistent/iozone"),
+    ("iozone-tool", "exe", "/nonexistent/iozone"),
     ("mdtest", "write_bytes", "-1"), ("mdtest", "write_bytes", "1g"),
     ("mdtest", "journal_mb", "2"), ("fio", "job", "/nonexistent.fio"),
     ("fio", "block_size", "3000")])

@@ -11,7 +11,7 @@ import pytest
 from abtlab.machines import guest_point
 from abtlab.errors import ConfigError
 from abtlab.machines.spec import parse_machine
-from abtlab.machines import guest, guest_disk, kernel_knobs as kk
+from abtlab.machines import guest, guest_disk, kernels, kernel_knobs as kk
 from abtlab.system import tracefs
 from abtlab.system.geometry import FEATURES_342, Geometry
 from guest_builds import assert_same_guest_build
@@ -97,7 +97,7 @@ def test_boot_arguments_make_one_brd_disk_as_large_as_the_largest_point():
     line = guest.boot_cmdline(m, runs)
     assert "brd.rq_mode=1" in line and "brd.rd_nr=1" in line and "brd.rd_size=307200" in line
     assert "null_blk" not in line
-    assert guest.boot_cmdline(parse_machine("guest"), runs) == guest.CMDLINE
+    assert guest.boot_cmdline(parse_machine("guest"), runs) == kernels.CMDLINE
 
 
 def test_point_env_gives_brd_its_settings_and_mkfs_the_points_size():
@@ -146,7 +146,7 @@ def test_3_4s_rounded_trace_times_pass_the_clock_check_truncated_ones_would_not(
     late = 1_000_001_000                               # rounded up past `after`: only 3.4 may
     assert tracefs.marker_between(900_000_600, late, 1_000_000_600, "rounded")
     assert not tracefs.marker_between(900_000_600, late, 1_000_000_600, "truncated")
-    assert guest.trace_times("3.4.2") == "rounded" and guest.trace_times("6.1") == "truncated"
+    assert kernels.trace_times("3.4.2") == "rounded" and kernels.trace_times("6.1") == "truncated"
     with pytest.raises(ConfigError):
         tracefs.marker_between(0, 0, 0, "nearest")
 
@@ -171,10 +171,10 @@ def no_source(tmp_path, monkeypatch):
 
 def test_missing_source_is_a_config_error_naming_the_kernel_and_what_to_provide(no_source):
     with pytest.raises(ConfigError) as err:
-        guest.check_kernels([parse_machine("guest:kernel=3.4.2")])
+        kernels.check_kernels([parse_machine("guest:kernel=3.4.2")])
     assert err.value.field == "--machine guest:kernel"
     assert "ABTLAB_K342_SRC" in err.value.accepted and "ABTLAB_K342_GIT" in err.value.accepted
-    guest.check_kernels([parse_machine("guest"), parse_machine("host")])   # 6.1 needs none
+    kernels.check_kernels([parse_machine("guest"), parse_machine("host")])   # 6.1 needs none
 
 
 def test_missing_source_stops_a_run_before_any_point(no_source, monkeypatch, tmp_path):
@@ -192,7 +192,7 @@ def test_missing_source_stops_a_run_before_any_point(no_source, monkeypatch, tmp
 # -- on the kernel itself --------------------------------------------------------------------
 def _source_reason() -> str:
     try:
-        guest.check_kernels([parse_machine("guest:kernel=3.4.2")])
+        kernels.check_kernels([parse_machine("guest:kernel=3.4.2")])
     except ConfigError as exc:
         return f"no Linux 3.4.2 source or build here ({exc.accepted[:120]}...)"
     return ""
@@ -216,7 +216,7 @@ def test_a_tiny_point_on_342_has_op_records_commits_and_a_clock_that_agrees(tmp_
     assert_same_guest_build(ds, again)
     for v in ("throughput", "commits", "op_t_start", "op_t_end", "commit_end"):
         np.testing.assert_array_equal(ds[v].values, again[v].values, err_msg=v)
-    assert ds.attrs["kernel"].startswith(guest.K342_LABEL) and ds.attrs["kernel_iosched"] == "cfq"
+    assert ds.attrs["kernel"].startswith(kernels.K342_LABEL) and ds.attrs["kernel_iosched"] == "cfq"
     assert ds.attrs["guest_disk"].startswith("brd rq_mode=1 disk_model=hdd7200 disk_fixed_ns=0")
     assert "max_sectors_kb=512" in ds.attrs["guest_disk"]
     assert "metadata_csum" not in ds.attrs["fs_features"] and "uninit_bg" in ds.attrs["fs_features"]

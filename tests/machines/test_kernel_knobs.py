@@ -5,6 +5,7 @@ from abtlab.machines.guest_point import shadow_waits
 from abtlab.errors import ConfigError
 from abtlab.data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
 from abtlab.machines import kernel_knobs as kk
+from abtlab.machines.kernels import LEGACY_KNOBS
 
 SHADOW = "/sys/module/jbd2/parameters/legacy_shadow_wait"
 HANDLE = "/sys/module/ext4/parameters/legacy_write_handle"
@@ -40,7 +41,7 @@ def test_items_override_the_preset_one_knob_at_a_time():
     less = kk.parse_knobs("6.1-legacy", legacy="none", iosched="mq-deadline")
     assert (less.legacy, less.sched, less.iosched) == (frozenset(), "cfs34", "mq-deadline")
     assert less.attrs()[ATTR_LEGACY] == "none"
-    assert kk.parse_knobs(legacy="write_handle+shadow_wait").legacy == set(kk.LEGACY_KNOBS)
+    assert kk.parse_knobs(legacy="write_handle+shadow_wait").legacy == set(LEGACY_KNOBS)
     assert kk.parse_knobs(legacy="all") == kk.parse_knobs(legacy="shadow_wait+write_handle+dioread_lock")
 
 
