@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..data.result import RunResult
-from ..errors import AbtError
+from ..errors import AbtError, ConfigError
 from ..machines.availability import Availability
 
 if TYPE_CHECKING:
@@ -84,6 +84,36 @@ class Backend:
         """Dataset attrs that replace the sweep's (e.g. a model's kernel and cpu labels)."""
         return {}
 
+    # -- where its points run: the sweep asks, the driver answers. This class's answers are
+    # a driver's that runs in this process (a model: nowhere real); ProgramBackend's come
+    # from abtlab.machines.placement
+    def available_for(self, levels: dict) -> Availability:
+        """Can these levels' points run here (with the reason when not)?"""
+        return self.available()
+
+    def check_levels(self, levels: dict) -> None:
+        """Before any point runs: ConfigError for what these levels need and this machine
+        cannot give (a guest kernel it cannot build)."""
+
+    def check_virtual_freq(self, levels: dict) -> None:
+        """`--freq virtual:...`: ConfigError unless every point runs on a guest clock."""
+        raise ConfigError("freq", f"virtual with backend {self.name}",
+                          "virtual:... only with guest machines (--machine guest...)")
+
+    def holds_host_devices(self, levels: dict) -> bool:
+        """Whether the sweep uses this machine's devices (loop devices, mounts, tracefs) and
+        so must hold it (abtlab.system.runlock)."""
+        return not self.simulated
+
+    def isolated_clock(self, point: dict, ctx) -> bool:
+        """Whether nothing else running on the host changes what this point measures, so
+        that another run may go beside it."""
+        return False
+
+    def dataset_coords(self, levels: dict) -> dict:
+        """Coordinates the dataset gains from these levels (a machine's clock and kernel)."""
+        return {}
+
     # -- groups: runs that share a start-up cost (a guest boot, a compiled simulator call) --
     group_limit: int = 32
 
@@ -122,6 +152,24 @@ class ProgramBackend(Backend):
     def run_point(self, point: dict, ctx) -> RunResult:
         return _dispatch().run_program(self.prepare(point, ctx), point, ctx)
 
+    def available_for(self, levels: dict) -> Availability:
+        return _placement().available(levels, self.available())
+
+    def check_levels(self, levels: dict) -> None:
+        _placement().check(levels)
+
+    def check_virtual_freq(self, levels: dict) -> None:
+        _placement().check_virtual_freq(levels)
+
+    def holds_host_devices(self, levels: dict) -> bool:
+        return _placement().holds_host_devices(levels)
+
+    def isolated_clock(self, point: dict, ctx) -> bool:
+        return _placement().isolated_clock(point, ctx)
+
+    def dataset_coords(self, levels: dict) -> dict:
+        return _placement().coords(levels)
+
     def group_size(self, task) -> int:
         return int(task.options.get("guest_batch") or 32)
 
@@ -145,6 +193,11 @@ class ToolBackend(ProgramBackend):
     def tool_result(self, run: ToolRun, point: dict, ctx) -> RunResult:
         raise NotImplementedError
 
+    def check_policy(self, point: dict, name: str, guest: bool = False):
+        """The point's policy, refused when the tool cannot run it where route sends it
+        (abtlab.machines.dispatch.check_tool_policy); guest: the tool runs in a guest too."""
+        return _dispatch().check_tool_policy(point, name, guest)
+
     def run_point(self, point: dict, ctx) -> RunResult:
         return self.tool_result(_dispatch().run_tool(self.tool_job(point, ctx), point, ctx), point, ctx)
 
@@ -166,3 +219,9 @@ def _dispatch():
     # uuid, ...: 0.10 CPU s more to import this module in a new process
     from ..machines import dispatch
     return dispatch
+
+
+def _placement():
+    # deferred as _dispatch is: it asks abtlab.machines.dispatch.route
+    from ..machines import placement
+    return placement

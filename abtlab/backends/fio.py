@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..data.result import RunResult
 from ..machines.host import SCRATCH_OPTIONS
 from ..machines.tool_runner import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, ToolInGuest, ToolJob,
-                                    check_policy, check_tool_options, tool_available, trace_scalars)
+                                    check_tool_options, tool_available, trace_scalars)
 from .base import ToolBackend
 from .iozone import check_file_sizes
 from .tool_output import parse_fio
@@ -111,7 +111,7 @@ class FioBackend(ToolBackend):
         return check_tool_options(options, "fio", ENV)
 
     def validate_point(self, point):
-        check_policy(point, "fio", guest=True)
+        self.check_policy(point, "fio", guest=True)
         check_file_sizes(point)
         return point
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from ..data.result import RunResult
 from ..machines.host import SCRATCH_OPTIONS
-from ..machines.tool_runner import (FSYNC, WRITE_BEGIN, ToolJob, check_policy, check_tool_options,
+from ..machines.tool_runner import (FSYNC, WRITE_BEGIN, ToolJob, check_tool_options,
                                     first_fsyncs, tool_available, trace_scalars)
 from .base import ToolBackend
 from .iozone import check_file_sizes
@@ -83,7 +83,7 @@ class IozoneToolBackend(ToolBackend):
         return check_tool_options(options, "iozone", ENV)
 
     def validate_point(self, point):
-        check_policy(point, "iozone")
+        self.check_policy(point, "iozone")
         for key in ("file_size", "record_size"):
             if point[key] % 1024 or point[key] < 4096:
                 raise ConfigError(key, point[key], "a multiple of 1024 bytes, at least 4k (IOzone takes kB)")

@@ -15,7 +15,7 @@ from .. import policies
 from ..errors import ConfigError
 from ..data.result import RunResult
 from ..machines.host import SCRATCH_OPTIONS
-from ..machines.tool_runner import (CREATE, FSYNC, WRITE_END, ToolJob, check_policy, check_tool_options,
+from ..machines.tool_runner import (CREATE, FSYNC, WRITE_END, ToolJob, check_tool_options,
                                     tool_available, trace_scalars)
 from .base import ToolBackend
 from .metarates import write_bytes
@@ -81,7 +81,7 @@ class MdtestBackend(ToolBackend):
         return check_tool_options(options, "mdtest", ENV)
 
     def validate_point(self, point):
-        check_policy(point, "mdtest")
+        self.check_policy(point, "mdtest")
         if point["threads"] > 1 and shutil.which("mpirun") is None:
             raise ConfigError("threads", point["threads"],
                               "1 without mpirun (Debian: openmpi-bin) for more ranks")

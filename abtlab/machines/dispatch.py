@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import policies
 from ..data.result import RunResult
-from ..errors import AbtError
+from ..errors import AbtError, ConfigError
 from . import guest_point, host, kernel_delayjc, tool_runner
 from .host import Prepared, add_measures
 from .spec import Machine, at_virtual_freq, parse_machine
@@ -20,22 +20,27 @@ from .tool_runner import ToolJob, ToolRun
 
 __all__ = ["HOST", "KERNEL", "GUEST", "machine_for", "route", "group_key", "run_program",
            "run_programs", "run_tool", "run_tools", "run_any",
-           "run_kdelayjc", "run_in_guest", "touches_host_devices"]
+           "run_kdelayjc", "run_in_guest", "check_tool_policy"]
 
 HOST, KERNEL, GUEST = "host", "host with the kernel delayJC knobs", "guest"
 
 
-def machine_for(point, ctx, machine=None) -> Machine:
+def machine_for(point, ctx=None, machine=None) -> Machine:
     """The point's machine (`machine`, else its machine factor, else the host); a guest
-    under `--freq virtual:F` gets F's icount shift."""
+    under `--freq virtual:F` gets F's icount shift (ctx None: before any run, where only
+    the machine's kind and clock are asked)."""
     m = parse_machine(machine or point.get("machine") or "host")
-    return at_virtual_freq(m, point["freq_ghz"]) if m.is_guest and ctx.freq_mode == "virtual" else m
+    virtual = ctx is not None and ctx.freq_mode == "virtual"
+    return at_virtual_freq(m, point["freq_ghz"]) if m.is_guest and virtual else m
 
 
-def route(point, ctx, machine: Machine) -> tuple[str, Machine]:
-    """Where the point runs, and on which machine: a guest machine in its guest; on the
-    host, a policy that needs the patched kernel under the host kernel's knobs when it
-    has them, else in the default guest (labelled so in the machine attrs)."""
+def route(point, ctx=None, machine: Machine | None = None) -> tuple[str, Machine]:
+    """Where the point runs, and on which machine (the point's own by default): a guest
+    machine in its guest; on the host, a policy that needs the patched kernel under the
+    host kernel's knobs when it has them, else in the default guest (labelled so in the
+    machine attrs). The only statement of where a point runs: the sweep's questions
+    (abtlab.machines.placement) and the tools' policy check ask it."""
+    machine = machine if machine is not None else machine_for(point, ctx)
     if machine.is_guest:
         return GUEST, machine
     if policies.parse(point["policy"]).needs_patched_kernel:
@@ -48,8 +53,8 @@ def route(point, ctx, machine: Machine) -> tuple[str, Machine]:
 def group_key(point, ctx):
     """The guest machine label a point runs on (its icount shift included): consecutive
     points with one key share a boot. None on the host."""
-    m = machine_for(point, ctx)
-    return m.label if m.is_guest else None
+    where, m = route(point, ctx)
+    return m.label if where == GUEST else None
 
 
 # -- abtlab's programs --------------------------------------------------------------------
@@ -157,11 +162,16 @@ def _caught(fn, *args):
         return exc
 
 
-def touches_host_devices(machines, policy_levels) -> bool:
-    """Whether points of these machines and policies use this machine's loop devices,
-    mounts and tracefs: a host machine's do, except kdelayjc points on a host kernel
-    without the knobs (route sends those to the guest)."""
-    if not any(parse_machine(m).touches_host_devices for m in machines):
-        return False
-    patched = [policies.parse(p).needs_patched_kernel for p in policy_levels]
-    return kernel_delayjc.knobs_present() or not all(patched)
+def check_tool_policy(point: dict, name: str, guest: bool = False):
+    """The point's policy, for a third-party tool: a tool runs on the point's own machine
+    as it is, so a policy that route would send to the host kernel's knobs or to the
+    default guest (kdelayjc on a host machine) is refused; guest: the tool runs on a guest
+    machine too (fio)."""
+    pol = policies.parse(point["policy"])
+    own = machine_for(point)
+    where, machine = route(point, None, own)
+    if where == KERNEL or machine != own:
+        place = "on the host; kdelayjc with --machine guest" if guest else "(runs on the host)"
+        raise ConfigError("policy", point["policy"], f"ext4, nojc, delayjc or batch for {name} "
+                          f"{place}: kdelayjc needs the guest kernel")
+    return pol

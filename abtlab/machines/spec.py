@@ -88,12 +88,6 @@ class Machine:
         return parse_knobs(self.kernel, **dict(self.knobs)) if self.is_guest else None
 
     @property
-    def touches_host_devices(self) -> bool:
-        """Whether its points use this machine's loop devices, mounts and tracefs (a guest
-        has its own disk, made inside it)."""
-        return not self.is_guest
-
-    @property
     def isolated_clock(self) -> bool:
         """Whether nothing else running on the host changes what it measures: a guest on
         the virtual or lock-step clock (a clock=host guest is timed by the host)."""

@@ -20,15 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import policies
 from ..errors import ConfigError, RunError, UnavailableError
 from ..model.measures import commit_waits
 from ..system.tracefs import EVENTS, commits_table, fsyncs_table
 from .availability import Availability
 from .host import ToolOutput, check_scratch_options
-from .spec import parse_machine
 
-__all__ = ["find_tool", "tool_available", "check_tool_options", "check_policy", "Window",
+__all__ = ["find_tool", "tool_available", "check_tool_options", "Window",
            "window", "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "WINDOW_EVENTS",
            "TRACED_EVENTS", "is_regular", "ToolJob", "ToolInGuest", "ToolRun", "host_argv_for",
            "check_on_host", "check_in_guest", "read"]
@@ -78,16 +76,6 @@ def check_tool_options(options: dict, name: str, env: str) -> dict:
     if options.get("exe") not in (None, ""):
         find_tool(name, env, options["exe"])
     return check_scratch_options(options)
-
-
-def check_policy(point: dict, name: str, guest: bool = False):
-    """The point's policy; kdelayjc only on a guest machine, for a tool that runs there."""
-    pol = policies.parse(point["policy"])
-    if pol.needs_patched_kernel and not (guest and parse_machine(point.get("machine") or "host").is_guest):
-        where = "on the host; kdelayjc with --machine guest" if guest else "(runs on the host)"
-        raise ConfigError("policy", point["policy"], f"ext4, nojc, delayjc or batch for {name} "
-                          f"{where}: kdelayjc needs the guest kernel")
-    return pol
 
 
 # -- the tool's window, from tracefs events ------------------------------------------------

@@ -16,7 +16,6 @@ from ..backends.base import RunContext
 from ..data.block import from_results
 from ..errors import RunError
 from ..extras import require
-from ..machines.spec import parse_machine
 
 __all__ = ["Task", "execute", "execute_group", "execute_many", "groups", "SerialExecutor", "DaskExecutor", "make_executor"]
 
@@ -36,11 +35,11 @@ def _backend(task):
     return get_backend(task.backend) if isinstance(task.backend, str) else task.backend
 
 
-def _in_guest(group) -> bool:
-    """A group of virtual-time guest points: the guest's own disk and clock, so another
-    run beside it changes nothing it measures (a clock=host guest is timed by the host)."""
+def _isolated(group) -> bool:
+    """A group whose clock is its own (a guest's on virtual time, the backend says), so
+    another run beside it changes nothing it measures."""
     t = group[0]
-    return not _backend(t).simulated and parse_machine(t.point.get("machine", "host")).isolated_clock
+    return _backend(t).isolated_clock(t.point, t)
 
 
 def _context(task, workdir):
@@ -178,7 +177,7 @@ class DaskExecutor:
         # priorities keep the sweep's order (random or blocked) where runs queue on one worker;
         # a guest group touches no host device and its clock is virtual: groups run side by side
         futs = [self.client.submit(execute_group, g, pure=False, priority=len(grouped) - k,
-                                   **({} if _in_guest(g) else io))
+                                   **({} if _isolated(g) else io))
                 for k, g in enumerate(grouped)]
         for fut in as_completed(futs):
             done, error = fut.result()

@@ -31,7 +31,6 @@ from ..data.assemble import assemble_arrays
 from ..backends import get as get_backend
 from ..errors import ConfigError, DiskFullError, RunError
 from ..factors.typed import typed_levels
-from ..machines.spec import machine_coords, parse_machine
 from ..stats import ci_halfwidth, ratio_halfwidth, reps_for_cv
 from ..system import cleanup
 from ..system.facts import collect
@@ -92,24 +91,8 @@ def run_seed(base_seed: int, point_index: int, rep: int, seeds: str = "per_run")
 BOOL_OPTIONS = ("fsync", "direct", "processes")
 
 
-def _machines(levels) -> list:
-    """The sweep's machines (typed once by typed_levels: parse_machine is the identity)."""
-    return [parse_machine(m) for m in levels.get("machine") or ["host"]]
-
-
-def _availability(be, levels):
-    """The backend's own check; for runs that all go to a qemu guest the guest's, since
-    they need neither root nor loop devices on this machine (qemu runs unprivileged)."""
-    if be.simulated:
-        return be.available()
-    machines = _machines(levels)
-    if not any(m.touches_host_devices for m in machines):
-        return machines[0].available()
-    return be.available()
-
-
 def _check(be, reps, levels, options):
-    avail = _availability(be, levels)
+    avail = be.available_for(levels)    # where the points run is the backend's answer
     if not avail:
         raise ConfigError("backend", be.name, f"a backend that can run here ({avail.reason})")
     if not isinstance(reps, Reps) and not (isinstance(reps, int) and not isinstance(reps, bool)
@@ -123,9 +106,7 @@ def _check(be, reps, levels, options):
     for k in BOOL_OPTIONS:
         if k in options and not isinstance(options[k], (bool, np.bool_)):
             raise ConfigError(k, options[k], "true or false (a boolean, not a string)")
-    if not be.simulated:   # each guest's kernel buildable here
-        for m in _machines(levels):
-            m.check()
+    be.check_levels(levels)   # e.g. each guest kernel buildable here
 
 
 def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
@@ -178,7 +159,7 @@ def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = F
                 return finished
             per_point = reps.min if isinstance(reps, Reps) else reps
             space.check_free(out, space.estimate_bytes(points, per_point))
-        if _on_host_devices(be, levels, options):
+        if be.holds_host_devices(levels):
             held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
             attrs = {**(attrs or {}), quietness.ATTR: quietness.announce()}
         run = _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
@@ -199,17 +180,6 @@ def _prepare_out(out: Path, spec, resume, force):
         if out.exists() and not store.parts_dir(out).exists():
             return store.load(out)
     return None
-
-
-def _on_host_devices(be, levels, options) -> bool:
-    """Whether a sweep touches this machine's devices (loop devices, mounts, tracefs):
-    every real backend, except runs that all go to a qemu guest."""
-    if be.simulated:
-        return False
-    # imported here: abtlab.machines.dispatch brings the host's and the guest's machinery
-    # (scratch fs, tracefs, qemu), which a simulated sweep never uses: 0.08 CPU s
-    from ..machines.dispatch import touches_host_devices
-    return touches_host_devices(_machines(levels), levels.get("policy", ["ext4"]))
 
 
 def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, warmup,
@@ -272,13 +242,15 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
 
 
 def _finish(be, done, levels, meta, out, parts=None):
-    """The finished runs as one dataset (RunArrays, or a Dataset where a sweep of guest
-    machines adds their coordinates), written to out (when given) and its parts removed."""
+    """The finished runs as one dataset (RunArrays, or a Dataset where the backend adds
+    coordinates: a machine level's clock and kernel), written to out (when given) and its
+    parts removed."""
     meta = {**collect(), **meta, "end_time": timestamp()}
     ds = assemble_arrays(list(done.values()), levels, meta)
     ds.attrs.update(be.dataset_labels(ds.attrs))
-    if "machine" in levels:  # each machine level's clock and kernel (abtlab.machines.spec)
-        ds = ds.to_dataset().assign_coords(machine_coords(levels["machine"]))
+    coords = be.dataset_coords(levels)
+    if coords:
+        ds = ds.to_dataset().assign_coords(coords)
     if out is not None:
         _write_dataset(ds, out, parts)
     return ds

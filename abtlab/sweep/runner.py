@@ -5,7 +5,6 @@ from ..backends import get as get_backend
 from ..errors import ConfigError
 from ..factors.levels import check_real_freq, parse_freq
 from ..factors.typed import PARSERS
-from ..machines.spec import check_virtual_freq
 from . import loop as sweep
 
 __all__ = ["build_levels", "run"]
@@ -49,7 +48,7 @@ def build_levels(backend, freq=None, **factors):
                               f"({be.option_names()}) of backend {be.name}")
     options.update(factors)
     if options.get("freq_mode") == "virtual":
-        check_virtual_freq(levels.get("machine", ["host"]), levels.get("freq_ghz", ()))
+        be.check_virtual_freq(levels)
     return levels, options
 
 

@@ -10,7 +10,7 @@
     policy = ["ext4", "nojc", "delayjc:window=16ms"]
     freq = "emulated:1.6,2.0,2.6,3.3"
     device = ["none", "hdd7200"]
-    machine = ["host", "guest:clock=virtual,cpus=2"]   # abtlab.machines.spec
+    machine = ["host", "guest:clock=virtual,cpus=2"]   # where each point runs (--machine)
     [options]                       # backend options (not swept)
     fsync = true
     [repetitions]                   # or: repetitions = 5

@@ -128,8 +128,8 @@ def test_plot_panels_and_provenance_say_the_clock():
 def test_a_machine_carries_what_it_implies():
     host, g, k342 = (machine.parse_machine(s) for s in ("host", "guest:clock=host", "guest:kernel=3.4.2"))
     assert host.guest_kernel is None and host.kernel_knobs is None
-    assert host.touches_host_devices and not host.isolated_clock
-    assert not g.touches_host_devices and not g.isolated_clock    # timed by the host's clock
+    assert not host.is_guest and not host.isolated_clock
+    assert g.is_guest and not g.isolated_clock    # timed by the host's clock
     assert k342.isolated_clock and k342.guest_kernel.disk == "brd" and k342.guest_kernel.max_depth == 1
     assert k342.kernel_knobs.iosched == "cfq" and k342.kernel_knobs is k342.kernel_knobs   # once
     assert host.available()

@@ -40,15 +40,15 @@ def test_a_local_cluster_boots_a_guest_batch_like_the_serial_executor(built_gues
 def test_only_virtual_time_guest_groups_run_beside_others():
     """On a cluster, host runs queue for the one I/O worker; virtual-time guest groups do
     not (nothing on the host enters their timing), clock=host guests do."""
-    from abtlab.sweep.executor import Task, _in_guest, groups
+    from abtlab.sweep.executor import Task, _isolated, groups
 
     def task(machine, i=0, backend="iozone"):
         point = {"policy": "ext4", "threads": 4, "file_size": 4096, "record_size": 4096,
                  "device": "none", "machine": machine, "freq_ghz": 3.3}
         return Task(backend, point, i, 0, 1, {"guest_batch": 2}, 3.3, "emulated")
-    assert _in_guest([task("guest")]) and _in_guest([task("guest:cpus=2")])
-    assert not _in_guest([task("host")]) and not _in_guest([task("guest:clock=host")])
-    assert not _in_guest([task("guest", backend="sim")])
+    assert _isolated([task("guest")]) and _isolated([task("guest:cpus=2")])
+    assert not _isolated([task("host")]) and not _isolated([task("guest:clock=host")])
+    assert not _isolated([task("guest", backend="sim")])
     # consecutive points of one guest machine: groups of guest_batch; host points alone
     got = [[t.index for t in g] for g in groups(
         [task("guest", 0), task("guest", 1), task("guest", 2), task("host", 3), task("host", 4)])]

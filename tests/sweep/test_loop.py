@@ -131,8 +131,8 @@ def test_guest_only_sweeps_need_the_guest_not_root(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr(guest, "available", lambda: (True, ""))
     be = backends.get("iozone")
-    assert sweep._availability(be, {"machine": ["guest", "guest:kernel=6.1-legacy"]})
-    host = sweep._availability(be, {"machine": ["guest", "host"]})
+    assert be.available_for({"machine": ["guest", "guest:kernel=6.1-legacy"]})
+    host = be.available_for({"machine": ["guest", "host"]})
     assert not host and "root" in host.reason
     monkeypatch.setattr(guest, "available", lambda: (False, "qemu-system-x86_64 not found"))
     with pytest.raises(ConfigError, match="qemu-system-x86_64 not found"):

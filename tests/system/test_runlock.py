@@ -79,12 +79,16 @@ def test_a_sweep_to_an_output_another_sweep_writes_is_refused_before_running(tmp
     assert not out.exists() and not (tmp_path / "r.nc.parts").exists()
 
 
-def test_only_runs_on_host_devices_take_the_machine():
+def test_only_runs_on_host_devices_take_the_machine(monkeypatch, tmp_path):
+    from abtlab.machines import kernel_delayjc
+    monkeypatch.setattr(kernel_delayjc, "SYSFS_KNOBS", tmp_path / "absent")   # no knobs here
     iozone, sim = backends.get("iozone"), backends.get("sim")
-    assert sweep._on_host_devices(iozone, {"policy": ["ext4"]}, {}) is True
-    assert sweep._on_host_devices(iozone, {"policy": ["ext4"]}, {"guest": True}) is False
-    assert sweep._on_host_devices(iozone, {"machine": ["guest"]}, {}) is False
-    assert sweep._on_host_devices(sim, {"policy": ["ext4"]}, {}) is False
+    kd = "kdelayjc:window=2ms"
+    assert iozone.holds_host_devices({"policy": ["ext4"]}) is True
+    assert iozone.holds_host_devices({"machine": ["guest"]}) is False
+    assert iozone.holds_host_devices({"machine": ["host"], "policy": [kd]}) is False   # to the guest
+    assert iozone.holds_host_devices({"machine": ["host"], "policy": [kd, "ext4"]}) is True
+    assert sim.holds_host_devices({"policy": ["ext4"]}) is False
 
 
 def test_an_output_lock_file_goes_with_its_writer(tmp_path):
