@@ -24,6 +24,7 @@ LAYERS = [
     {"studies"},   # what notebooks, labs and the demo study: runs sweeps, the simulator, the guest
     {"present"},
     {"results"},   # stored results: re-run through the command line, rendered into pages
+    {"labs"},      # classroom labs: a lab sets stored results (read, not run) beside its own run
     {"commands", "cli", "accessor", "__init__", "__main__"},
 ]
 

@@ -1,5 +1,5 @@
-"""`abtlab lab list | copy DIR | check --out DIR [--real | --guest] [--sim-params NAME]`: the
-classroom labs."""
+"""`abtlab lab list | copy DIR | check --out DIR [--real | --guest | --guest-live]
+[--sim-params NAME] [--real-kernel auto|stored|none]`: the classroom labs."""
 from __future__ import annotations
 
 import os
@@ -23,11 +23,19 @@ def register(sub):
     where.add_argument("--real", action="store_true",
                        help="data=auto: the real kernel where root and loop devices are available")
     where.add_argument("--guest", action="store_true",
-                       help="data=guest: a real Linux kernel in the qemu guest, virtual time, no root "
-                            "(minutes per lab at the paper's cell)")
+                       help="the guest's paper machine, read from its stored result (paper_machine_342: "
+                            "Linux 3.4.2 in the qemu guest, lock-step virtual time), for the labs "
+                            "that take it; nothing runs in the guest")
+    where.add_argument("--guest-live", action="store_true",
+                       help="data=guest: run the labs in the qemu guest now (a real Linux kernel, virtual "
+                            "time, no root; minutes per lab at the paper's cell)")
     k.add_argument("--sim-params", default=None, metavar="NAME|FILE",
                    help="the simulator's parameters for the labs that take them (e.g. paper_machine: "
                         "the paper's 4-core machine, where the simulator shows the paper's effect)")
+    k.add_argument("--real-kernel", default=None, choices=("auto", "stored", "none"),
+                   help="the real kernel the journal labs set beside their run: auto (this host's, run "
+                        "where root is available, else the stored host result; the labs' default), "
+                        "stored, or none")
     k.add_argument("--workers", type=int, default=2)
     k.set_defaults(func=_check)
 
@@ -68,10 +76,13 @@ def _copy(args):
 
 def _check(args):
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
+    from ..labs.journal import GUEST_RESULT
     from ..present.classroom import ANSWER_KEY_ENV, lab_notebooks, lab_settings
     from ..present.report import Item, answers, run_batch
-    data = "auto" if args.real else "guest" if args.guest else "sim"
-    items = [Item(p, lab_settings(p, data, args.sim_params)) for p in lab_notebooks()]
+    data = "auto" if args.real else GUEST_RESULT if args.guest else "guest" if args.guest_live else "sim"
+    real = {} if args.real_kernel is None else {"real_kernel": None if args.real_kernel == "none"
+                                                else args.real_kernel}
+    items = [Item(p, lab_settings(p, data, args.sim_params, **real)) for p in lab_notebooks()]
     before = os.environ.get(ANSWER_KEY_ENV)
     os.environ[ANSWER_KEY_ENV] = "1"      # inherited by the kernels: checks give the key
     try:

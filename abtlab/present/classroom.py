@@ -187,18 +187,24 @@ def _parameters(path) -> tuple[dict, list]:
              for n in ast.parse(src).body if isinstance(n, ast.Assign)
              for t in n.targets if isinstance(t, ast.Name)}
     line = next((ln for ln in src.splitlines() if ln.startswith("data =")), "")
-    choices = re.findall(r'"([a-z_]+)"', line.partition("#")[2])
+    choices = re.findall(r'"([a-z0-9_]+)"', line.partition("#")[2])
     return names, choices
 
 
-def lab_settings(path, data: str, sim_params=None) -> dict:
+_UNSET = object()
+
+
+def lab_settings(path, data: str, sim_params=None, real_kernel=_UNSET) -> dict:
     """The parameters `abtlab lab check` gives one lab for a setting: data where the lab
     offers it (its parameters cell lists its choices), else the lab's own default; and
-    sim_params to the labs that take it. Returns {"data": ..., ["sim_params": ...]}."""
+    sim_params and real_kernel to the labs that take them (real_kernel None is a value:
+    leave the real kernel out). Returns {"data": ..., ["sim_params": ...], ["real_kernel": ...]}."""
     names, choices = _parameters(path)
     out = {"data": data if data in choices else names.get("data", data)}
     if sim_params is not None and "sim_params" in names:
         out["sim_params"] = sim_params
+    if real_kernel is not _UNSET and "real_kernel" in names:
+        out["real_kernel"] = real_kernel
     return out
 
 

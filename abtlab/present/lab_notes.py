@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import paper_terms as pt
+from ..data import schema
 from ..data.display import number, quantity
 from ..stats.ratios import format_ratio
 from ..stats.values import provenance_label
@@ -21,7 +22,7 @@ from ..studies.notebook_studies import delay_table
 
 __all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints",
            "unblocked_hints", "unblocked_what", "batching_note", "delay_note", "magnitudes_note",
-           "paper_machine_note", "delay_paper_machine_note"]
+           "side_by_side_note", "delay_side_by_side_note"]
 
 _P = pt.PAPER_IOZONE
 
@@ -200,12 +201,6 @@ def _side_sentence(ds, f_low, f_high) -> str:
     return f"x{format_ratio(*r)} ({words})" + (f", {u.sentence()}" if u else "")
 
 
-def _machine(paper) -> str:
-    return (f"the SIMULATED paper machine ({paper.attrs.get('params_file', 'sim_paper_machine.toml')}: 4 cores, "
-            f"IOzone's polling start, a journal CPU of {paper.attrs.get('journal_cpu_us', math.nan):g} us to start "
-            "a commit at 3.3 GHz, chosen where the paper's effect appears, not measured on the paper's machine)")
-
-
 def _best_window(table) -> str:
     top = table.loc[table.throughput_mib_s.idxmax()]
     ext4 = table[table.window_ms == 0].iloc[0]
@@ -215,25 +210,62 @@ def _best_window(table) -> str:
             f"commit wait {number(top.commit_wait_ms, 3)} ms against ext4's {number(ext4.commit_wait_ms, 3)} ms")
 
 
-def delay_paper_machine_note(table, paper, freq) -> str:
-    """Lab 3: the window of most throughput (write op timed) in this run's table beside the
-    SIMULATED paper machine's, ending with the question of why they differ (mean over the
-    repetitions: the lab's own table, no CI)."""
-    if paper is None:
-        return ("This run is the SIMULATED paper machine (sim_params='paper_machine'): run the lab with "
-                "data='auto' or 'guest' to set a real kernel beside it.")
-    return (f"Side by side at {freq:g} GHz, the most throughput with the write op timed: this run: "
-            f"{_best_window(table)}; {_machine(paper)}: {_best_window(delay_table(paper))}. "
-            "Why do they differ?")
+def _clocks(ds, f_low, f_high) -> tuple[float, float]:
+    """The lab's clocks where a side has them, else the side's own lowest and highest."""
+    have = [float(f) for f in np.atleast_1d(ds[schema.FREQ].values)] if schema.FREQ in ds.coords else []
+    if not have or (np.isclose(have, f_low).any() and np.isclose(have, f_high).any()):
+        return f_low, f_high
+    return min(have), max(have)
 
 
-def paper_machine_note(ds, paper, f_low, f_high) -> str:
-    """This run beside the SIMULATED paper machine (abtlab.studies.notebook_studies
-    .paper_machine_run), ext4's write-op throughput at f_high over f_low, ending with the
-    question of why they differ. paper None: this run is the paper machine already."""
-    if paper is None:
-        return ("This run is the SIMULATED paper machine (sim_params='paper_machine'): run the lab with "
-                "data='auto' or 'guest' to set a real kernel beside it.")
-    return (f"Side by side, ext4's throughput with the write op timed at {f_high:g} over {f_low:g} GHz: "
-            f"this run ({provenance_label(ds)}): {_side_sentence(ds, f_low, f_high)}; {_machine(paper)}: "
-            f"{_side_sentence(paper, f_low, f_high)}. Why do they differ?")
+def _row(side) -> str:
+    return ("- this run, " if side.this_run else "- ") + side.label
+
+
+def side_by_side_note(ds, sides, f_low, f_high) -> str:
+    """Labs 1 and 2: ext4's throughput with the write op timed (faster clock over slower, CI)
+    and its unblocked writers in this run beside each side (abtlab.labs.journal.sides: the
+    SIMULATED paper machine, the guest's stored paper machine in VIRTUAL TIME, the real
+    kernel), the paper's last, ending with the question of why they differ."""
+    lines = ["Side by side, ext4's throughput with the write op timed (the paper's), the faster clock "
+             "over the slower, and its unblocked writers:"]
+    if not any(s.this_run for s in sides):
+        lines.append(f"- this run ({provenance_label(ds)}), at {f_high:g} over {f_low:g} GHz: "
+                     f"{_side_sentence(ds, f_low, f_high)}")
+    for s in sides:
+        lo, hi = _clocks(s.ds, f_low, f_high)
+        lines.append(f"{_row(s)}, at {hi:g} over {lo:g} GHz: {_side_sentence(s.ds, lo, hi)}")
+    lines.append(f"- {_paper_line()}.")
+    return "\n".join(lines + ["Why do they differ?"])
+
+
+def _has_windows(ds) -> bool:
+    return schema.POLICY in ds.dims and any(str(p).split(":")[0] in ("delayjc", "kdelayjc")
+                                            for p in ds[schema.POLICY].values)
+
+
+def _bound(ds, freq) -> str:
+    f = _clocks(ds, freq, freq)[1]
+    u = pt.unblocked(ds, f, f)
+    if u is None or not u.low > 0:
+        return "no delayJC windows in it, and no unblocked writers counted"
+    return (f"no delayJC windows in it; ext4 leaves {number(u.low)} of {number(u.writers)} {u.short} at "
+            f"{f:g} GHz, so a window could give back at most about x{u.writers / u.low:.2f}")
+
+
+def delay_side_by_side_note(table, sides, freq) -> str:
+    """Lab 3: the window of most throughput (write op timed) in this run's table beside each
+    side's (abtlab.labs.journal.sides; mean over the repetitions: the lab's own table, no
+    CI); a side without windows (the stored guest and host results) gives the most a window
+    could give back there, writers over ext4's unblocked ones. Ends with the question of why
+    they differ."""
+    lines = [f"Side by side at {freq:g} GHz, the most throughput with the write op timed:"]
+    if not any(s.this_run for s in sides):
+        lines.append(f"- this run: {_best_window(table)}")
+    for s in sides:
+        shown = _best_window(table if s.this_run else delay_table(s.ds)) if _has_windows(s.ds) \
+            else _bound(s.ds, freq)
+        lines.append(f"{_row(s)}: {shown}")
+    lines.append(f"- the paper ({pt.PAPER}): delayJC x{_P['delayjc_gain']} ext4's throughput (write op timed) at "
+                 f"{_P['f_high']} GHz, 256 threads.")
+    return "\n".join(lines + ["Why do they differ?"])

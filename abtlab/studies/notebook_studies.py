@@ -12,8 +12,6 @@ hold no logic. Their figures are in abtlab.present.study_plots.
 """
 from __future__ import annotations
 
-import math
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +32,7 @@ from ..policies import parse as parse_policy
 from ..sim import simulate
 from ..sweep.runner import run as run_sweep
 
-__all__ = ["real_available", "study_data", "lab_data", "paper_machine_run", "lab_delay_policies", "delay_policies", "delay_sweep", "delay_table",
+__all__ = ["real_available", "study_data", "lab_data", "lab_delay_policies", "delay_policies", "delay_sweep", "delay_table",
            "trace_measures", "trace_metrics", "sim_ranking", "frequency_workloads",
            "optimal_delay", "DATA_CHOICES"]
 
@@ -124,23 +122,6 @@ def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext
 # a boot runs at most 8 points and may take 30 min of host time: 20 points of 256 writers in
 # one boot outlasted the default 600 s at host load 10 (virtual time is not affected)
 _GUEST_BOOTS = {"guest_batch": 8, "guest_timeout": 1800}
-
-
-def paper_machine_run(data, sim_params, threads=256, file_size="128k", record_size="32k",
-                      freqs=(1.6, 3.3), reps=3, seed=0, policy="ext4"):
-    """The simulated paper machine (examples/sim_paper_machine.toml) at a lab's point, for
-    `policy` (ext4; lab 3: ext4 and its delayJC windows), to set beside the lab's own run;
-    None when the lab's run is that already.
-    attrs["journal_cpu_us"]: the journal thread's CPU to start a commit it was given."""
-    if data == "sim" and sim_params == "paper_machine":
-        return None
-    path = about.EXAMPLES / "sim_paper_machine.toml"
-    ds = lab_data("sim", threads, file_size, record_size, policy=policy, freqs=freqs, reps=reps,
-                  seed=seed, quiet=True, sim_params="paper_machine")
-    with open(path, "rb") as fh:
-        params = tomllib.load(fh)
-    ds.attrs.update(journal_cpu_us=float(params.get("commit_cpu_us", math.nan)), params_file=path.name)
-    return ds
 
 
 def _sim_params(sim_params) -> dict:

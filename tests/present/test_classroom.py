@@ -87,13 +87,21 @@ def test_cli_lab_check_runs_each_lab_on_the_data_asked_for(tmp_path, monkeypatch
         return [], tmp_path / "index.html"
     monkeypatch.setattr(report, "run_batch", fake_batch)
     journal = {"lab_1_faster_cpu", "lab_2_batching", "lab_3_delay"}     # the labs with a guest setting
-    for flag, data in (([], "sim"), (["--real"], "auto"), (["--guest"], "guest")):
+    stored_guest = {"lab_1_faster_cpu", "lab_2_batching"}        # lab 3's windows are not in the stored guest
+    for flag, data, takes in (([], "sim", None), (["--real"], "auto", None),
+                              (["--guest"], "paper_machine_342", stored_guest),
+                              (["--guest-live"], "guest", journal)):
         seen.clear()
         assert main(["lab", "check", "--out", str(tmp_path), *flag]) == 0
         assert len(seen) == len(classroom.lab_notebooks())
         for name, params in seen:   # a lab without the setting runs on its own default
-            assert params["data"] == (data if data != "guest" or name in journal else
+            assert params["data"] == (data if takes is None or name in takes else
                                       classroom._parameters(report.NOTEBOOK_DIR / f"{name}.ipynb")[0]["data"])
+            assert "real_kernel" not in params                    # the lab's own default unless asked
+    for given, value in (("stored", "stored"), ("none", None), ("auto", "auto")):
+        seen.clear()
+        assert main(["lab", "check", "--out", str(tmp_path), "--real-kernel", given]) == 0
+        assert {name for name, params in seen if params.get("real_kernel", "unset") == value} == journal
     seen.clear()
     assert main(["lab", "check", "--out", str(tmp_path), "--sim-params", "paper_machine"]) == 0
     took = {name for name, params in seen if params.get("sim_params") == "paper_machine"}

@@ -174,29 +174,40 @@ def test_magnitudes_note_says_the_write_op_is_the_page_cache_and_the_fsync_the_d
     assert "MiB/s at 1.6 GHz" in note and "(a disk's speed)" in note
 
 
-def test_paper_machine_note_sets_the_simulated_paper_machine_beside_the_run_and_asks_why():
+class _Side:
+    def __init__(self, label, ds, this_run=False):
+        self.label, self.ds, self.this_run = label, ds, this_run
+
+
+def test_side_by_side_note_sets_each_side_beside_the_run_from_its_data_and_asks_why():
     here = make_run({"ext4": 2.0, "nojc": 2.0}, rsd=0.02, threads=(256,))
     paper = make_run({"ext4": 0.5}, rsd=0.02, policies=("ext4",), threads=(256,))
-    paper.attrs.update(journal_cpu_us=2000.0, params_file="sim_paper_machine.toml")
-    note = lab_notes.paper_machine_note(here, paper, 1.6, 3.3)
-    r = paper_terms.ratio(paper, "throughput", 1.6, 3.3)
-    assert f"x{r[0]:.2f} [" in note and "slower at the faster clock: the paper's effect" in note
-    assert "the SIMULATED paper machine (sim_paper_machine.toml" in note and "2000 us" in note
-    assert "faster at the faster clock" in note and note.endswith("Why do they differ?")
-    assert "is the SIMULATED paper machine" in lab_notes.paper_machine_note(here, None, 1.6, 3.3)
-    assert studies.paper_machine_run("sim", "paper_machine") is None
+    other = make_run({"ext4": 1.3}, rsd=0.02, policies=("ext4",), threads=(32,), freqs=(1.2, 2.4))
+    note = lab_notes.side_by_side_note(here, [_Side("the SIMULATED one", paper),
+                                              _Side("the guest's one; VIRTUAL TIME", other)], 1.6, 3.3)
+    for ds, lo, hi in ((here, 1.6, 3.3), (paper, 1.6, 3.3), (other, 1.2, 2.4)):
+        r = paper_terms.ratio(ds, "throughput", lo, hi)
+        assert f"at {hi:g} over {lo:g} GHz: x{r[0]:.2f} [{r[1]:.2f}, {r[2]:.2f}]" in note
+    assert "- this run (SIMULATED), at 3.3 over 1.6 GHz" in note
+    assert "- the SIMULATED one, at 3.3 over 1.6 GHz" in note and "slower at the faster clock: the paper's effect" in note
+    assert "- the guest's one; VIRTUAL TIME, at 2.4 over 1.2 GHz" in note     # its own clocks
+    assert "ext4 x0.53" in note and note.endswith("Why do they differ?")
+    mine = lab_notes.side_by_side_note(paper, [_Side("the SIMULATED one", paper, this_run=True)], 1.6, 3.3)
+    assert "- this run, the SIMULATED one" in mine and "- this run (" not in mine
 
 
-def test_delay_paper_machine_note_sets_both_best_windows_side_by_side(monkeypatch):
+def test_delay_side_by_side_note_gives_each_best_window_or_the_bound_without_windows(monkeypatch):
     here = pd.DataFrame({"window_ms": [0, 4, 16], "throughput_mib_s": [100.0, 90.0, 95.0],
                          "commit_wait_ms": [150.0, 160.0, 200.0]})
-    paper = make_run({"ext4": 1.0}, policies=("ext4",), threads=(256,))
-    paper.attrs.update(journal_cpu_us=2000.0, params_file="sim_paper_machine.toml")
+    paper = make_run({"ext4": 1.0, "delayjc:window=4ms": 1.0}, policies=("ext4", "delayjc:window=4ms"),
+                     threads=(256,), freqs=(3.3,))
+    guest = _with_counts(make_run({"ext4": 1.0}, policies=("ext4",), threads=(256,)), "unblocked_threads", 200, 64)
     # the paper machine's delay table (studies.delay_table is tested with its study): 4 ms x3.6
     monkeypatch.setattr(lab_notes, "delay_table", lambda ds: pd.DataFrame(
         {"window_ms": [0, 4], "throughput_mib_s": [10.0, 36.0], "commit_wait_ms": [100.0, 300.0]}))
-    note = lab_notes.delay_paper_machine_note(here, paper, 3.3)
-    assert "this run: plain ext4 (no window raises the throughput)" in note
-    assert "a 4 ms window, x3.60 ext4's, commit wait 300 ms against ext4's 100 ms" in note
-    assert "2000 us" in note and note.endswith("Why do they differ?")
-    assert "is the SIMULATED paper machine" in lab_notes.delay_paper_machine_note(here, None, 3.3)
+    note = lab_notes.delay_side_by_side_note(here, [_Side("sim", paper), _Side("guest", guest)], 3.3)
+    assert "- this run: plain ext4 (no window raises the throughput)" in note
+    assert "- sim: a 4 ms window, x3.60 ext4's, commit wait 300 ms against ext4's 100 ms" in note
+    assert "- guest: no delayJC windows in it; ext4 leaves 64 of 256 unblocked threads at 3.3 GHz, " \
+           "so a window could give back at most about x4.00" in note
+    assert "delayJC x3.65" in note and note.endswith("Why do they differ?")

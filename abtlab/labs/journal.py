@@ -1,0 +1,129 @@
+"""The journal-commit labs (labs 1-3, Chang, Li, Grove and Cameron, MASCOTS 2014): the data
+a lab runs on, and what it sets beside it where abtlab has the paper's effect:
+
+(a) the SIMULATED paper machine (examples/sim_paper_machine.toml, run at the lab's point);
+(b) the guest's paper machine: the stored result `paper_machine_342` (Linux 3.4.2 in the
+    qemu guest, lock-step VIRTUAL TIME), read through the results registry, never rerun;
+(c) the real kernel: this host's, run at the lab's point where root and loop devices are
+    available (`real_kernel="auto"`), else the stored host result `host_iozone_32t`.
+
+A lab's `data` may also name a stored result (`abtlab results list`): the lab then reads
+it instead of running anything."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import about
+from ..data import schema
+from ..data.store import load
+from ..errors import ConfigError
+from ..model.remeasure import upgrade
+from ..results import registry
+from ..studies import notebook_studies as studies
+
+__all__ = ["GUEST_RESULT", "HOST_RESULT", "REAL_KERNEL", "Side", "stored", "lab_data", "sides"]
+
+GUEST_RESULT = "paper_machine_342"
+HOST_RESULT = "host_iozone_32t"
+PAPER_MACHINE = (about.EXAMPLES / "sim_paper_machine.toml").name
+REAL_KERNEL = ("auto", "stored", None)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run set beside the lab's: what it is (said in the student's page) and its data."""
+    label: str
+    ds: object          # xarray.Dataset
+    this_run: bool = False
+
+
+def stored(name: str):
+    """A stored result's dataset, by its name in data/results/index.toml."""
+    return upgrade(load(registry.get(name).path(registry.root())))
+
+
+def _stored_path(data):
+    """The file of a stored result named by `data`, or `data` as it is."""
+    results = registry.read() if isinstance(data, str) else {}
+    return str(results[data].path(registry.root())) if data in results else data
+
+
+def lab_data(data, *args, **kw):
+    """abtlab.studies.notebook_studies.lab_data, with `data` also the name of a stored
+    result (e.g. "paper_machine_342": the guest's paper machine, read, not run)."""
+    return studies.lab_data(_stored_path(data), *args, **kw)
+
+
+def _cell(ds) -> str:
+    size = {d: int(ds[d].values.max()) for d in (schema.THREADS, schema.FILE_SIZE, schema.RECORD_SIZE)
+            if d in ds.coords}
+    if len(size) < 3:
+        return "its own cell"
+    return (f"{size[schema.THREADS]} writers x {size[schema.FILE_SIZE] // 1024} KiB in "
+            f"{size[schema.RECORD_SIZE] // 1024} KiB records")
+
+
+def _guest_label(ds) -> str:
+    a = ds.attrs
+    return (f"the guest's paper machine (stored result {GUEST_RESULT}, measured {a.get('date', '?')}: "
+            f"Linux {a.get('guest_kernel_name', '?')} in the qemu guest, {a.get('guest_cpus', '?')} vCPUs "
+            f"each at the clock on a lock-step virtual clock, I/O scheduler {a.get('kernel_iosched', '?')}, "
+            f"the {_device(ds)} drive model; VIRTUAL TIME; {_cell(ds)})")
+
+
+def _device(ds) -> str:
+    return ", ".join(map(str, ds[schema.DEVICE].values)) if schema.DEVICE in ds.coords else "?"
+
+
+def _host_label(ds, name=None) -> str:
+    a = ds.attrs
+    where = (f"stored result {name}, measured {a.get('date', '?')} on a {a.get('cpu_logical', '?')}-CPU "
+             "machine" if name else "run now on this machine")
+    return (f"the real kernel (Linux {a.get('kernel', '?')}, {where}: a fresh ext4 on a "
+            f"loop device, the clock emulated by CPU-time dilation, no disk model; {_cell(ds)})")
+
+
+def _sim_label(ds) -> str:
+    return (f"the SIMULATED paper machine ({PAPER_MACHINE}: {ds.attrs.get('sim_cores', '?')} cores, IOzone's polling start, a journal CPU "
+            f"of {ds.attrs.get('sim_commit_cpu_us', float('nan')):g} us to start a commit at "
+            f"{ds.attrs.get('sim_f_ref_ghz', float('nan')):g} GHz, "
+            f"chosen where the paper's effect appears, not measured; {_cell(ds)})")
+
+
+def _is_host(ds) -> bool:
+    return ds.attrs.get("backend") != "sim" and str(ds.attrs.get(schema.MACHINE, "host")) == "host" \
+        and ds.attrs.get("freq_mode") in ("real", "emulated")
+
+
+def _real_side(ds, real_kernel, point) -> Side:
+    if _is_host(ds):
+        return Side(_host_label(ds), ds, this_run=True)
+    if real_kernel == "auto" and studies.real_available("iozone"):
+        # ext4 alone, whatever the lab runs: its windows would cost the class minutes
+        run = studies.lab_data("auto", quiet=True, **{**point, "policy": "ext4"})
+        return Side(_host_label(run), run)
+    host = stored(HOST_RESULT)
+    return Side(_host_label(host, HOST_RESULT), host)
+
+
+def sides(ds, data, sim_params, threads=256, file_size="128k", record_size="32k", freqs=(1.6, 3.3),
+          reps=3, real_kernel="auto", policy="ext4") -> list[Side]:
+    """(a) the SIMULATED paper machine, (b) the guest's paper machine (stored), (c) the real
+    kernel, for a lab's run `ds` made from `data`; a side the lab's run is already is that
+    run (this_run=True). real_kernel: "auto" (this host's kernel run at the lab's point where
+    root is available, else the stored host result), "stored" (the stored one), None (left out).
+    `policy` is what the sides run: ext4 (labs 1, 2), ext4 and its windows (lab 3)."""
+    if real_kernel not in REAL_KERNEL:
+        raise ConfigError("real_kernel", real_kernel, '"auto" | "stored" | None')
+    point = dict(threads=threads, file_size=file_size, record_size=record_size, policy=policy,
+                 freqs=freqs, reps=reps)
+    if data == "sim" and sim_params == "paper_machine":
+        out = [Side(_sim_label(ds), ds, this_run=True)]
+    else:
+        sim = studies.lab_data("sim", quiet=True, sim_params="paper_machine", **point)
+        out = [Side(_sim_label(sim), sim)]
+    guest = ds if data == GUEST_RESULT else stored(GUEST_RESULT)
+    out.append(Side(_guest_label(guest), guest, this_run=data == GUEST_RESULT))
+    if real_kernel is not None:
+        out.append(_real_side(ds, real_kernel, point))
+    return out

@@ -1,0 +1,74 @@
+"""The journal labs' sides (abtlab.labs.journal): the SIMULATED paper machine run at the lab's
+point, the guest's paper machine and the host read from their stored results (never run), each
+labelled with what it is; a lab's `data` may name a stored result; a wrong prediction on the
+stored guest gets a hint that agrees with the number beside it."""
+import pytest
+
+from abtlab.errors import ConfigError
+from abtlab.labs import journal
+from abtlab.present import classroom, lab_notes, paper_terms
+from abtlab.results import registry
+from abtlab.data.store import load
+
+
+def _stored_ratio(name, policy="ext4"):
+    ds = load(registry.get(name).path(registry.root()))
+    return paper_terms.ratio(ds, "throughput", 1.6, 3.3, policy)
+
+
+@pytest.fixture(scope="module")
+def sim_sides():
+    ds = journal.lab_data("sim", 64, "128k", "32k", policy="ext4", freqs=(1.6, 3.3), reps=2, quiet=True)
+    return ds, journal.sides(ds, "sim", None, threads=64, reps=2, real_kernel="stored")
+
+
+def test_the_sides_are_the_simulated_paper_machine_the_stored_guest_and_the_stored_host(sim_sides):
+    ds, sides = sim_sides
+    sim, guest, host = sides
+    assert not any(s.this_run for s in sides)
+    assert sim.label.startswith("the SIMULATED paper machine (sim_paper_machine.toml")
+    assert f"a journal CPU of {sim.ds.attrs['sim_commit_cpu_us']:g} us" in sim.label and "chosen" in sim.label
+    assert int(sim.ds.threads.max()) == 64                           # run at the lab's point
+    assert "stored result paper_machine_342" in guest.label and "VIRTUAL TIME" in guest.label
+    assert "Linux 3.4.2" in guest.label and "4 vCPUs" in guest.label and "lock-step" in guest.label
+    assert guest.ds.attrs["clock"] == "lockstep"
+    assert "stored result host_iozone_32t" in host.label and "32 writers x 64 KiB" in host.label
+    note = lab_notes.side_by_side_note(ds, sides, 1.6, 3.3)
+    for name in (journal.GUEST_RESULT, journal.HOST_RESULT):        # the numbers from the stored data
+        r = _stored_ratio(name)
+        assert f"x{r[0]:.2f} [{r[1]:.2f}, {r[2]:.2f}]" in note
+    assert note.endswith("Why do they differ?")
+
+
+def test_a_lab_reads_a_stored_result_by_name_and_it_is_the_guest_side():
+    ds = journal.lab_data(journal.GUEST_RESULT, policy="ext4,nojc")
+    assert ds.attrs["clock"] == "lockstep" and sorted(map(str, ds.policy.values)) == ["ext4", "nojc"]
+    sides = journal.sides(ds, journal.GUEST_RESULT, None, real_kernel=None)
+    assert [s.this_run for s in sides] == [False, True]       # no real kernel asked for
+    assert "this run, the guest's paper machine" in lab_notes.side_by_side_note(ds, sides, 1.6, 3.3)
+
+
+def test_a_wrong_prediction_on_the_stored_guest_gets_a_hint_agreeing_with_its_ratio():
+    """Lab 1's first check as the notebook makes it, on the guest's paper machine: whichever
+    way its CI points, "the other way" is graded NOT QUITE and the hint is the measured one."""
+    from abtlab import stats
+    ds = journal.lab_data(journal.GUEST_RESULT, policy="ext4,nojc")
+    sd = stats.slowdown(ds, ref=1.6).sel(freq_ghz=3.3).squeeze(drop=True)
+    mean = ds.throughput.mean("rep").squeeze(drop=True)
+    ci = (float(sd.ci_low.sel(policy="ext4")), float(sd.ci_high.sel(policy="ext4")))
+    got = classroom.measured_change(1, 1, ci)
+    wrong = "slower" if got != "down" else "faster"
+    hints = lab_notes.ext4_hints(ds, 1.6, 3.3)
+    f = classroom.check_change(wrong, float(mean.sel(policy="ext4", freq_ghz=1.6)),
+                               float(mean.sel(policy="ext4", freq_ghz=3.3)), "ext4 throughput (write op timed)",
+                               units="bytes/s", ci=ci, why=hints)
+    assert str(f).startswith("[NOT QUITE]")
+    assert f"x{float(sd.ratio.sel(policy='ext4')):.2f}, 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" in f.message
+    assert f"measured change: {got}" in f.message and f.message.endswith(hints[got])
+    u = paper_terms.unblocked(ds, 1.6, 3.3)
+    assert u.sentence() in f.message                       # the hint quotes the unblocked count beside it
+
+
+def test_sides_refuse_an_unknown_real_kernel_before_running():
+    with pytest.raises(ConfigError, match="real_kernel"):
+        journal.sides(None, "sim", None, real_kernel="yes")
