@@ -72,3 +72,30 @@ def test_a_wrong_prediction_on_the_stored_guest_gets_a_hint_agreeing_with_its_ra
 def test_sides_refuse_an_unknown_real_kernel_before_running():
     with pytest.raises(ConfigError, match="real_kernel"):
         journal.sides(None, "sim", None, real_kernel="yes")
+
+
+def test_lab2_wrong_prediction_on_the_stored_guest_gets_the_hint_for_its_unblocked_count():
+    ds = journal.lab_data(journal.GUEST_RESULT, policy="ext4")
+    counted = paper_terms.unblocked_var(ds)
+    mean = ds[[counted]].mean("rep").squeeze(drop=True)
+    lo, hi = float(mean[counted].sel(freq_ghz=1.6)), float(mean[counted].sel(freq_ghz=3.3))
+    got = classroom.measured_change(lo, hi)
+    wrong = "fewer" if got != "down" else "more"
+    hints = lab_notes.unblocked_hints(ds, 1.6, 3.3)
+    f = classroom.check_change(wrong, lo, hi, lab_notes.unblocked_what(ds, 1.6, 3.3), why=hints)
+    assert str(f).startswith("[NOT QUITE]") and f"measured change: {got}" in f.message
+    assert f.message.endswith(hints[got]) and paper_terms.terms_sentence(ds, 1.6, 3.3) in f.message
+    assert f"{lo:g} -> {hi:g}" in f.message                # the counts the hint sits beside
+
+
+def test_lab4_runs_its_entries_per_thread(monkeypatch):
+    """Lab 4's default entries (not Petersen's 100) reach the lock grid; the notebook's
+    parameters cell says the same number."""
+    from abtlab.studies import lab_studies, syscalls
+    seen = {}
+    monkeypatch.setattr(syscalls, "lock_grid", lambda **kw: seen.update(kw) or "grid")
+    assert lab_studies.lock_lab("auto")[0] == "grid" and seen["entries"] == lab_studies.LAB_ENTRIES
+    lab_studies.lock_lab("auto", entries=100)
+    assert seen["entries"] == 100
+    names, _ = classroom._parameters(classroom.NOTEBOOK_DIR / "lab_4_spinlock.ipynb")
+    assert names["entries"] == lab_studies.LAB_ENTRIES != 100
