@@ -147,3 +147,24 @@ def test_the_package_check_finds_a_cycle_between_modules_that_have_none():
              "abtlab.a.w": set()}
     assert _cycles(graph) == []
     assert _cycles(_packages(graph)) == [["a", "b"]]
+
+
+def _parameters(fn) -> int:
+    """A def's parameters, self/cls left out, *args and **kwargs one each."""
+    a = fn.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    return len(names) - (names[:1] in (["self"], ["cls"])) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def test_the_sweep_passes_a_plan_not_long_argument_lists():
+    """Settings travel as one plan object (abtlab.sweep.plan.Sweep), not as positional
+    lists handed down the call chain (loop.run once took 20)."""
+    long = sorted(f"{p.relative_to(PKG.parent)}:{n.lineno} {n.name} ({_parameters(n)})"
+                  for p in (PKG / "sweep").rglob("*.py") for n in ast.walk(ast.parse(p.read_text()))
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _parameters(n) > 8)
+    assert long == []
+
+
+def test_the_parameter_count_counts_every_kind():
+    fn = ast.parse("def f(self, a, /, b, *c, d, **e): pass").body[0]
+    assert _parameters(fn) == 5

@@ -16,6 +16,7 @@ from ..backends.base import RunContext
 from ..data.block import from_results
 from ..errors import RunError
 from ..extras import require
+from .plan import RunSettings
 
 __all__ = ["Task", "execute", "execute_group", "execute_many", "groups", "SerialExecutor", "DaskExecutor", "make_executor"]
 
@@ -23,12 +24,30 @@ IO_RESOURCE = "abtlab_io"
 
 
 class Task:
-    __slots__ = ("backend", "point", "index", "rep", "seed", "options", "f_ref", "freq_mode", "quiet")
+    """One repetition of one point: the sweep plan's RunSettings (shared by every task of
+    the sweep: its backend, options, reference frequency and frequency mode), the point,
+    its index, the repetition and its seed."""
+    __slots__ = ("settings", "point", "index", "rep", "seed", "quiet")
 
-    def __init__(self, backend, point, index, rep, seed, options, f_ref, freq_mode, quiet=True):
-        self.backend, self.point, self.index, self.rep = backend, point, index, rep
-        self.seed, self.options, self.f_ref, self.freq_mode, self.quiet = (
-            seed, options, f_ref, freq_mode, quiet)
+    def __init__(self, settings: RunSettings, point, index, rep, seed, quiet=True):
+        self.settings, self.point, self.index, self.rep = settings, point, index, rep
+        self.seed, self.quiet = seed, quiet
+
+    @property
+    def backend(self):
+        return self.settings.backend
+
+    @property
+    def options(self) -> dict:
+        return self.settings.options
+
+    @property
+    def f_ref(self):
+        return self.settings.f_ref
+
+    @property
+    def freq_mode(self) -> str:
+        return self.settings.freq_mode
 
 
 def _backend(task):

@@ -13,9 +13,9 @@ ratio against the lowest frequency) is wider than the target.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
-import itertools
 import shutil
 import sys
 from dataclasses import dataclass
@@ -37,13 +37,12 @@ from ..system.facts import collect
 from ..system import quietness
 from ..system.runlock import MachineLock, OutputLock
 from .executor import Task, make_executor
+from .plan import ORDERS, SEEDS, SETTINGS, Execution, Output, RunSettings, Sweep, expand
 from .parts import Parts
 from ..progress import Progress
 
 __all__ = ["expand", "run", "run_seed", "Reps", "ORDERS"]
 
-ORDERS = ("random", "blocked", "sequential")
-SEEDS = ("per_run", "common")
 
 
 @dataclass(frozen=True)
@@ -69,12 +68,6 @@ class Reps:
             raise ConfigError("repetitions.level", self.level, "a confidence level in [0.5, 1)")
         if self.on not in ("mean", "slowdown"):
             raise ConfigError("repetitions.on", self.on, "mean | slowdown")
-
-
-def expand(levels: dict) -> list[dict]:
-    """Every combination of factor levels, in a stable order."""
-    keys = list(levels)
-    return [dict(zip(keys, combo)) for combo in itertools.product(*(levels[k] for k in keys))]
 
 
 def run_seed(base_seed: int, point_index: int, rep: int, seeds: str = "per_run") -> int:
@@ -109,68 +102,91 @@ def _check(be, reps, levels, options):
     be.check_levels(levels)   # e.g. each guest kernel buildable here
 
 
-def run(backend, levels: dict, reps=3, out=None, seed: int = 0, resume: bool = False,
-        quiet: bool = False, order: str = "random", warmup: int = 0, options: dict | None = None,
-        attrs: dict | None = None, command: str | None = None, freq_mode: str | None = None,
-        scheduler=None, workers: int = 2, force: bool = False, wait: bool = True,
-        seeds: str = "per_run", dataset: bool = True, keep_going: bool = False):
+def run(backend, levels: dict, reps=3, out=None, **settings):
     """Run every point of levels x reps; return the assembled xarray.Dataset (with
     dataset=False, where it was written without xarray, its RunArrays instead).
 
     backend: a registry name or Backend instance. levels: factor -> list of levels.
     reps: an int (fixed) or a Reps rule (adaptive). out: NetCDF path; without it, parts
-    stay in memory (nothing to resume). seeds: "per_run" (a hash of seed, point and
-    repetition) or "common" (run_seed). An existing dataset at out is never
-    replaced without resume (which first checks the stored spec against this call) or
-    force. order: "random" (points and repetitions interleaved at random), "blocked"
-    (repetition r of one configuration runs at every frequency back to back, in random
-    order, blocks in random order: slowdown ratios are then paired and drift between
-    blocks cancels) or "sequential"; a simulated backend runs a point's repetitions
-    together whatever the order, which cannot change a model's values. scheduler:
-    None/"serial", "local" (a dask LocalCluster of `workers`), a scheduler address or a
-    dask Client. A run on real devices holds the machine (`system.runlock`): it waits
-    for another, or with wait=False fails at once. keep_going: a run that fails (RunError:
-    a guest's check, a tool's exit) leaves its repetition missing (NaN, run id -1) and the
-    sweep goes on; the dataset lists each in its attr `failed_runs`, and a sweep where
-    every run failed raises the first error. Without it the first failure stops the
-    sweep, its finished runs kept for --resume.
+    stay in memory (nothing to resume). settings (abtlab.sweep.plan.SETTINGS, with their
+    defaults): seed, seeds, order, warmup, options, attrs, command, freq_mode, quiet,
+    resume, force, dataset, scheduler, workers, wait, keep_going.
+    seeds: "per_run" (a hash of seed, point and repetition) or "common" (run_seed). An
+    existing dataset at out is never replaced without resume (which first checks the
+    stored spec against this call) or force. order: "random" (points and repetitions
+    interleaved at random), "blocked" (repetition r of one configuration runs at every
+    frequency back to back, in random order, blocks in random order: slowdown ratios are
+    then paired and drift between blocks cancels) or "sequential"; a simulated backend
+    runs a point's repetitions together whatever the order, which cannot change a model's
+    values. scheduler: None/"serial", "local" (a dask LocalCluster of `workers`), a
+    scheduler address or a dask Client. A run on real devices holds the machine
+    (`system.runlock`): it waits for another, or with wait=False fails at once.
+    keep_going: a run that fails (RunError: a guest's check, a tool's exit) leaves its
+    repetition missing (NaN, run id -1) and the sweep goes on; the dataset lists each in
+    its attr `failed_runs`, and a sweep where every run failed raises the first error.
+    Without it the first failure stops the sweep, its finished runs kept for --resume.
     """
-    be = get_backend(backend) if isinstance(backend, str) else backend
-    levels = typed_levels(levels, be.factor_parsers)   # a no-op for abtlab.run's levels
-    options = be.validate_options(dict(options or {}))
-    freq_mode = freq_mode or options.pop("freq_mode", None) or "native"
-    _check(be, reps, levels, options)
-    if order not in ORDERS:
-        raise ConfigError("order", order, " | ".join(ORDERS))
-    if seeds not in SEEDS:
-        raise ConfigError("seeds", seeds, " | ".join(SEEDS))
-    points = [be.validate_point(p) for p in expand(levels)]
-    recorded = {k: v for k, v in options.items() if k not in be.place_options}
-    spec = {"backend": be.name, "factors": levels, "options": {**recorded, "freq_mode": freq_mode},
-            "seed": seed, "reps": str(reps), "order": order}
-    if seeds != "per_run":
-        spec["seeds"] = seeds
-    if not isinstance(keep_going, (bool, np.bool_)):
-        raise ConfigError("keep_going", keep_going, "true or false")
+    plan = _plan(backend, levels, reps, out, settings)
+    out = plan.output.path
     with contextlib.ExitStack() as held:
         if out is not None:
             held.enter_context(OutputLock(out))
-            if (finished := _prepare_out(Path(out), spec, resume, force)) is not None:
+            if (finished := _prepare_out(plan)) is not None:
                 return finished
             per_point = reps.min if isinstance(reps, Reps) else reps
-            space.check_free(out, space.estimate_bytes(points, per_point))
-        if be.holds_host_devices(levels):
-            held.enter_context(MachineLock(command or " ".join(sys.argv), wait=wait))
-            attrs = {**(attrs or {}), quietness.ATTR: quietness.announce()}
-        run = _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order,
-                     warmup, options, attrs, command, freq_mode, scheduler, workers, spec,
-                     bool(keep_going))
-        return run.to_dataset() if dataset and isinstance(run, RunArrays) else run
+            space.check_free(out, space.estimate_bytes(plan.points, per_point))
+        if plan.backend.holds_host_devices(plan.levels):   # where its points run: its answer
+            held.enter_context(MachineLock(plan.command or " ".join(sys.argv),
+                                           wait=plan.execution.wait))
+            plan = dataclasses.replace(plan, attrs={**plan.attrs,
+                                                    quietness.ATTR: quietness.announce()})
+        run = _sweep(plan)
+        return run.to_dataset() if plan.output.dataset and isinstance(run, RunArrays) else run
 
 
-def _prepare_out(out: Path, spec, resume, force):
+def _plan(backend, levels, reps, out, settings) -> Sweep:
+    """The sweep's plan, every setting checked before anything runs."""
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise TypeError(f"run() got an unexpected keyword argument {unknown[0]!r}")
+    s = {**SETTINGS, **settings}
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    levels = typed_levels(levels, be.factor_parsers)   # a no-op for abtlab.run's levels
+    options = be.validate_options(dict(s["options"] or {}))
+    freq_mode = s["freq_mode"] or options.pop("freq_mode", None) or "native"
+    _check(be, reps, levels, options)
+    if s["order"] not in ORDERS:
+        raise ConfigError("order", s["order"], " | ".join(ORDERS))
+    if s["seeds"] not in SEEDS:
+        raise ConfigError("seeds", s["seeds"], " | ".join(SEEDS))
+    points = tuple(be.validate_point(p) for p in expand(levels))
+    if not isinstance(s["keep_going"], (bool, np.bool_)):
+        raise ConfigError("keep_going", s["keep_going"], "true or false")
+    f_ref = max(levels["freq_ghz"]) if "freq_ghz" in levels else None
+    return Sweep(be, levels, points, reps, s["seed"], s["seeds"], s["order"], s["warmup"],
+                 RunSettings(backend if isinstance(backend, str) else be, options, f_ref, freq_mode),
+                 Output(None if out is None else Path(out), s["resume"], s["force"], s["dataset"]),
+                 Execution(s["scheduler"], s["workers"], bool(s["keep_going"]), s["wait"]),
+                 s["quiet"], s["command"], dict(s["attrs"] or {}),
+                 _spec(be, levels, options, freq_mode, s, reps))
+
+
+def _spec(be, levels, options, freq_mode, s, reps) -> dict:
+    """What a --resume must match: the backend, levels, options that change what is
+    measured (not where files are kept), seed, repetitions and order."""
+    recorded = {k: v for k, v in options.items() if k not in be.place_options}
+    spec = {"backend": be.name, "factors": levels, "options": {**recorded, "freq_mode": freq_mode},
+            "seed": s["seed"], "reps": str(reps), "order": s["order"]}
+    if s["seeds"] != "per_run":
+        spec["seeds"] = s["seeds"]
+    return spec
+
+
+def _prepare_out(plan: Sweep):
     """Check out before anything runs; return the finished dataset a resume finds there
     (nothing left to run), else None."""
+    out, resume, force, spec = (plan.output.path, plan.output.resume, plan.output.force,
+                                plan.spec)
     store.check_out(out, resume=resume, force=force)
     if force:
         store.start_fresh(out)
@@ -182,34 +198,28 @@ def _prepare_out(out: Path, spec, resume, force):
     return None
 
 
-def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, warmup,
-           options, attrs, command, freq_mode, scheduler, workers, spec, keep_going=False):
-    out = None if out is None else Path(out)
+def _task(plan: Sweep, i: int, r: int, quiet=None) -> Task:
+    """Repetition r of point i, with its seed (independent of the order runs go in)."""
+    return Task(plan.run, plan.points[i], i, r, run_seed(plan.seed, i, r, plan.seeds),
+                plan.quiet if quiet is None else quiet)
+
+
+def _sweep(plan: Sweep):
+    be, out = plan.backend, plan.output.path
     started = timestamp()
-    done = store.read_parts(out) if resume else {}
-    parts = Parts(out, spec, be.simulated)
-    f_ref = max(levels["freq_ghz"]) if "freq_ghz" in levels else None
-    seeds = spec.get("seeds", "per_run")
-
-    def task(i, r, q=quiet):
-        return Task(backend if isinstance(backend, str) else be, points[i], i, r,
-                    run_seed(seed, i, r, seeds), options, f_ref, freq_mode, q)
-
-    ex = make_executor(scheduler, workers=workers, real_io=not be.simulated)
+    done = store.read_parts(out) if plan.output.resume else {}
+    parts = Parts(out, plan.spec, be.simulated)
+    ex = make_executor(plan.execution.scheduler, workers=plan.execution.workers,
+                       real_io=not be.simulated)
     # shown from the first second: a real run's warm-up (a guest's: a whole boot) comes first
-    prog = Progress(_planned(reps, len(points), done), label=be.name, quiet=quiet)
+    prog = Progress(_planned(plan.reps, len(plan.points), done), label=be.name, quiet=plan.quiet)
     try:
         try:
-            if warmup and not resume and not be.simulated:
-                # discarded: the first runs pay cold caches, page-ins and lazy init (a
-                # model's results do not depend on what ran before: none for it)
-                with prog.phase(f"warm-up ({warmup} discarded run{'s' * (warmup > 1)})", counts=False):
-                    for _ in ex.map([task(w % len(points), -1 - w, True) for w in range(warmup)]):
-                        pass
-            failed = {} if keep_going else None
+            if plan.warmup and not plan.output.resume and not be.simulated:
+                _warm_up(ex, plan, prog)
+            failed = {} if plan.execution.keep_going else None
             with prog.phase("running"):
-                _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed,
-                            failed)
+                _run_points(ex, plan, parts, done, prog, failed)
             if failed and not done:         # nothing to keep: the first error, as without
                 raise next(iter(failed.values()))
         except DiskFullError as exc:
@@ -223,15 +233,13 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
             ex.close()
             if out is not None:     # stopped before any repetition: nothing to resume
                 store.drop_unstarted(out)
-        meta = {"backend": be.name, "abtlab_version": __version__, "start_time": started,
-                "command": command or " ".join(sys.argv), "seed": seed, "reps": str(reps),
-                "order": order, SWEEP_SPEC: json.dumps(spec, default=str), **(attrs or {})}
+        meta = _meta(plan, started)
         if failed:
-            meta[FAILED_RUNS] = failed_text(points, failed)
+            meta[FAILED_RUNS] = failed_text(plan.points, failed)
         # a guest sweep's many records take seconds to assemble and write
         with prog.phase("writing the dataset" if out is not None else "assembling the dataset"):
             try:
-                return _finish(be, done, levels, meta, out, parts)
+                return _finish(be, done, plan.levels, meta, out, parts)
             except DiskFullError as exc:
                 raise _kept(exc, parts, done, out) from None
             except BaseException:
@@ -239,6 +247,22 @@ def _sweep(be, backend, levels, points, reps, out, seed, resume, quiet, order, w
                 raise
     finally:
         prog.close()
+
+
+def _warm_up(ex, plan: Sweep, prog):
+    """Runs discarded before the sweep: the first runs pay cold caches, page-ins and lazy
+    init (a model's results do not depend on what ran before: none for it)."""
+    n = plan.warmup
+    with prog.phase(f"warm-up ({n} discarded run{'s' * (n > 1)})", counts=False):
+        for _ in ex.map([_task(plan, w % len(plan.points), -1 - w, True) for w in range(n)]):
+            pass
+
+
+def _meta(plan: Sweep, started) -> dict:
+    return {"backend": plan.backend.name, "abtlab_version": __version__, "start_time": started,
+            "command": plan.command or " ".join(sys.argv), "seed": plan.seed,
+            "reps": str(plan.reps), "order": plan.order,
+            SWEEP_SPEC: json.dumps(plan.spec, default=str), **plan.attrs}
 
 
 def _finish(be, done, levels, meta, out, parts=None):
@@ -298,11 +322,12 @@ def failed_text(points, failed) -> str:
     return "\n".join(f"{_short(points[i])} rep {r}: {exc}" for (i, r), exc in sorted(failed.items()))
 
 
-def _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, seed, failed=None):
+def _run_points(ex, plan: Sweep, parts, done, prog, failed=None):
     """Run until every point has its repetitions (more for an adaptive rule). failed: a
     dict to keep going in, (point index, rep) -> the RunError of a run that failed;
     None: the first failure stops the sweep."""
-    rng = np.random.default_rng(seed)
+    be, points, levels, reps, order = plan.backend, plan.points, plan.levels, plan.reps, plan.order
+    rng = np.random.default_rng(plan.seed)
     rule = reps if isinstance(reps, Reps) else None
     wanted = {i: (rule.min if rule else reps) for i in range(len(points))}
     held = {(b.point_index, int(r)) for b in done.values() for r in b.reps}
@@ -322,7 +347,7 @@ def _run_points(ex, task, be, points, levels, reps, order, parts, done, prog, se
         if not be.simulated:    # a model has no drift for the order to cancel
             todo = _ordered(todo, points, order, rng)
         try:
-            for block in ex.map([task(i, r) for i, r in todo]):
+            for block in ex.map([_task(plan, i, r) for i, r in todo]):
                 parts.add(block)
                 done[store.block_name(block)] = block
                 held.update((block.point_index, int(r)) for r in block.reps)

@@ -6,6 +6,7 @@ from ..errors import ConfigError
 from ..factors.levels import check_real_freq, parse_freq
 from ..factors.typed import PARSERS
 from . import loop as sweep
+from .plan import split_settings
 
 __all__ = ["build_levels", "run"]
 
@@ -52,24 +53,28 @@ def build_levels(backend, freq=None, **factors):
     return levels, options
 
 
-def run(backend, out=None, reps=3, seed=0, resume=False, quiet=False, freq=None,
-        warmup=0, command=None, scheduler=None, workers=2, order="random", force=False,
-        wait=True, dataset=True, keep_going=False, **factors):
+# abtlab.run's keywords that are the sweep's settings (abtlab.sweep.plan), not factors
+RUN_SETTINGS = ("reps", "seed", "resume", "quiet", "warmup", "command", "scheduler", "workers",
+                "order", "force", "wait", "dataset", "keep_going")
+
+
+def run(backend, out=None, freq=None, **kw):
     """Run backend over every combination of the given factor lists.
 
     Example: abtlab.run("iozone", threads="16,64", policy="ext4,nojc",
                         freq="emulated:1.6,3.3", device="none", reps=5, out="r.nc")
-    Non-factor keywords (fsync, direct, processes, workload, ...) are backend options.
+    Keywords in RUN_SETTINGS are the sweep's (reps=3, seed=0, order="random", warmup=0,
+    resume, force, quiet, command, scheduler, workers=2, wait=True, dataset=True,
+    keep_going: abtlab.sweep.loop.run); the backend's factor names take levels; the
+    rest (fsync, direct, processes, workload, ...) are backend options.
     force: replace what is at `out`; wait=False: fail at once if another real run holds
-    the machine; keep_going: a failed run is left missing and the sweep goes on (see
-    abtlab.sweep.loop.run). dataset=False: the written dataset may come back as its
-    RunArrays (abtlab.data.arrays), without importing xarray.
+    the machine; keep_going: a failed run is left missing and the sweep goes on.
+    dataset=False: the written dataset may come back as its RunArrays
+    (abtlab.data.arrays), without importing xarray.
     """
+    settings, factors = split_settings(kw, RUN_SETTINGS)
     be = get_backend(backend) if isinstance(backend, str) else backend
     levels, options = build_levels(be, freq=freq, **factors)
     freq_mode = options.pop("freq_mode", None)
-    return sweep.run(be.name if isinstance(backend, str) else be, levels, reps=reps, out=out,
-                     seed=seed, resume=resume, quiet=quiet, warmup=warmup, options=options,
-                     command=command, freq_mode=freq_mode, scheduler=scheduler, workers=workers,
-                     order=order, force=force, wait=wait, dataset=dataset,
-                     keep_going=keep_going)
+    return sweep.run(be.name if isinstance(backend, str) else be, levels, out=out,
+                     options=options, freq_mode=freq_mode, **settings)

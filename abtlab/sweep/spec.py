@@ -110,10 +110,18 @@ def parse_spec(data: dict) -> Spec:
                 order=ex.get("order", "random"), keep_going=ex.get("keep_going", False))
 
 
-def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False, command=None,
-             force=False, wait=True, dataset=True, keep_going=None):
-    """Run a sweep spec; `out` overrides the spec's own, keep_going (when not None) the
-    spec's [execution] keep_going. dataset=False: see runner.run."""
+OVERRIDES = ("resume", "quiet", "command", "force", "wait", "dataset", "keep_going")
+
+
+def run_spec(spec: Spec | dict | str | Path, out=None, **overrides):
+    """Run a sweep spec; `out` overrides the spec's own, keep_going (when given and not
+    None) the spec's [execution] keep_going. overrides: the sweep settings of OVERRIDES
+    (resume, quiet, command, force, wait, dataset: see runner.run)."""
+    unknown = sorted(set(overrides) - set(OVERRIDES))
+    if unknown:
+        raise TypeError(f"run_spec() got an unexpected keyword argument {unknown[0]!r}")
+    if overrides.get("keep_going") is None:
+        overrides.pop("keep_going", None)
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)
     elif isinstance(spec, dict):
@@ -125,8 +133,7 @@ def run_spec(spec: Spec | dict | str | Path, out=None, resume=False, quiet=False
     freq = factors.pop("freq", factors.pop("freq_ghz", None))
     if isinstance(freq, list):
         freq = ",".join(str(f) for f in freq)
-    return run(spec.backend, out=out, reps=spec.reps, seed=spec.seed, resume=resume, quiet=quiet,
-               freq=freq, warmup=spec.warmup, command=command, scheduler=spec.scheduler,
-               workers=spec.workers, order=spec.order, force=force, wait=wait,
-               dataset=dataset, keep_going=spec.keep_going if keep_going is None else keep_going,
-               **factors, **spec.options)
+    settings = {"reps": spec.reps, "seed": spec.seed, "warmup": spec.warmup,
+                "scheduler": spec.scheduler, "workers": spec.workers, "order": spec.order,
+                "keep_going": spec.keep_going, **overrides}
+    return run(spec.backend, out=out, freq=freq, **settings, **factors, **spec.options)

@@ -9,6 +9,7 @@ from abtlab.errors import ConfigError, RunError
 from abtlab.machines import dispatch, guest, guest_point, kernel_delayjc, placement
 from abtlab.machines.spec import parse_machine
 from abtlab.sweep import loop
+from abtlab.sweep.plan import RunSettings
 
 KDELAYJC = "kdelayjc:window=2ms,max_resets=8"
 
@@ -29,8 +30,8 @@ def test_a_host_kdelayjc_sweep_of_a_non_root_user_goes_to_the_guest(non_root_wit
     assert not be.available()                  # the host run would need root
     assert be.available_for(levels)            # the guest's answer: qemu runs unprivileged
     assert not be.holds_host_devices(levels)
-    assert be.group_key(loop.Task("iozone", {"policy": KDELAYJC, "machine": "host"}, 0, 0, 1,
-                                  {}, None, "native")) == "guest"
+    task = loop.Task(RunSettings("iozone"), {"policy": KDELAYJC, "machine": "host"}, 0, 0, 1)
+    assert be.group_key(task) == "guest"
 
 
 def test_the_sweep_is_not_refused_for_root_and_reaches_the_guest(non_root_without_knobs,

@@ -41,11 +41,12 @@ def test_only_virtual_time_guest_groups_run_beside_others():
     """On a cluster, host runs queue for the one I/O worker; virtual-time guest groups do
     not (nothing on the host enters their timing), clock=host guests do."""
     from abtlab.sweep.executor import Task, _isolated, groups
+    from abtlab.sweep.plan import RunSettings
 
     def task(machine, i=0, backend="iozone"):
         point = {"policy": "ext4", "threads": 4, "file_size": 4096, "record_size": 4096,
                  "device": "none", "machine": machine, "freq_ghz": 3.3}
-        return Task(backend, point, i, 0, 1, {"guest_batch": 2}, 3.3, "emulated")
+        return Task(RunSettings(backend, {"guest_batch": 2}, 3.3, "emulated"), point, i, 0, 1)
     assert _isolated([task("guest")]) and _isolated([task("guest:cpus=2")])
     assert not _isolated([task("host")]) and not _isolated([task("guest:clock=host")])
     assert not _isolated([task("guest", backend="sim")])
