@@ -65,6 +65,8 @@ class GuestRun:
     knobs: list = field(default_factory=list)
     knobs_reset: list = field(default_factory=list)
     pre_sleep_us: int = 0                    # waited in the guest before the workload starts
+    deadline_us: int = 0                     # the workload killed after this (0: never)
+    trace_at_go: bool = False                # the workload turns tracing on (GO_FILE)
 
 
 @dataclass
@@ -87,6 +89,7 @@ class GuestResult:
 
 
 DEFAULT_TRACE_KB = 16384     # tracefs buffer per vCPU (KiB), from the guest's memory
+GO_FILE = "/tmp/trace-go"    # the guest's tracing_on, under one name on 3.4 and 6.1 (init.sh)
 
 def available() -> tuple[bool, str]:
     """(ok, reason): can this machine build and boot the guest?"""
@@ -257,7 +260,13 @@ def point_env(run: GuestRun, index: int) -> str:
             f"SLEEP_COMM={shlex.quote(comm_of(run.argv[0]) if run.argv else '')}\n"
             f"KNOBS={shlex.quote(_words(run.knobs))}\n"
             f"KNOBS_RESET={shlex.quote(_words(run.knobs_reset))}\n"
+            f"{_deadline(run)}"
             f"run_workload() {{ {_pre_sleep(run)}env {env} {argv}; }}\n")
+
+
+def _deadline(run: GuestRun) -> str:
+    return ((f"DEADLINE_US={int(run.deadline_us)}\n" if run.deadline_us > 0 else "")
+            + ("TRACE_AT_GO=1\n" if run.trace_at_go else ""))
 
 
 def _pre_sleep(run: GuestRun) -> str:

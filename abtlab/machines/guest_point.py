@@ -11,6 +11,7 @@ which Machine, is abtlab.machines.dispatch's choice: the Machine arrives parsed.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from pathlib import Path, PurePosixPath
 
@@ -25,9 +26,9 @@ from ..progress import phase
 from ..system.geometry import parse_dumpe2fs
 from ..system.sleeps import comm_of
 from ..system.tracefs import EVENTS, commits_table, marker_between, parse_line
-from . import guest, guest_disk
+from . import guest, guest_disk, guest_stall
 from .guest import DEFAULT_TRACE_KB
-from .host import ToolOutput, from_first_op, image_mb, mount_options_of, no_commits, scratch_geometry
+from .host import ToolOutput, deadline_us, from_first_op, image_mb, mount_options_of, no_commits, scratch_geometry
 from .kernels import KERNELS, GuestKernel
 from .programs import check_exit
 from .spec import VIRTUAL_REF_GHZ, Machine
@@ -83,15 +84,27 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     writes, resets = _knobs(pol, machine, index)
     mount = ",".join(o for o in (mount_options_of(pol, ctx), machine.kernel_knobs.mount_options()) if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
+    at_go = _polling_start(argv)
+    if at_go:
+        argv += ["--go-file", guest.GO_FILE]
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.guest_kernel), env={},
                          mount_options=mount, knobs=writes, knobs_reset=resets,
-                         pre_sleep_us=start_phase_us(ctx, machine))
+                         pre_sleep_us=start_phase_us(ctx, machine), deadline_us=deadline_us(ctx.options),
+                         trace_at_go=at_go)
     if pol.needs_preload:  # the preload needs the dynamically linked build
         if exe is None:
             run.argv[0] += "-dyn"
         run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
     return run, pol
+
+
+def _polling_start(argv) -> bool:
+    """abt-iozone with IOzone's polling start: traced from its go, not from its first
+    poll (256 pollers switch every ~51 us: 3.4.2 took over 60 s of the guest's clock,
+    one vCPU in the trace file's reader, to print the start's switches and stacks)."""
+    return PurePosixPath(str(argv[0])).name.startswith("abt-iozone") and any(
+        a == "poll" and b == "--start" for b, a in zip(argv, argv[1:]))
 
 
 TURN_US = 8333     # one turn of a 7200 rpm drive
@@ -157,6 +170,8 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
     """A guest PointResult -> RunResult (RunError naming the step that failed; the
     workload's own exit as on the host: machines.programs.check_exit)."""
     argv0 = PurePosixPath(str(argv[0])).name
+    if guest_stall.is_stalled(pres.files):
+        raise RunError(_stalled(pres, ctx, argv0))
     if pres.status != "ok":
         log = {"mkfs": pres.files.get("mkfs.log", b""), "knobs": pres.files.get("where", b"")
                }.get(pres.status, b"").decode(errors="replace")
@@ -190,6 +205,17 @@ def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> 
         attrs["delayjc_windows"] = a.get("delayjc_windows", 0) - b.get("delayjc_windows", 0)
         attrs["delayjc_resets"] = a.get("delayjc_resets", 0) - b.get("delayjc_resets", 0)
     return RunResult(scalars=scalars, ops=ops, commits=commits, batches=batches, attrs=attrs)
+
+
+def _stalled(pres, ctx, argv0: str) -> str:
+    """The error of a point its guest_deadline stopped, its files kept if asked."""
+    text = (f"the workload did not end within guest_deadline={ctx.options['guest_deadline']} "
+            f"of the guest's clock and was killed: {guest_stall.summary(pres.files, comm_of(argv0))}")
+    where = ctx.options.get("guest_stall_dir")
+    if where:
+        label = f"seed{ctx.seed}-rep{ctx.rep}-{time.strftime('%Y%m%dT%H%M%S')}"
+        text += f"; its snapshot and trace: {guest_stall.keep(pres.files, where, label)}"
+    return text
 
 
 def _waits(files, ops, commits, argv0: str) -> dict:
@@ -307,6 +333,8 @@ def _point_result(pres, run, pol, machine: Machine, ctx, workdir) -> RunResult:
     r.attrs.update({**run.disk.describe(), "mount_options": run.mount_options or "defaults"})
     if run.pre_sleep_us:
         r.scalars["start_phase"] = run.pre_sleep_us / 1e6
+    if run.trace_at_go:
+        r.attrs["trace_from"] = "the go (IOzone's polling start is not traced)"
     _disk_read_back(r.attrs, pres.files)
     return r
 

@@ -20,6 +20,7 @@ from ..data.result import RunResult
 from ..errors import ConfigError, RunError
 from ..model.waits import switch_measures
 from ..policies.delayjc import load_batches, preload_env
+from ..policies.policy import parse_duration_us
 from ..system.cpufreq import FrequencyPin
 from ..system.device import DeviceThrottle, parse_profile
 from ..system.geometry import parse_geometry
@@ -34,7 +35,7 @@ from .programs import check_exit
 __all__ = ["SCRATCH_OPTIONS", "check_data_fits", "real_available",
            "run_workload", "run_tool", "ToolOutput", "scratch_on_device", "check_scratch_options",
            "Prepared", "add_measures", "scratch_geometry", "image_mb", "mount_options_of",
-           "drop_caches", "no_commits", "from_first_op"]
+           "drop_caches", "no_commits", "from_first_op", "deadline_us"]
 
 START_PHASES = ("seeded", "none")
 
@@ -50,7 +51,12 @@ SCRATCH_OPTIONS = {
                    "turn of a 7200 rpm drive) so repetitions differ as a real machine's do "
                    "(default: seeded on clock=lockstep, none elsewhere)",
     "guest_trace_kb": "the guest's trace buffer per vCPU in KiB, 1024 to 262144 (default 16384; "
-                      "raise it when a point's trace events were lost; it comes out of mem=)"}
+                      "raise it when a point's trace events were lost; it comes out of mem=)",
+    "guest_deadline": "a duration of the guest's clock (e.g. 2s) after which a guest point's "
+                      "workload is killed and the point fails with what its threads and CPUs "
+                      "were doing then (a point that does not end is seen, not waited out)",
+    "guest_stall_dir": "a directory where a point stopped by guest_deadline leaves its "
+                       "snapshot and trace (default: not kept; the error summarises them)"}
 
 
 def real_available(name: str) -> Availability:
@@ -114,7 +120,22 @@ def check_scratch_options(options: dict) -> dict:
     if trace_kb is not None and (isinstance(trace_kb, bool) or not str(trace_kb).strip().isdigit()
                                  or not 1024 <= int(trace_kb) <= 262144):
         raise ConfigError("guest_trace_kb", trace_kb, "an integer from 1024 to 262144 (KiB per vCPU)")
+    deadline_us(options)
     return options
+
+
+def deadline_us(options) -> int:
+    """The guest_deadline run option in us of the guest's clock (0: none); ConfigError."""
+    text = options.get("guest_deadline")
+    if text in (None, ""):
+        return 0
+    try:
+        us = parse_duration_us(text, "guest_deadline")
+    except ConfigError:
+        us = -1
+    if not 1_000 <= us <= 3600e6:
+        raise ConfigError("guest_deadline", text, "a duration from 1ms to 1h of the guest's clock, e.g. 2s")
+    return int(us)
 
 
 def run_workload(argv_for, point: dict, ctx, data_bytes: int, timeout: float = 900) -> RunResult:

@@ -35,6 +35,7 @@ typedef struct {
     long threads;
     uint64_t file_size, record_size;
     int fsync, direct, start_poll;
+    const char *go_file;   /* --go-file: "1" written to it at the go (--start=poll) */
 } opts;
 
 static opts g_o;
@@ -44,6 +45,7 @@ static pthread_barrier_t g_barrier;
 /* --start=poll: children ready, and the parent's go (IOzone's CHILD_STATE_READY/BEGIN) */
 static atomic_long g_ready;
 static atomic_int g_go;
+static int g_go_fd = -1;   /* --go-file, opened before the run */
 /* start gate: threads run only once all were created, or leave if one was not */
 static abt_gate g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
@@ -51,7 +53,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: %s --dir DIR (--trace PATH | --no-record) [--threads N]\n"
                "  [--file-size SIZE] [--record-size SIZE] [--fsync | --no-fsync]\n"
-               "  [--start barrier|poll] [--direct] [--dilate F] [--keep] [--describe]\n", PROG);
+               "  [--start barrier|poll [--go-file PATH]] [--direct] [--dilate F] [--keep]\n"
+               "  [--describe]\n", PROG);
 }
 
 static void describe(const opts *o)
@@ -68,17 +71,18 @@ static void describe(const opts *o)
     printf("param.fsync: %d\n", o->fsync);
     printf("param.direct: %d\n", o->direct);
     printf("param.start: %s\n", o->start_poll ? "poll" : "barrier");
+    printf("param.go_file: %s\n", o->go_file ? o->go_file : "none");
     abt_describe_common(&o->c);
 }
 
 static void parse_opts(opts *o, int argc, char **argv)
 {
-    enum { O_THREADS = 256, O_FSIZE, O_RSIZE, O_START };
+    enum { O_THREADS = 256, O_FSIZE, O_RSIZE, O_START, O_GO };
     static const struct option lo[] = {
         {"threads", 1, 0, O_THREADS}, {"file-size", 1, 0, O_FSIZE},
         {"record-size", 1, 0, O_RSIZE}, {"fsync", 0, 0, 'f'}, {"no-fsync", 0, 0, 'F'},
-        {"direct", 0, 0, 'D'}, {"start", 1, 0, O_START}, ABT_COMMON_OPTIONS, {0, 0, 0, 0}};
-    *o = (opts){ABT_COMMON_DEFAULTS, 1, 128 << 10, 32 << 10, 1, 0, 0};
+        {"direct", 0, 0, 'D'}, {"start", 1, 0, O_START}, {"go-file", 1, 0, O_GO}, ABT_COMMON_OPTIONS, {0, 0, 0, 0}};
+    *o = (opts){ABT_COMMON_DEFAULTS, 1, 128 << 10, 32 << 10, 1, 0, 0, NULL};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
@@ -94,6 +98,7 @@ static void parse_opts(opts *o, int argc, char **argv)
             else if (!strcmp(optarg, "barrier")) o->start_poll = 0;
             else abt_bad_arg(PROG, "--start", "'%s'; accepted: barrier | poll", optarg);
             break;
+        case O_GO: o->go_file = optarg; break;
         default: abt_common_opt(PROG, &o->c, c, argv, usage);
         }
     }
@@ -118,6 +123,9 @@ static void check_opts(const opts *o)
     if (o->direct && o->record_size % DIRECT_ALIGN)
         abt_bad_arg(PROG, "--record-size", "%llu with --direct; accepted: a multiple of %d",
                     (unsigned long long)o->record_size, DIRECT_ALIGN);
+    if (o->go_file && !o->start_poll)
+        abt_bad_arg(PROG, "--go-file", "without --start poll; accepted: with --start poll only "
+                    "(a barrier releases every thread at once, with no one to say go first)");
     abt_common_check(PROG, &o->c, o->direct ? O_DIRECT : 0,
                      o->direct ? "a writable directory on a filesystem with O_DIRECT"
                                : "a writable directory");
@@ -161,6 +169,9 @@ static void *release_children(void *arg)
 {
     (void)arg;
     while (atomic_load(&g_ready) < g_o.threads) poll_1us();
+    /* e.g. the guest's tracing_on: what is traced starts when IOzone's clock does */
+    if (g_go_fd >= 0 && write(g_go_fd, "1\n", 2) != 2)
+        fprintf(stderr, "%s: cannot write to --go-file %s\n", PROG, g_o.go_file);
     atomic_store(&g_go, 1);
     return NULL;
 }
@@ -225,6 +236,10 @@ int main(int argc, char **argv)
     if (!make_workers(&g_o)) {
         fprintf(stderr, "%s: out of memory for records or buffers\n", PROG);
         return 1;
+    }
+    if (g_o.go_file && (g_go_fd = open(g_o.go_file, O_WRONLY)) < 0) {
+        fprintf(stderr, "%s: cannot open --go-file %s\n", PROG, g_o.go_file);
+        return 2;
     }
     pthread_barrier_init(&g_barrier, NULL, (unsigned)g_o.threads);
     pthread_t parent;

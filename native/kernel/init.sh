@@ -23,6 +23,7 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 T=/sys/kernel/tracing
 [ -e $T/trace ] || T=/sys/kernel/debug/tracing
+ln -sf $T/tracing_on /tmp/trace-go
 NB=/sys/kernel/config/nullb
 BRD=/sys/module/brd/parameters
 . /abt/batch.env
@@ -78,7 +79,9 @@ trace_on() {   # the global buffer: nobody else traces in the guest. The clock b
         echo "$f" > $T/events/$ev/filter && echo 1 > $T/events/$ev/enable || return 1
     done
     stacks_on || return 1
-    echo 1 > $T/tracing_on
+    # TRACE_AT_GO: the workload turns tracing on at its go (abt-iozone --go-file
+    # /tmp/trace-go): IOzone's polling start, a switch per poll, is left out
+    [ -n "$TRACE_AT_GO" ] || echo 1 > $T/tracing_on
 }
 
 SW=$T/events/sched/sched_switch
@@ -116,6 +119,23 @@ knobs() {   # KNOBS: "path=value ..." written in order, then read back; a switch
     done > "$O/knobs"
 }
 
+snap() {   # snap PREFIX: the CPUs' time split, interrupts and the scheduler's view
+    cat /proc/stat > "$1.stat"; cat /proc/interrupts > "$1.interrupts"
+    cat /proc/softirqs > "$1.softirqs" 2>/dev/null
+    cat /proc/sched_debug > "$1.sched" 2>/dev/null || cat /sys/kernel/debug/sched/debug > "$1.sched" 2>/dev/null
+}
+
+stalled() {   # the workload outlived DEADLINE_US (us of the guest's clock): every task's state and
+              # CPU time and the trace as they were then, and the workload killed
+    echo "$DEADLINE_US" > "$1/stalled"
+    echo 0 > $T/tracing_on
+    snap "$1/stall"
+    for t in /proc/[0-9]*/task/[0-9]*; do
+        echo "$(cat $t/stat 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null)"
+    done > "$1/stall.tasks"
+    killall -9 "$SLEEP_COMM" 2>/dev/null
+}
+
 run_point() {
     O=/out/p$1; mkdir -p "$O"; echo 1 > "$O/where"
     disk_up "$1" || { fail "disk"; return; }
@@ -129,8 +149,19 @@ run_point() {
     [ -n "$jdir" ] && cat "$jdir/info" > "$O/info.before"
     trace_on || { fail "trace"; return; }
     /abt/abt-clockmark 3 > "$O/clock.before"
-    run_workload > "$O/stdout" 2> "$O/stderr"
-    echo $? > "$O/rc"
+    if [ -n "$DEADLINE_US" ]; then  # a point that may not end: killed, and seen, at the deadline
+        snap "$O/before"
+        run_workload > "$O/stdout" 2> "$O/stderr" &
+        wl=$!
+        ( read -r me _ < /proc/self/stat; renice -n -20 -p "$me" >/dev/null 2>&1
+          usleep "$DEADLINE_US"; stalled "$O" ) &
+        dl=$!
+        wait $wl; echo $? > "$O/rc"
+        kill $dl 2>/dev/null; wait $dl 2>/dev/null
+    else
+        run_workload > "$O/stdout" 2> "$O/stderr"
+        echo $? > "$O/rc"
+    fi
     /abt/abt-clockmark 3 > "$O/clock.after"
     [ -n "$jdir" ] && cat "$jdir/info" > "$O/info.after"
     trace_off

@@ -1,0 +1,72 @@
+"""A guest point stopped at its deadline: the option is checked up front, /init is told,
+and the error says what the CPUs and threads were doing (from snapshots given here)."""
+import subprocess
+
+import pytest
+
+from abtlab.backends.base import RunContext
+from abtlab.errors import ConfigError, RunError
+from abtlab.machines import guest, guest_point, guest_stall, host
+
+STAT0 = "cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 25 0 12 250 0 0 0 0 0 0\n"
+STAT1 = "cpu  100 0 850 1100 0 40 10 0 0 0\ncpu0 25 0 212 275 0 10 3 0 0 0\n"
+IRQ0 = "           CPU0       CPU1\n  0:         10          0   IO-APIC   timer\nLOC:        100        100   Local timer interrupts\nRES:          1          2   Rescheduling interrupts\n"
+IRQ1 = "           CPU0       CPU1\n  0:         10          0   IO-APIC   timer\nLOC:       5100       4100   Local timer interrupts\nRES:         51         2   Rescheduling interrupts\n"
+TASKS = ("1 (init) S 0 1 1 0 -1 4194560 1 0 0 0 3 4 0 0 20 0 1 0 1 0 0 wchan=0\n"
+         "90 (abt-iozone) R 1 90 1 0 -1 4194560 1 0 0 0 0 700 0 0 20 0 66 0 1 0 0 wchan=0\n"
+         "91 (abt-iozone) S 1 90 1 0 -1 4194560 1 0 0 0 1 90 0 0 20 0 66 0 1 0 0 wchan=0\n"
+         "92 (abt-iozone) S 1 90 1 0 -1 4194560 1 0 0 0 1 9 0 0 20 0 66 0 1 0 0 wchan=0\n")
+
+
+def _files():
+    return {"stalled": b"3000000\n", "before.stat": STAT0.encode(), "stall.stat": STAT1.encode(),
+            "before.interrupts": IRQ0.encode(), "stall.interrupts": IRQ1.encode(),
+            "stall.tasks": TASKS.encode()}
+
+
+def test_the_deadline_is_a_duration_of_the_guests_clock_checked_before_any_run():
+    assert host.deadline_us({"guest_deadline": "2s"}) == 2_000_000
+    assert host.deadline_us({}) == 0
+    for bad in ("2", "soon", "0ms", "2h"):
+        with pytest.raises(ConfigError) as err:
+            host.check_scratch_options({"guest_deadline": bad})
+        assert err.value.field == "guest_deadline"
+
+
+def test_init_is_told_the_deadline_and_where_tracing_starts():
+    run = guest.GuestRun(argv=["echo"], deadline_us=3_000_000, trace_at_go=True)
+    env = guest.point_env(run, 1)
+    out = subprocess.run(["sh", "-c", env + 'echo "$DEADLINE_US|$TRACE_AT_GO"'],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == "3000000|1\n"
+    plain = guest.point_env(guest.GuestRun(argv=["echo"]), 1)
+    assert "DEADLINE_US" not in plain and "TRACE_AT_GO" not in plain
+
+
+def test_a_polling_start_is_traced_from_its_go():
+    assert guest_point._polling_start(["/x/abt-iozone", "--threads", "4", "--start", "poll"])
+    assert not guest_point._polling_start(["/x/abt-iozone", "--start", "barrier"])
+    assert not guest_point._polling_start(["/x/abt-metarates", "--start", "poll"])
+
+
+def test_the_summary_splits_cpu_time_and_counts_threads_by_state():
+    files = _files()
+    split = guest_stall.cpu_split(files)
+    assert split["system"] == pytest.approx(800 / 950) and split["irq"] == pytest.approx(40 / 950)
+    assert guest_stall.interrupt_counts(files) == {"LOC": 9000, "RES": 50}
+    assert guest_stall.task_table(files)[1] == (90, "abt-iozone", "R", 700)
+    text = guest_stall.summary(files, "abt-iozone")
+    assert "system 84%" in text and "LOC 9000" in text
+    assert "3 abt-iozone threads by state: S 2, R 1" in text
+    assert "busiest tasks (CPU ticks): abt-iozone[90] 700" in text
+
+
+def test_a_stalled_point_fails_with_its_summary_and_keeps_its_files(tmp_path):
+    pres = guest.PointResult("ok", 137, "", "", {}, {}, _files())
+    ctx = RunContext(workdir=tmp_path, seed=5, rep=1,
+                     options={"guest_deadline": "3s", "guest_stall_dir": str(tmp_path / "st")})
+    with pytest.raises(RunError) as err:
+        guest_point.to_result(pres, None, None, ctx, tmp_path, ["/abt/abt-iozone"])
+    assert "did not end within guest_deadline=3s" in str(err.value)
+    kept = list((tmp_path / "st").iterdir())
+    assert len(kept) == 1 and (kept[0] / "stall.tasks").read_text() == TASKS
