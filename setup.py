@@ -1,14 +1,19 @@
-"""The build step pyproject.toml cannot state: the wheel carries the checkout's native/
+"""The build steps pyproject.toml cannot state: the wheel carries the checkout's native/
 (C programs compiled here by `make -C native`), notebooks/, examples/ and data/ under
-abtlab/_data, where abtlab.about finds them in an installed package. An editable install
-skips it: abtlab.about uses the checkout itself."""
+abtlab/_data, where abtlab.about finds them in an installed package (an editable install
+skips this: abtlab.about uses the checkout itself); and the `abtlab` command, in both, is
+the launcher native/start/abt-start.c compiled for this interpreter."""
 import hashlib
+import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
+from setuptools.command.build_scripts import build_scripts
 
 try:                                   # setuptools >= 70.1 has its own
     from setuptools.command.bdist_wheel import bdist_wheel
@@ -60,6 +65,36 @@ class BuildWithData(build_py):
         (data / "BUILD").write_text(_digest(data) + "\n")
 
 
+class LaunchedCommand(build_scripts):
+    """The `abtlab` command compiled from native/start/abt-start.c: it starts Python with
+    SIGINT and SIGTERM blocked until abtlab's handlers exist (a Ctrl-C during the
+    interpreter's own start-up printed a traceback). Static where the C library allows,
+    so no dynamic loading comes before its first statement. Without a C compiler the
+    command is scripts/abtlab, a Python script, and the build says so."""
+
+    def run(self):
+        self.force = True           # scripts/abtlab over what an earlier build left
+        super().run()
+        with tempfile.TemporaryDirectory() as tmp:     # build_dir is installed whole
+            new = Path(tmp) / "abtlab"
+            cc = os.environ.get("CC", "cc").split()
+            base = [*cc, "-O2", "-std=gnu11", "-Wall", f"-DABT_PYTHON={_c_string(sys.executable)}",
+                    "-o", str(new), str(HERE / "native/start/abt-start.c")]
+            for cmd in ([*base, "-static"], base):
+                try:
+                    if subprocess.run(cmd, capture_output=True).returncode == 0:
+                        shutil.move(new, Path(self.build_dir) / "abtlab")
+                        return
+                except OSError:     # no compiler
+                    break
+        self.warn("no C compiler built native/start/abt-start.c: the `abtlab` command is "
+                  "scripts/abtlab, where a Ctrl-C during Python's own start-up prints a traceback")
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 class WithPrograms(Distribution):
     """Holds compiled programs (not Python extensions): a platform wheel."""
 
@@ -74,4 +109,5 @@ class PlatformWheel(bdist_wheel):
         return ("py3", "none", super().get_tag()[2])
 
 
-setup(distclass=WithPrograms, cmdclass={"build_py": BuildWithData, "bdist_wheel": PlatformWheel})
+setup(distclass=WithPrograms, cmdclass={"build_py": BuildWithData, "build_scripts": LaunchedCommand,
+                                        "bdist_wheel": PlatformWheel})

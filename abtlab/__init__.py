@@ -12,16 +12,37 @@ def _stopped_at_start(signum, frame):  # pragma: no cover (tests/test_start.py, 
     os._exit(128 + signum)
 
 
-# the first lines of the `abtlab` command (its console script imports this package first)
-# and of `python -m abtlab` (argv[0] is "-m" while its package is imported); `import abtlab`
-# in a notebook or a program keeps their handlers. _signal: the builtin under `signal`,
-# which would import enum first
-if getattr(_sys, "argv", None) and (_sys.argv[0] == "-m" or
-                                    _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] == "abtlab"):
+def _launched() -> list[int]:
+    """The signals the `abtlab` command's launcher (native/start/abt-start.c) blocked before
+    Python started, so that one during the interpreter's own start-up waits for the handler
+    below; none when this process was not started by it. The variable goes, so that
+    processes abtlab starts begin with the mask the command was given."""
+    import os
+    pid, _, signals = os.environ.pop("ABTLAB_START_BLOCKED", "").partition(":")
+    return [int(s) for s in signals.split(",") if s.isdigit()] if pid == str(os.getpid()) else []
+
+
+def _start() -> None:
+    """The first lines of the `abtlab` command (its launcher runs `python -P -m abtlab`), of
+    `python -m abtlab` (argv[0] is "-m" while its package is imported) and of a console
+    script named abtlab: a signal from here on gets one line. `import abtlab` in a
+    notebook or a program keeps their handlers and their mask. _signal: the builtin under
+    `signal`, which would import enum first."""
+    blocked = _launched()
+    argv0 = _sys.argv[0] if getattr(_sys, "argv", None) else ""
+    if not blocked and argv0 != "-m" and argv0.replace("\\", "/").rsplit("/", 1)[-1] != "abtlab":
+        return
     import _signal
+    # a signal the caller ignores (nohup, a background job's SIGINT) stays ignored
     if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
-        for _s in (_signal.SIGINT, _signal.SIGTERM):
-            _signal.signal(_s, _stopped_at_start)
+        _signal.signal(_signal.SIGINT, _stopped_at_start)
+    if _signal.getsignal(_signal.SIGTERM) == _signal.SIG_DFL:
+        _signal.signal(_signal.SIGTERM, _stopped_at_start)
+    if blocked:     # one that came meanwhile is delivered now, to the handler above
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, blocked)
+
+
+_start()
 
 from .about import __version__  # noqa: E402
 
