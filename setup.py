@@ -13,7 +13,8 @@ from pathlib import Path
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
-from setuptools.command.build_scripts import build_scripts
+
+from distutils.command.build_scripts import build_scripts  # setuptools' own, once it is imported
 
 try:                                   # setuptools >= 70.1 has its own
     from setuptools.command.bdist_wheel import bdist_wheel
