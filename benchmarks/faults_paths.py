@@ -16,9 +16,13 @@ runs them; `python -m benchmarks.faults --kinds disk-full,final-twice,early,devi
   temporary file, and the dataset, when written, hold every repetition once; when not,
   `--resume` must finish it so.
 * `early`: SIGINT or SIGTERM 0-300 ms after the `abtlab` command starts (the installed
-  console script, interpreter start-up included): one line and 128 + the signal, or a
-  death by the signal before Python has a handler (the shell's 130/143, no output);
-  any traceback counts, whatever exception it ends in ("Fatal Python error" too).
+  command beside this interpreter, interpreter start-up included): one line and 128 + the
+  signal, or a death by the signal before any handler or mask exists (the shell's
+  130/143, no output); any traceback counts, whatever exception it ends in ("Fatal
+  Python error" too). The command is the launcher native/start/abt-start.c where it
+  was compiled at install (setup.py), which starts Python with both signals blocked
+  until abtlab's first statement: a trial whose signal was found pending and blocked
+  right after it was sent notes "held by the launcher's mask".
 * `device-out`: `--out` a character device, a FIFO, a directory or a symlink to
   /dev/null, with or without --force (drawn): exit 2, one line, and the node untouched.
 """
@@ -35,6 +39,7 @@ import time
 from pathlib import Path
 
 KINDS = ("disk-full", "final-twice", "early", "device-out")
+HELD = "held by the launcher's mask"
 EARLY_S = 0.3
 SECOND_S = 0.04
 TWO = {"int": signal.SIGINT, "term": signal.SIGTERM}
@@ -249,6 +254,7 @@ def early_trial(trial, work: Path, env: dict, rng) -> None:
         p.send_signal(TWO[name])
     except ProcessLookupError:
         pass
+    held = _held(p.pid, TWO[name])
     err = p.communicate(timeout=120)[1]
     trial.rc.append(p.returncode)
     trial.tracebacks += tracebacks(err)
@@ -265,9 +271,23 @@ def early_trial(trial, work: Path, env: dict, rng) -> None:
         trial.wrong = f"exit {p.returncode}: {err[-300:]}"
     if trial.tracebacks:
         trial.wrong = trial.wrong or f"traceback: {err[-300:]}"
+    trial.note = (HELD + "; " if held else "") + trial.note
     if left := [str(f) for f in work.iterdir()]:
         if p.returncode != 0:
             trial.wrong = trial.wrong or f"left {left}"
+
+
+def _held(pid: int, signum: int) -> bool:
+    """The signal is pending and blocked in pid: it came while the `abtlab` launcher's mask
+    held it (the interpreter's start-up, before abtlab's first statement). Read right
+    after sending, so a signal delivered before the read is not counted: a lower bound."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            st = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return False
+    bit = 1 << signum - 1
+    return bool(int(st["SigBlk"], 16) & bit and (int(st["ShdPnd"], 16) | int(st["SigPnd"], 16)) & bit)
 
 
 # -- device-out -------------------------------------------------------------------------

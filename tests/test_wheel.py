@@ -84,6 +84,18 @@ def test_the_wheel_holds_the_compiled_programs_and_the_data(installed):
     assert not any("/kernel/out/" in n for n in names)
 
 
+def test_the_command_is_the_launcher_beside_the_new_environments_python(installed):
+    """`abtlab` is native/start/abt-start.c compiled (Python starts with SIGINT and SIGTERM
+    blocked, tests/test_start.py), and it runs the python beside it: the new environment's."""
+    env, work, venv, wheel = installed
+    with zipfile.ZipFile(wheel) as z:
+        script, = [n for n in z.namelist() if n.endswith(".data/scripts/abtlab")]
+        assert z.read(script)[:4] == b"\x7fELF", z.read(script)[:80]
+    assert (venv / "bin/abtlab").read_bytes()[:4] == b"\x7fELF"
+    proc = _run([venv / "bin/abtlab", "--version"], cwd=work, env=env)
+    assert proc.returncode == 0 and proc.stdout.startswith("abtlab "), proc.stdout + proc.stderr
+
+
 def test_the_wheel_declares_the_core_and_the_extras(installed):
     """The core's Requires-Dist has no optional package; each extra is declared."""
     import email
