@@ -67,7 +67,9 @@ debs() {
 }
 
 python_env() {
-    if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ]; then echo "up to date"; return 0; fi
+    # the install also compiles the `abtlab` command (native/start/abt-start.c, by setup.py)
+    if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt setup.py ] &&
+        [ "$STAMP" -nt native/start/abt-start.c ]; then echo "up to date"; return 0; fi
     test -x "$PY" || python3 -m venv "$VENV" || return 1
     "$PY" -m pip install -q --upgrade pip || return 1
     # every extra: make demo and make test use them all. compat: the checkout as a path

@@ -56,10 +56,11 @@ def installed(tmp_path_factory):
         site = Path(_run([venv / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
                     .stdout.strip())
         (site / "zz_abtlab_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    proc = _run([sys.executable, "-m", "pip", "--python", venv / "bin/python", "install", "-q",
-                 *((f"{wheel}[all]",) if deps else ("--no-deps", wheel))], timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the caller's PYTHONPATH (a checkout first on the path) would show pip abtlab as installed
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = _run([sys.executable, "-m", "pip", "--python", venv / "bin/python", "install", "-q",
+                 *((f"{wheel}[all]",) if deps else ("--no-deps", wheel))], timeout=1800, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}", ABTLAB_CACHE=str(tmp / "cache"))
     work = tmp / "work"
     work.mkdir()
