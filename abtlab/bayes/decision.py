@@ -37,12 +37,7 @@ WAIT = "mean_commit_wait"
 
 def _window(label):
     """The option's window in us (ext4: 0), or None for a policy that is not an option."""
-    pol = policies.parse(label)
-    if pol.kind == "ext4":
-        return 0.0
-    if pol.kind == "kdelayjc" or (pol.kind == "delayjc" and pol.params.get("mode") == "fixed"):
-        return float(pol.params["window_us"])
-    return None
+    return policies.parse(label).window_us
 
 
 def _order(t):

@@ -11,7 +11,7 @@ Durations accept ns, us, ms, s (a bare number is microseconds).
 """
 from __future__ import annotations
 
-from .parse import parse, parse_list
-from .policy import KINDS, Policy, parse_duration_us
+from .parse import KINDS, parse, parse_list
+from .policy import Policy, parse_duration_us
 
 __all__ = ["Policy", "parse", "parse_list", "parse_duration_us", "KINDS"]

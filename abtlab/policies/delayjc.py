@@ -37,7 +37,7 @@ def preload_env(policy, stats_path=None) -> dict:
     """Environment additions for running a program under delayJC with `policy`
     (a delayjc Policy or spec string); merge into os.environ for a subprocess."""
     pol = policies.parse(policy)
-    if pol.kind != "delayjc":
+    if not pol.needs_preload:
         raise ConfigError("policy", pol.label, "a delayjc policy (delayjc:window=..., delayjc:adaptive)")
     env = {"LD_PRELOAD": str(library_path()), **pol.preload_env()}
     if stats_path is not None:

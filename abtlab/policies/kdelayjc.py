@@ -21,15 +21,9 @@ class KernelPolicy(Policy):
         p = self.params
         return f"kdelayjc:window={format_duration(p['window_us'])},max_resets={p['max_resets']}"
 
-    @property
-    def journal(self) -> bool:
-        return True
-
-    def mount_options(self) -> str:
-        return ""
-
-    def preload_env(self) -> dict:
-        return {}
+    @classmethod
+    def from_body(cls, kind, body, spec):
+        return parse_kdelayjc(str(spec).strip())
 
     @property
     def needs_patched_kernel(self) -> bool:
@@ -43,6 +37,14 @@ class KernelPolicy(Policy):
     @property
     def mechanism(self) -> str:
         return "kernel delayjc (jbd2 patch)"
+
+    @property
+    def window_us(self) -> float:
+        return float(self.params["window_us"])
+
+    @property
+    def sim_mode(self):
+        return None     # the simulator has no model of the jbd2 patch
 
 
 def parse_kdelayjc(spec) -> KernelPolicy:

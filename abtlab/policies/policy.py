@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 
-__all__ = ["Policy", "parse_duration_us", "format_duration", "parse_items", "KINDS"]
+__all__ = ["Policy", "parse_duration_us", "format_duration", "parse_items"]
 
-KINDS = ("ext4", "nojc", "delayjc", "batch", "kdelayjc")
 _UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ns|us|ms|s)?\s*$")
 
@@ -23,37 +22,40 @@ def parse_duration_us(text, field="duration") -> float:
 
 @dataclass(frozen=True)
 class Policy:
-    kind: str
+    """ext4, the stock jbd2 journal, and the base of every other kind: a kind is one
+    subclass (abtlab.policies.kinds, .kdelayjc) that overrides where it differs, registered
+    in abtlab.policies.parse.KINDS. Run paths, the simulator and the analyses ask these
+    properties, never the kind."""
+    kind: str = "ext4"
     params: dict = field(default_factory=dict, hash=False, compare=True)
 
     def __str__(self) -> str:   # a dataset coordinate, a stored point: the canonical spec
         return self.label
 
+    @classmethod
+    def from_body(cls, kind: str, body: str, spec) -> Policy:
+        """The policy of spec `kind:body`; ConfigError names the bad field."""
+        if parse_items(body, spec):
+            raise ConfigError(f"policy {kind}", body, "no parameters")
+        return cls(kind)
+
     @property
     def label(self) -> str:
         """Canonical spec string; parse(label) == self."""
-        p = self.params
-        if self.kind in ("ext4", "nojc"):
-            return self.kind
-        if self.kind == "batch":
-            return f"batch:min_us={p['min_us']:g},max_us={p['max_us']:g}"
-        head = "delayjc:adaptive" if p["mode"] == "adaptive" else f"delayjc:window={format_duration(p['window_us'])}"
-        return f"{head},max_resets={p['max_resets']},max_age={format_duration(p['max_age_us'])}"
+        return self.kind
 
     @property
     def journal(self) -> bool:
-        return self.kind != "nojc"
+        return True
 
     def mount_options(self) -> str:
-        if self.kind == "batch":
-            return f"min_batch_time={int(self.params['min_us'])},max_batch_time={int(self.params['max_us'])}"
         return ""
 
     # what running it needs: the run paths (abtlab.machines) ask these, not its kind
     @property
     def needs_preload(self) -> bool:
         """Its workload runs under libdelayjc.so (LD_PRELOAD), which records its batches."""
-        return self.kind == "delayjc"
+        return False
 
     @property
     def needs_patched_kernel(self) -> bool:
@@ -75,14 +77,29 @@ class Policy:
 
     def preload_env(self) -> dict:
         """Environment for libdelayjc.so (empty for policies that need no preload)."""
-        if self.kind != "delayjc":
-            return {}
-        env = {"ABT_DELAYJC_POLICY": self.params["mode"],
-               "ABT_DELAYJC_MAX_RESETS": str(int(self.params["max_resets"])),
-               "ABT_DELAYJC_MAX_AGE_US": str(int(self.params["max_age_us"]))}
-        if self.params["mode"] == "fixed":
-            env["ABT_DELAYJC_WINDOW_US"] = str(int(self.params["window_us"]))
-        return env
+        return {}
+
+    # what the analyses and the simulator ask
+    @property
+    def window_us(self) -> float | None:
+        """The delay before a commit, in us, where it is one option of a delay decision
+        (ext4: 0); None for a policy with no fixed window (nojc, batch, adaptive)."""
+        return 0.0
+
+    @property
+    def sim_mode(self) -> str | None:
+        """The simulator's model of it (a key of abtlab.sim.state.POLICY_MODES); None: the
+        simulator has none."""
+        return "ext4"
+
+    def sim_window(self) -> tuple:
+        """The simulator's two numbers for it: (window or min_us, max_us), in us."""
+        return 0.0, 0.0
+
+    @property
+    def tunes_window(self) -> bool:
+        """Its window is tuned while it runs (delayjc:adaptive): the simulator's gain applies."""
+        return False
 
 
 def format_duration(us: float) -> str:

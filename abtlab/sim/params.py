@@ -237,7 +237,7 @@ def vector(p: SimParams) -> np.ndarray:
     v[K.I_SHARED_XFER] = 1.0 if p.shared_transfer else 0.0
     v[K.I_SHADOW] = dev["commit_record_us"] if p.shadow_wait else -1.0
     v[K.I_DIOREAD] = DIOREAD_MODES.index(p.dioread)
-    if pol.kind == "delayjc" and pol.params["mode"] == "adaptive":
+    if pol.tunes_window:
         v[K.I_KPARAM] = p.adaptive_k
     v[K.I_CACHE] = dev["cache_kib"] * 1024
     v[K.I_MEDIA_PER_BYTE] = dev["media_us_per_kib"] / 1024
@@ -250,12 +250,13 @@ def vector(p: SimParams) -> np.ndarray:
 
 
 def _policy_code(pol):
-    if pol.kind == "ext4":
-        return K.POL_EXT4, 0.0, 0.0
-    if pol.kind == "nojc":
-        return K.POL_NOJC, 0.0, 0.0
-    if pol.kind == "batch":
-        return K.POL_BATCH, pol.params["min_us"], pol.params["max_us"]
-    if pol.params["mode"] == "fixed":
-        return K.POL_FIXED, pol.params["window_us"], 0.0
-    return K.POL_ADAPT, 0.0, 0.0
+    """(the simulator's policy code, its window or min_us, max_us): the policy's own answer."""
+    if pol.sim_mode is None:
+        raise ConfigError("policy", pol.label, "a policy the simulator models: ext4, nojc, "
+                          "delayjc (a window or adaptive), batch")
+    return (POLICY_MODES[pol.sim_mode], *pol.sim_window())
+
+
+# a policy's sim_mode -> the compiled kernel's code for it (abtlab.sim.state)
+POLICY_MODES = {"ext4": K.POL_EXT4, "nojc": K.POL_NOJC, "fixed": K.POL_FIXED,
+                "adaptive": K.POL_ADAPT, "batch": K.POL_BATCH}

@@ -200,12 +200,8 @@ def delay_table(ds):
 
 
 def _window_ms(spec: str) -> float:
-    p = parse_policy(spec)
-    if p.kind == "ext4":
-        return 0.0
-    if p.kind not in ("delayjc", "kdelayjc") or p.params.get("mode") == "adaptive":
-        return float("nan")
-    return p.params["window_us"] / 1e3
+    window = parse_policy(spec).window_us     # the policy's own (None: not a fixed window)
+    return float("nan") if window is None else window / 1e3
 
 
 def optimal_delay(ds, max_commit_wait_ms=None):
