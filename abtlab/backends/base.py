@@ -114,6 +114,11 @@ class Backend:
         """Coordinates the dataset gains from these levels (a machine's clock and kernel)."""
         return {}
 
+    def doctor_check(self):
+        """(name, Availability) of what it needs here beyond available(), for `abtlab
+        doctor` (a third-party tool: where it is found and its version); None: nothing."""
+        return None
+
     # -- groups: runs that share a start-up cost (a guest boot, a compiled simulator call) --
     group_limit: int = 32
 
@@ -185,7 +190,20 @@ class ProgramBackend(Backend):
 class ToolBackend(ProgramBackend):
     """A driver of a third-party tool (IOzone, mdtest, fio): a subclass writes tool_job(),
     what one point runs, and tool_result(), the RunResult of its ToolRun; the dispatcher
-    runs the job on the point's machine, a guest machine's group in one boot."""
+    runs the job on the point's machine, a guest machine's group in one boot. A subclass
+    names its tool: the executable, the variable that points at it, how to get it, and
+    how it says its version (args, regex; None: it cannot without running)."""
+    tool: str = ""
+    tool_env: str = ""
+    tool_how: str = ""
+    tool_version: tuple | None = None
+
+    def available(self) -> Availability:
+        return _tool_runner().tool_available(self.tool, self.tool_env, self.tool_how)
+
+    def doctor_check(self):
+        return (f"{self.tool} (backend {self.name})",
+                _tool_runner().tool_status(self.tool, self.tool_env, self.tool_how, self.tool_version))
 
     def tool_job(self, point: dict, ctx) -> ToolJob:
         raise NotImplementedError
@@ -219,6 +237,11 @@ def _dispatch():
     # uuid, ...: 0.10 CPU s more to import this module in a new process
     from ..machines import dispatch
     return dispatch
+
+
+def _tool_runner():
+    from ..machines import tool_runner   # deferred as _dispatch is
+    return tool_runner
 
 
 def _placement():

@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..data.result import RunResult
 from ..machines.host import SCRATCH_OPTIONS
 from ..machines.tool_runner import (CREATE, FSYNC, WRITE_BEGIN, WRITE_END, ToolInGuest, ToolJob,
-                                    check_tool_options, tool_available, trace_scalars)
+                                    check_tool_options, trace_scalars)
 from .base import ToolBackend
 from .iozone import check_file_sizes
 from .tool_output import parse_fio
@@ -92,6 +92,8 @@ def _job(value):
 
 class FioBackend(ToolBackend):
     name = "fio"
+    tool, tool_env, tool_how = "fio", ENV, HOW
+    tool_version = (("--version",), r"fio-([\w.]+)")
     description = ("fio on the scratch ext4: IOzone's initial-write pattern or a job file "
                    "(-o job=PATH); found on PATH, in $ABTLAB_FIO or -o exe=")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
@@ -101,9 +103,6 @@ class FioBackend(ToolBackend):
                "rw": "write (default) or randwrite: the order of each job's records",
                "fsync_every": "N: the pattern fsyncs every N records (default 0: at the end only)",
                "exe": "path of the fio executable (host only)", **SCRATCH_OPTIONS}
-
-    def available(self):
-        return tool_available("fio", ENV, HOW)
 
     def validate_options(self, options):
         options = {**options, "job": _job(options.get("job"))}

@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ..data.result import RunResult
 from ..machines.host import SCRATCH_OPTIONS
 from ..machines.tool_runner import (FSYNC, WRITE_BEGIN, ToolJob, check_tool_options,
-                                    first_fsyncs, tool_available, trace_scalars)
+                                    first_fsyncs, trace_scalars)
 from .base import ToolBackend
 from .iozone import check_file_sizes
 from .tool_output import parse_iozone
@@ -61,6 +61,8 @@ def reported_variable(options) -> str:
 
 class IozoneToolBackend(ToolBackend):
     name = "iozone-tool"
+    tool, tool_env, tool_how = "iozone", ENV, HOW
+    tool_version = (("-v",), r"Version \$Revision: ([\d.]+) \$")
     description = ("the real IOzone (throughput mode, -+n, its default mode unless -o fsync=, "
                    "stonewall=, threads= say otherwise) on the scratch ext4; found on PATH, in "
                    "$ABTLAB_IOZONE or -o exe=")
@@ -71,9 +73,6 @@ class IozoneToolBackend(ToolBackend):
                "stonewall": "IOzone's stonewalling; default true (its default), false = -x",
                "threads": "pthreads instead of forked children (IOzone -T); default false",
                "exe": "path of the iozone executable", **SCRATCH_OPTIONS}
-
-    def available(self):
-        return tool_available("iozone", ENV, HOW)
 
     def validate_options(self, options):
         for name in _FLAGS:

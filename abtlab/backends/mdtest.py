@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..data.result import RunResult
 from ..machines.host import SCRATCH_OPTIONS
 from ..machines.tool_runner import (CREATE, FSYNC, WRITE_END, ToolJob, check_tool_options,
-                                    tool_available, trace_scalars)
+                                    trace_scalars)
 from .base import ToolBackend
 from .metarates import write_bytes
 from .tool_output import parse_mdtest
@@ -63,6 +63,7 @@ def unique_dirs(value) -> int:
 
 class MdtestBackend(ToolBackend):
     name = "mdtest"
+    tool, tool_env, tool_how = "mdtest", ENV, HOW
     description = ("mdtest -F -C -u (file creation, one directory per rank) under mpirun "
                    "on the scratch ext4; found on PATH, in $ABTLAB_MDTEST or -o exe=")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none"}
@@ -71,9 +72,6 @@ class MdtestBackend(ToolBackend):
                "unique_dirs": "1 = one directory per rank (mdtest -u, default); 0 = all "
                               "ranks in one directory, as abt-metarates lays its files out",
                "exe": "path of the mdtest executable", **SCRATCH_OPTIONS}
-
-    def available(self):
-        return tool_available("mdtest", ENV, HOW)
 
     def validate_options(self, options):
         options = {**options, "write_bytes": write_bytes(options.get("write_bytes", 4096)),

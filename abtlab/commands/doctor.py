@@ -30,7 +30,13 @@ def main(args):
     from ..backends import get, names
     from ..machines.doctor import render, report
     from ..system import leftovers
-    print(render(report()))
+    drivers = []
+    for n in names():
+        try:
+            drivers.append(get(n))
+        except Exception:   # reported with the backends below
+            pass
+    print(render(report(drivers)))
     left = leftovers.find().describe()
     if left:
         print("\nleft by killed abtlab processes (`abtlab cleanup` undoes it):")

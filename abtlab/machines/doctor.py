@@ -7,9 +7,7 @@ into text for the CLI.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -18,13 +16,12 @@ from pathlib import Path
 import psutil
 
 from .. import about
-from ..errors import ConfigError, UnavailableError
 from ..system import cpufreq, device, tracefs
 from ..system.facts import collect
 from ..system.scratchfs import loop_devices
 from . import guest
 from .guest import ICOUNT_SMP_MAJOR
-from .tool_runner import find_tool
+from .kernels import KERNELS
 
 __all__ = ["Check", "report", "render"]
 
@@ -57,34 +54,11 @@ def _which(name, *tools, why=""):
     return Check(name, ok, detail)
 
 
-# the real tools abtlab drives: (backend, executable, env var, how to get it)
-TOOLS = (("iozone-tool", "iozone", "ABTLAB_IOZONE", "build IOzone 3.4xx from iozone.org; see docs/guide/tools.md"),
-         ("mdtest", "mdtest", "ABTLAB_MDTEST", "build IOR from github.com/hpc/ior; see docs/guide/tools.md"),
-         ("fio", "fio", "ABTLAB_FIO", "Debian: fio"))
-# how a tool says its version without running a workload (mdtest has no such option)
-VERSIONS = {"iozone": (("-v",), r"Version \$Revision: ([\d.]+) \$"), "fio": (("--version",), r"fio-([\w.]+)")}
-
-
-def _tool_version(exe, path) -> str:
-    if exe not in VERSIONS:
-        return ""
-    args, pattern = VERSIONS[exe]
-    try:
-        out = subprocess.run([str(path), *args], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    m = re.search(pattern, out)
-    return m.group(1) if m else ""
-
-
-def _tool(backend, exe, env, how):
-    """Where a real tool's backend finds it (-o exe=, $env, PATH) and its version, or why not."""
-    try:
-        path = find_tool(exe, env)
-    except (ConfigError, UnavailableError) as exc:
-        return Check(f"{exe} (backend {backend})", False, f"{exc} ({how})")
-    version = _tool_version(exe, path)
-    return Check(f"{exe} (backend {backend})", True, f"{path} ({version})" if version else str(path))
+def _driver(backend) -> list[Check]:
+    """A driver's own check of what it needs here (a third-party tool's path and version),
+    or none."""
+    own = backend.doctor_check()
+    return [] if own is None else [Check(own[0], own[1].ok, own[1].reason)]
 
 
 def _throttle():
@@ -134,11 +108,6 @@ def _backends():
                  + f" (then make -C {NATIVE})")
 
 
-# What a first guest build costs, measured on the 2-core VM this is developed on (load
-# 4-6, November 2026): the trees stay in the cache, so it is paid once per machine.
-FIRST_BUILD_61 = ("linux-source-6.1 (a 138 MB Debian package) unpacked into a 1.6 GB tree, "
-                  "~25 CPU-minutes (13 min on 2 cores)")
-FIRST_BUILD_342 = "a 0.6 GB tree beside the 0.5 GB source, ~40 CPU-minutes (20 min at -j2)"
 FIRST_QEMU = "~90 MB"
 QEMU = "qemu-system-x86_64"
 
@@ -175,28 +144,10 @@ def _qemu():
     return Check("qemu", True, f"QEMU {text or '?'} ({path}): one vCPU under clock=virtual; {fetch}")
 
 
-def _kernel_key(kernel_dir: Path) -> str:
-    """The cache folder build-kernel.sh builds the 6.1 guest in: the series, the disk
-    model null_blk includes, config and build.env hashed in its order."""
-    h = hashlib.sha256()
-    for name in ("delayjc.patch", "legacy.patch", "nullblk-disk.patch", "../include/abt_disk.h",
-                 "guest.config", "build.env"):
-        h.update((kernel_dir / name).read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _kernel():
-    kdir, cache = NATIVE / "kernel", _cache("ABTLAB_KERNEL_CACHE", "kernel")
-    try:
-        image = cache / _kernel_key(kdir) / "bzImage"
-    except OSError as exc:
-        return Check("guest kernel 6.1", False, f"native/kernel is incomplete: {exc}")
-    if image.is_file():
-        return Check("guest kernel 6.1", True, f"cached {image} ({image.stat().st_size / 1e6:.1f} MB)")
-    need = "" if os.geteuid() == 0 or Path("/usr/src/linux-source-6.1.tar.xz").is_file() else \
-        " (as root: it installs linux-source-6.1)"
-    return Check("guest kernel 6.1", False, f"not built: the first guest run builds it in "
-                 f"{cache}{need}: {FIRST_BUILD_61}")
+def _kernels() -> list[Check]:
+    """Each guest kernel build (the 6.1 rows share one), as its row says."""
+    builds = {row.build: row for row in KERNELS.values()}
+    return [Check(f"guest kernel {name}", *row.build_check()) for name, row in builds.items()]
 
 
 def _initramfs():
@@ -207,24 +158,6 @@ def _initramfs():
                  "(busybox, the workloads linked statically, fio when installed: ~1 min, ~40 MB)")
 
 
-def _k342():
-    """The paper's kernel: a cached build, or its source (build-kernel-3.4.2.sh --check)."""
-    script = NATIVE / "kernel" / "build-kernel-3.4.2.sh"
-    src = Path(os.environ.get("ABTLAB_K342_SRC") or about.SYSTEM_CACHE / "linux-3.4.2")
-    try:
-        proc = subprocess.run([str(script), "--check"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return Check("guest kernel 3.4.2", False, f"{script}: {exc}")
-    if proc.returncode != 0:
-        return Check("guest kernel 3.4.2", False, f"no source at {src}: set ABTLAB_K342_SRC or "
-                     "ABTLAB_K342_GIT (docs/journal/kernel-3.4.2.md); runs with kernel=3.4.2 are refused")
-    if proc.stdout.strip():
-        return Check("guest kernel 3.4.2", True, f"cached {proc.stdout.split()[-1]}")
-    where = os.environ.get("ABTLAB_K342_GIT") if not (src / "Makefile").is_file() else src
-    return Check("guest kernel 3.4.2", False, f"not built: the first kernel=3.4.2 run builds it "
-                 f"from {where}: {FIRST_BUILD_342}")
-
-
 def guest_checks() -> list[Check]:
     """The qemu guest machine (abtlab.machines.guest): can it boot here, with which qemu,
     and what is built already or costs a first build."""
@@ -232,7 +165,8 @@ def guest_checks() -> list[Check]:
     checks = [Check("guest machine", ok, why or "x86_64 Linux guests under qemu TCG (no KVM)")]
     if not ok:
         return checks
-    return checks + [_qemu(), _kernel(), _initramfs(), _k342()]
+    kernels = _kernels()
+    return checks + [_qemu(), kernels[0], _initramfs(), *kernels[1:]]
 
 
 def _facts():
@@ -249,8 +183,9 @@ def _facts():
     ]
 
 
-def report() -> list[Check]:
-    """Every check, then the machine facts."""
+def report(drivers=()) -> list[Check]:
+    """Every check, then the machine facts; drivers: the workload drivers (Backend
+    instances) whose own checks are listed (abtlab doctor passes every registered one)."""
     ok_tr, why_tr = tracefs.available()
     ok_cf, why_cf = cpufreq.available()
     checks = [
@@ -261,7 +196,7 @@ def report() -> list[Check]:
         Check("cpufreq", ok_cf, why_cf + ("" if ok_cf else "; frequency is emulated")),
         _rapl(),
         _which("perf", "perf", why=" (Debian: linux-perf)"),
-        *(_tool(*t) for t in TOOLS),
+        *(c for d in drivers for c in _driver(d)),
         _which("MPI", "mpicc", "mpirun", why=" (Debian: openmpi-bin libopenmpi-dev; "
                "mdtest runs one rank without it)"),
         _files(), _backends(), *guest_checks(),

@@ -38,14 +38,13 @@ from ..errors import ConfigError, RunError, UnavailableError
 from ..system import cleanup
 from ..system.sleeps import comm_of
 from .guest_disk import NullBlk
-from .kernels import CMDLINE, cached_build, guest_kernel
+from .kernels import CMDLINE, KERNEL_DIR, KERNELS, GuestKernel
 
 __all__ = ["boot_cmdline",
            "KERNEL_DIR", "GuestRun", "PointResult", "GuestResult", "available",
            "ensure_built", "boot_batch", "parse_info", "run_cpio", "qemu_argv", "point_env",
            "CMDLINE", "Qemu", "qemu", "qemu_for", "ICOUNT_SMP_MAJOR", "kernel_build", "initramfs_build"]
 
-KERNEL_DIR = about.NATIVE / "kernel"
 QEMU = "qemu-system-x86_64"
 ICOUNT_SMP_MAJOR = 8      # qemu 7.2's icount guest hangs bringing up a second vCPU; 8+ boots it
 _BAD_CONSOLE = ("BUG:", "WARNING:", "Kernel panic", "Oops")
@@ -118,13 +117,12 @@ def _build(argv, timeout: float, row=None) -> subprocess.CompletedProcess:
     return proc
 
 
-def ensure_built(timeout: float = 1800, kernel: str = "6.1") -> tuple[Path, Path]:
+def ensure_built(timeout: float = 1800, row: GuestKernel = KERNELS["6.1"]) -> tuple[Path, Path]:
     """(bzImage, initramfs) built by `make -C native/kernel` (for 3.4.2: the initramfs,
     and the kernel by build-kernel-3.4.2.sh), installing the Debian packages they need;
     UnavailableError with the reason when that is impossible, ConfigError naming
     `guest:kernel` when the 3.4.2 source is missing."""
     initramfs = KERNEL_DIR / "out" / "initramfs.cpio.gz"
-    row = guest_kernel(kernel)
     if row.build_script is not None:
         _build(["make", "-s", "-C", str(KERNEL_DIR), "out/initramfs.cpio.gz"], timeout)
         image = Path(_build([str(row.build_script)], timeout, row).stdout.split()[-1])
@@ -184,12 +182,11 @@ def check_smp(machine, q: Qemu) -> None:
                           f"native/kernel/qemu.sh fetches one), or clock=host")
 
 
-def kernel_build(kernel: str = "6.1") -> str:
+def kernel_build(row: GuestKernel = KERNELS["6.1"]) -> str:
     """The guest kernel's build (the hash of patch series + config it is cached under):
     virtual-time numbers repeat exactly only on one build, one initramfs and one qemu."""
-    row = guest_kernel(kernel)
     if row.build_script is not None:
-        return cached_build(row)
+        return row.build_key()
     target = (KERNEL_DIR / "out" / "bzImage").resolve()
     return target.parent.name if target.exists() else ""
 
@@ -300,7 +297,7 @@ def run_cpio(files: dict, executables=()) -> bytes:
 def boot_cmdline(machine, runs=()) -> str:
     """The kernel command line: 3.4.2's brd RAM disk as large as the batch's largest disk."""
     mb = max((r.disk.size_mb for r in runs if r.disk is not None), default=256)
-    return guest_kernel(machine.kernel).boot_cmdline(mb)
+    return machine.guest_kernel.boot_cmdline(mb)
 
 
 def qemu_argv(machine, kernel, initrd, console, results, q: Qemu = Qemu(),
@@ -422,7 +419,7 @@ def boot_batch(runs: list, machine, workdir, events=(), trace_kb: int = DEFAULT_
     """Boot the guest once for a batch of points; RunError if the guest itself failed
     (a point that failed inside it has its status set and the others still ran).
     overlays: gzip'd cpio archives appended to the base initramfs (out/fio.cpio.gz)."""
-    kernel, base = ensure_built(kernel=machine.kernel)
+    kernel, base = ensure_built(row=machine.guest_kernel)
     q = qemu_for(machine)
     check_smp(machine, q)
     workdir = Path(workdir)

@@ -53,7 +53,6 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..system.device import Profile, parse_profile
-from .kernels import guest_kernel
 
 __all__ = ["NullBlk", "Brd", "for_profile", "GUEST_RESERVE_MB", "BRD_PARAMS"]
 
@@ -73,6 +72,17 @@ class NullBlk:
     max_sectors: int = 2560
     disk_model: str = ""      # a profile of abt_disk.h: it times each request (nullblk-disk.patch)
     disk_fixed_ns: int = 0
+    DRIVER = "null_blk"
+
+    @staticmethod
+    def device_name(index: int) -> str:
+        """The point's block device: null_blk makes one per point."""
+        return f"nullb{index}"
+
+    @classmethod
+    def for_kernel(cls, disk: NullBlk, depth: int, row) -> NullBlk:
+        """The disk serving a profile on kernel `row`, from its null_blk form."""
+        return disk
 
     def settings(self, index: int) -> list[tuple[str, str]]:
         """What the guest's /init writes to make the disk (DISK_ATTRS)."""
@@ -118,6 +128,20 @@ class Brd:
     max_sectors: int = BRD_MAX_SECTORS
     disk_model: str = ""      # a profile of abt_disk.h: it times each request
     disk_fixed_ns: int = 0
+    DRIVER = "brd"
+
+    @staticmethod
+    def device_name(index: int) -> str:
+        """One RAM disk serves every point of a boot."""
+        return "ram0"
+
+    @classmethod
+    def for_kernel(cls, disk: NullBlk, depth: int, row) -> Brd:
+        """The null_blk form's timing on brd (depth 1 only: abtlab.machines.spec refuses more)."""
+        if depth > row.max_depth:
+            raise ConfigError("--machine guest:depth", depth, f"depth=1 with kernel={row.name}")
+        return cls(disk.size_mb, disk.completion_nsec, disk.mbps, disk.model,
+                   disk_model=disk.disk_model, disk_fixed_ns=disk.disk_fixed_ns)
 
     def settings(self, index: int) -> list[tuple[str, str]]:
         """(parameter, value) to write under /sys/module/brd/parameters (index unused:
@@ -141,18 +165,11 @@ class Brd:
                                f"max_sectors={self.max_sectors} size={self.size_mb}MiB")}
 
 
-def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None,
-                kernel: str = "6.1"):
-    """The in-guest disk serving `profile` (a device spec or Profile): null_blk, or brd
-    on kernel 3.4.2 (depth 1 only: abtlab.machines.spec refuses more)."""
+def for_profile(profile, size_mb: int, depth: int = 1, mem_mb: int | None = None, row=None):
+    """The in-guest disk serving `profile` (a device spec or Profile) on the guest kernel
+    `row` (abtlab.machines.kernels; None: 6.1's null_blk): its disk class's form of it."""
     disk = _null_blk(profile, size_mb, depth, mem_mb)
-    row = guest_kernel(kernel)
-    if row.disk != "brd":
-        return disk
-    if depth > row.max_depth:
-        raise ConfigError("--machine guest:depth", depth, f"depth=1 with kernel={row.name}")
-    return Brd(size_mb, disk.completion_nsec, disk.mbps, disk.model,
-               disk_model=disk.disk_model, disk_fixed_ns=disk.disk_fixed_ns)
+    return disk if row is None else row.disk.for_kernel(disk, depth, row)
 
 
 def _legacy_latency(prof: Profile, size_mb: int, depth: int) -> NullBlk:

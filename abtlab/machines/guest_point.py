@@ -80,7 +80,7 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     out = PurePosixPath(_OUT.format(index))
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
     disk = guest_disk.for_profile(point.get("device", "none"), image_mb(ctx.options, data_bytes),
-                                  machine.depth, machine.mem, machine.kernel)
+                                  machine.depth, machine.mem, machine.guest_kernel)
     writes, resets = _knobs(pol, machine, index)
     mount = ",".join(o for o in (mount_options_of(pol, ctx), machine.kernel_knobs.mount_options()) if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
@@ -244,10 +244,10 @@ def _attrs(pres, pol, machine: Machine, ctx) -> dict:
     gk = machine.guest_kernel
     label = gk.label
     attrs = {**machine.attrs(), "kernel": f"{label} {machine.kernel}", "qemu": guest.qemu_for(machine).describe(),
-             "guest_kernel_build": guest.kernel_build(machine.kernel),
+             "guest_kernel_build": guest.kernel_build(gk),
              "guest_initramfs_build": guest.initramfs_build(),
              "freq_mode": ctx.freq_mode if ctx.freq_mode in ("emulated", "virtual") else "native",
-             "filesystem": f"ext4 on {gk.disk} in a qemu TCG guest",
+             "filesystem": f"ext4 on {gk.disk.DRIVER} in a qemu TCG guest",
              "policy_mechanism": pol.mechanism,
              "commit_records": gk.commit_records,
              "time_base": _TIME_BASE[machine.clock]}

@@ -31,6 +31,7 @@ so one CPU boots with 6 / 0.75 / 1 ms and four with 18 / 2.25 / 3); its elevator
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..errors import ConfigError
 from ..data.schema import ATTR_BFQ, ATTR_KERNEL_PRESET, ATTR_IOSCHED, ATTR_LEGACY, ATTR_SCHED
@@ -77,13 +78,18 @@ class KernelKnobs:
     iosched: str
     bfq: tuple = ()     # (tunable, value) of BFQ_TUNABLES, in BFQ_TUNABLES' order
 
+    @cached_property
+    def row(self):
+        """Its kernel's row (abtlab.machines.kernels), looked up once."""
+        return guest_kernel(self.kernel)
+
     def writes(self, dev: str) -> list:
         """(path in the guest, value) in order: every legacy switch (0 or 1, so a run
         never inherits a value), the CFS settings, dev's elevator, then BFQ's tunables
         (a fresh elevator has BFQ's defaults, so unnamed ones are BFQ's own)."""
         if not dev or "/" in dev:
             raise ConfigError("guest block device", dev, "a name under /sys/block, e.g. vda")
-        row = guest_kernel(self.kernel)
+        row = self.row
         out = [] if row.native_legacy else [(path, "1" if name in self.legacy else "0")
                                             for name, path in LEGACY_KNOBS.items()]
         out += [(f"{row.sched_dir}{name}", value) for name, value in sched_settings(self.sched)]
@@ -113,7 +119,7 @@ class KernelKnobs:
     def label(self) -> str:
         """'6.1' when every knob is stock, else the kernel and its knobs spelled out
         (BFQ's tunables after the elevator: 'bfq:slice_idle=0')."""
-        row = guest_kernel(self.kernel)
+        row = self.row
         if (self.legacy, self.sched, self.iosched) == KERNELS["6.1"].preset:
             return "6.1"
         if row.native_legacy:   # no legacy items to name: its own code
@@ -123,7 +129,7 @@ class KernelKnobs:
         return f"{self.kernel}({self._legacy_text()},{self.sched},{elevator})"
 
     def _legacy_text(self) -> str:
-        if guest_kernel(self.kernel).native_legacy:
+        if self.row.native_legacy:
             return "native"     # 3.4's own code, not knobs
         return "+".join(sorted(self.legacy)) or "none"
 

@@ -13,6 +13,8 @@ guest kernel is adding a row.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +22,14 @@ from pathlib import Path
 from .. import about
 from ..errors import ConfigError
 from ..system.geometry import FEATURES_342
+from .guest_disk import Brd, NullBlk
 
 __all__ = ["KERNEL_LABEL", "K342", "K342_LABEL", "CMDLINE", "CMDLINE_342", "K342_BUILD",
-           "K342_SOURCE", "GuestKernel", "KERNELS", "guest_kernel", "kernel_label",
-           "trace_times", "check_kernels", "cached_build", "k342_build", "LEGACY_KNOBS",
-           "LEGACY_MOUNT", "LEGACY_ITEMS", "IOSCHEDS", "IOSCHEDS_342", "SCHED_SYSCTL"]
+           "K342_SOURCE", "GuestKernel", "KERNELS", "guest_kernel", "check_kernels",
+           "LEGACY_KNOBS", "LEGACY_MOUNT", "LEGACY_ITEMS", "IOSCHEDS", "IOSCHEDS_342",
+           "SCHED_SYSCTL", "KERNEL_DIR", "MAKE_61"]
+
+KERNEL_DIR = about.NATIVE / "kernel"
 
 KERNEL_LABEL = "guest linux 6.1 + delayjc (TCG)"
 K342 = "3.4.2"
@@ -42,7 +47,7 @@ CMDLINE = "console=ttyS0 panic=-1 quiet null_blk.nr_devices=0 norandmaps"
 # reason not found (docs/journal/kernel-3.4.2.md, "The clocksource").
 CMDLINE_342 = ("console=ttyS0 panic=-1 quiet norandmaps clocksource=hpet brd.rq_mode=1 brd.rd_nr=1 "
                "brd.rd_size={kb}")
-K342_BUILD = about.NATIVE / "kernel" / "build-kernel-3.4.2.sh"
+K342_BUILD = KERNEL_DIR / "build-kernel-3.4.2.sh"
 K342_SOURCE = ("the Linux 3.4.2 source: ABTLAB_K342_SRC=<a tree of the linux-3.4.2 import> "
                "(default /var/cache/abtlab/linux-3.4.2) or ABTLAB_K342_GIT=<a git directory of "
                "github.com/allenzhangt/linux-3.4.2> (docs/journal/kernel-3.4.2.md, Source), or another "
@@ -57,6 +62,16 @@ LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
 # legacy item -> the ext4 mount option that restores it (a stock kernel's own option)
 LEGACY_MOUNT = {"dioread_lock": "dioread_lock"}
 LEGACY_ITEMS = (*LEGACY_KNOBS, *LEGACY_MOUNT)
+# what build-kernel.sh (run by `make -C native/kernel`) hashes, in its order, into the name
+# of the cache folder it builds the 6.1 guest in: the series, the disk model null_blk
+# includes, config and build.env
+MAKE_61 = ("delayjc.patch", "legacy.patch", "nullblk-disk.patch", "../include/abt_disk.h",
+           "guest.config", "build.env")
+# What a first guest build costs, measured on the 2-core VM this is developed on (load
+# 4-6, November 2026): the trees stay in the cache, so it is paid once per machine.
+FIRST_BUILD_61 = ("linux-source-6.1 (a 138 MB Debian package) unpacked into a 1.6 GB tree, "
+                  "~25 CPU-minutes (13 min on 2 cores)")
+FIRST_BUILD_342 = "a 0.6 GB tree beside the 0.5 GB source, ~40 CPU-minutes (20 min at -j2)"
 
 
 @dataclass(frozen=True)
@@ -65,7 +80,7 @@ class GuestKernel:
     name: str               # the spec's kernel=
     label: str              # the dataset's "kernel" attr before the knobs
     printed: str            # how its trace prints microseconds (abtlab.system.tracefs.PRINTED)
-    disk: str               # the in-guest disk driver (abtlab.machines.guest_disk)
+    disk: type              # the in-guest disk's class (abtlab.machines.guest_disk)
     mkfs_features: str      # mke2fs -O items its ext4 needs (abtlab.system.geometry)
     commit_records: str     # where the commits come from, for the dataset
     cmdline: str            # the boot line; {kb}: the batch's largest disk, in KiB
@@ -78,23 +93,74 @@ class GuestKernel:
     source: str = ""        # what its build script needs, for the error that names it
     max_depth: int = 256    # its disk's hardware queue depth, at most
     depth_why: str = ""     # why not deeper
+    build: str = "6.1"      # the build it boots (the 6.1 rows share one)
+    first_build: str = FIRST_BUILD_61   # what a first build costs here
+    cache_env: tuple = ("ABTLAB_KERNEL_CACHE", "kernel")   # its build's cache: variable, default
 
     def disk_name(self, index: int) -> str:
-        """The point's block device: null_blk makes one per point, brd has one RAM disk."""
-        return "ram0" if self.disk == "brd" else f"nullb{index}"
+        """The point's block device (null_blk makes one per point, brd has one RAM disk)."""
+        return self.disk.device_name(index)
 
     def boot_cmdline(self, disk_mb: int) -> str:
         return self.cmdline.format(kb=disk_mb * 1024)
 
+    @property
+    def cache(self) -> Path:
+        """The folder its build script caches builds in."""
+        var, default = self.cache_env
+        return Path(os.environ.get(var) or about.SYSTEM_CACHE / default)
 
-_61 = dict(label=KERNEL_LABEL, printed="truncated", disk="null_blk", mkfs_features="",
+    def build_key(self) -> str:
+        """The name of the cache folder its build goes in (the hash of what it is built
+        from), '' when a kernel with a build script of its own is not built yet."""
+        if self.build_script is not None:
+            out = _check(self.build_script).stdout.split()
+            return Path(out[-1]).parent.name if out else ""
+        h = hashlib.sha256()
+        for name in MAKE_61:
+            h.update((KERNEL_DIR / name).read_bytes())
+        return h.hexdigest()[:16]
+
+    def build_check(self) -> tuple[bool, str]:
+        """For `abtlab doctor`, without building anything: (built, the cached image or what
+        a first build needs and costs)."""
+        if self.build_script is not None:
+            return self._script_check()
+        try:
+            image = self.cache / self.build_key() / "bzImage"
+        except OSError as exc:
+            return False, f"native/kernel is incomplete: {exc}"
+        if image.is_file():
+            return True, f"cached {image} ({image.stat().st_size / 1e6:.1f} MB)"
+        need = "" if os.geteuid() == 0 or Path("/usr/src/linux-source-6.1.tar.xz").is_file() else \
+            " (as root: it installs linux-source-6.1)"
+        return False, f"not built: the first guest run builds it in {self.cache}{need}: {self.first_build}"
+
+    def _script_check(self) -> tuple[bool, str]:
+        """A kernel built by its own script (3.4.2): a cached build, or its source."""
+        src = Path(os.environ.get("ABTLAB_K342_SRC") or about.SYSTEM_CACHE / "linux-3.4.2")
+        try:
+            proc = _check(self.build_script)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return False, f"{self.build_script}: {exc}"
+        if proc.returncode != 0:
+            return False, (f"no source at {src}: set ABTLAB_K342_SRC or ABTLAB_K342_GIT "
+                           f"(docs/journal/kernel-3.4.2.md); runs with kernel={self.name} are refused")
+        if proc.stdout.strip():
+            return True, f"cached {proc.stdout.split()[-1]}"
+        where = os.environ.get("ABTLAB_K342_GIT") if not (src / "Makefile").is_file() else src
+        return False, (f"not built: the first kernel={self.name} run builds it from {where}: "
+                       f"{self.first_build}")
+
+
+_61 = dict(label=KERNEL_LABEL, printed="truncated", disk=NullBlk, mkfs_features="",
            commit_records="tracefs in the guest (trace_clock mono)", cmdline=CMDLINE,
            elevators=IOSCHEDS, sched_dir=SCHED_DEBUGFS)
 KERNELS = {k.name: k for k in (
     GuestKernel("6.1", preset=(frozenset(), "default", "none"), **_61),
     GuestKernel("6.1-legacy", preset=(frozenset(LEGACY_ITEMS), "cfs34", "bfq"), **_61),
     # 3.4 rounds printed times to the nearest us (ns2usecs adds 500 ns)
-    GuestKernel(K342, K342_LABEL, "rounded", "brd", FEATURES_342,
+    GuestKernel(K342, K342_LABEL, "rounded", Brd, FEATURES_342,
                 "debugfs tracing in the guest (trace_clock mono, k342/06; times printed to "
                 "the nearest us)", CMDLINE_342, (frozenset(), "default", "cfq"), IOSCHEDS_342,
                 SCHED_SYSCTL,
@@ -102,7 +168,9 @@ KERNELS = {k.name: k for k in (
                               "dioread_lock write-back are its own code (legacy= restores "
                               "them in kernel=6.1)",
                 build_script=K342_BUILD, source=K342_SOURCE, max_depth=1,
-                depth_why="its disk, brd in request mode, serves one request at a time"),
+                depth_why="its disk, brd in request mode, serves one request at a time",
+                build=K342, first_build=FIRST_BUILD_342,
+                cache_env=("ABTLAB_K342_CACHE", "kernel-3.4.2")),
 )}
 
 
@@ -114,17 +182,6 @@ def guest_kernel(kernel: str) -> GuestKernel:
         raise ConfigError("--machine guest:kernel", kernel, " | ".join(KERNELS)) from None
 
 
-def kernel_label(kernel: str) -> str:
-    """The dataset's "kernel" attr before the knobs: which guest kernel ran."""
-    return guest_kernel(kernel).label
-
-
-def trace_times(kernel: str) -> str:
-    """How the kernel's trace file prints microseconds (abtlab.system.tracefs.PRINTED):
-    3.4 rounds to the nearest, later kernels truncate."""
-    return guest_kernel(kernel).printed
-
-
 def _check(script: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(script), "--check"], capture_output=True, text=True, timeout=120)
 
@@ -133,23 +190,11 @@ def check_kernels(machines) -> None:
     """Before any point runs: ConfigError naming `guest:kernel` when a machine's kernel
     cannot be built here (one with a build script of its own, 3.4.2, with neither its
     source nor a cached build)."""
-    names = {m.kernel for m in machines if getattr(m, "is_guest", False)}   # parsed Machines
-    for row in (KERNELS[n] for n in sorted(names)):
+    rows = {m.kernel: m.guest_kernel for m in machines if getattr(m, "is_guest", False)}
+    for row in (rows[n] for n in sorted(rows)):   # parsed Machines carry their rows
         if row.build_script is None:
             continue
         proc = _check(row.build_script)
         if proc.returncode != 0:
             raise ConfigError("--machine guest:kernel", row.name,
                               f"{row.source} ({proc.stderr.strip()[-300:]})")
-
-
-def cached_build(row: GuestKernel) -> str:
-    """The cached build's name of a kernel with a build script of its own (the hash of its
-    patches, config, build.env and compiler), '' before it is built."""
-    out = _check(row.build_script).stdout.split()
-    return Path(out[-1]).parent.name if out else ""
-
-
-def k342_build() -> str:
-    """The cached 3.4.2 build's name, '' before it is built."""
-    return cached_build(KERNELS[K342])

@@ -13,8 +13,10 @@ start-up and its `sync(); sleep(2)` are outside it).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 from dataclasses import dataclass, field
 
@@ -26,7 +28,7 @@ from ..system.tracefs import EVENTS, commits_table, fsyncs_table
 from .availability import Availability
 from .host import ToolOutput, check_scratch_options
 
-__all__ = ["find_tool", "tool_available", "check_tool_options", "Window",
+__all__ = ["find_tool", "tool_available", "tool_status", "check_tool_options", "Window",
            "window", "commits_in", "fsyncs_in", "first_fsyncs", "trace_scalars", "WINDOW_EVENTS",
            "TRACED_EVENTS", "is_regular", "ToolJob", "ToolInGuest", "ToolRun", "host_argv_for",
            "check_on_host", "check_in_guest", "read"]
@@ -68,6 +70,26 @@ def tool_available(name: str, env: str, how: str) -> Availability:
     except (ConfigError, UnavailableError) as exc:
         return Availability(False, f"{exc} ({how})")
     return Availability(True, str(path))
+
+
+def tool_status(name: str, env: str, how: str, version=None) -> Availability:
+    """Where the tool is found (-o exe=, $env, PATH) and its version, or how to get it;
+    version: (args, regex) that print and match it without running a workload."""
+    try:
+        path = find_tool(name, env)
+    except (ConfigError, UnavailableError) as exc:
+        return Availability(False, f"{exc} ({how})")
+    said = _tool_version(path, *version) if version else ""
+    return Availability(True, f"{path} ({said})" if said else str(path))
+
+
+def _tool_version(path, args, pattern) -> str:
+    try:
+        out = subprocess.run([str(path), *args], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(pattern, out)
+    return m.group(1) if m else ""
 
 
 def check_tool_options(options: dict, name: str, env: str) -> dict:

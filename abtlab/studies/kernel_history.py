@@ -18,14 +18,11 @@ The simulator row is always simulated at the same point.
 """
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import about
 from ..data import schema
 from ..errors import ConfigError, UnavailableError
 from ..factors.levels import parse_ints, parse_size, parse_words
@@ -45,10 +42,6 @@ __all__ = ["ROWS", "DATA_CHOICES", "Point", "History", "make_point", "history_da
 HOST, STOCK, LEGACY, SIM = "host", "guest 6.1", "guest 6.1-legacy", "simulator"
 ROWS = (HOST, STOCK, LEGACY, SIM)
 DATA_CHOICES = ("auto", "guest", "sim")
-_KERNEL_DIR = about.NATIVE / "kernel"
-# as build-kernel.sh hashes them
-_SERIES = ("delayjc.patch", "legacy.patch", "nullblk-disk.patch", "../include/abt_disk.h",
-           "guest.config", "build.env")
 
 
 @dataclass(frozen=True)
@@ -129,16 +122,19 @@ def guest_ready() -> tuple[bool, str]:
     avail = parse_machine("guest").available()        # can qemu boot a guest here
     if not avail:
         return False, avail.reason
-    cache = Path(os.environ.get("ABTLAB_KERNEL_CACHE", "/var/cache/abtlab/kernel"))
-    if not (cache / kernel_key() / "bzImage").is_file():
+    from ..machines.kernels import KERNELS             # deferred: see the note at the top
+    row = KERNELS["6.1"]
+    if not (row.cache / row.build_key() / "bzImage").is_file():
         return False, ("the guest kernel is not built yet (make -C native/kernel, once; "
                        "or data='guest' builds it)")
     return True, ""
 
 
 def kernel_key() -> str:
-    """The cache key build-kernel.sh gives the current patch series and config."""
-    return hashlib.sha256(b"".join((_KERNEL_DIR / f).read_bytes() for f in _SERIES)).hexdigest()[:16]
+    """The cache key build-kernel.sh gives the current patch series and config (the 6.1
+    row's own)."""
+    from ..machines.kernels import KERNELS             # deferred: see the note at the top
+    return KERNELS["6.1"].build_key()
 
 
 def history_data(data="auto", point: Point | None = None, quiet=False) -> History:

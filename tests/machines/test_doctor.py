@@ -5,8 +5,9 @@ import os
 import platform
 import subprocess
 
-from abtlab import about
+from abtlab import about, backends
 from abtlab.machines import doctor
+from abtlab.machines.kernels import KERNELS
 from abtlab.machines import guest
 from abtlab.system import cpufreq, facts
 
@@ -19,7 +20,7 @@ KERNEL = about.NATIVE / "kernel"
 
 
 def test_report_has_every_check_and_the_facts():
-    checks = doctor.report()
+    checks = doctor.report([backends.get(n) for n in backends.names()])
     assert {c.name for c in checks if c.kind == "check"} == NAMES | (GUEST if guest.available()[0] else set())
     assert {c.name for c in checks if c.kind == "fact"} >= {"CPU", "memory", "disks"}
     by = {c.name: c for c in checks}
@@ -61,13 +62,16 @@ def test_tools_listed_with_where_found_or_how_to_get_them(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("ABTLAB_MDTEST", raising=False)
     monkeypatch.setenv("ABTLAB_IOZONE", str(tool))
-    by = {c.name: c for c in doctor.report()}
+    drivers = [backends.get(n) for n in ("iozone-tool", "mdtest", "fio")]
+    by = {c.name: c for c in doctor.report(drivers)}
     assert by["iozone (backend iozone-tool)"].ok
     assert by["iozone (backend iozone-tool)"].detail == str(tool)
     md = by["mdtest (backend mdtest)"]
     assert not md.ok and "ABTLAB_MDTEST" in md.detail and "hpc/ior" in md.detail
+    from abtlab.backends import mdtest
+    assert md.detail.endswith(f"({mdtest.HOW})")     # the driver's own advice, not a copy
     monkeypatch.setenv("ABTLAB_IOZONE", str(tmp_path / "missing"))
-    bad = {c.name: c for c in doctor.report()}["iozone (backend iozone-tool)"]
+    bad = {c.name: c for c in doctor.report(drivers)}["iozone (backend iozone-tool)"]
     assert not bad.ok and "ABTLAB_IOZONE" in bad.detail
 
 
@@ -113,13 +117,13 @@ def test_kernel_cache_key_is_build_kernel_sh_s(tmp_path, monkeypatch):
     key = subprocess.run("cat delayjc.patch legacy.patch nullblk-disk.patch ../include/abt_disk.h "
                          "guest.config build.env | sha256sum | cut -c1-16",
                          shell=True, cwd=KERNEL, capture_output=True, text=True, check=True).stdout.strip()
-    assert doctor._kernel_key(KERNEL) == key
+    assert KERNELS["6.1"].build_key() == KERNELS["6.1-legacy"].build_key() == key
     monkeypatch.setenv("ABTLAB_KERNEL_CACHE", str(tmp_path))
-    cold = doctor._kernel()
+    cold = doctor.Check("guest kernel 6.1", *KERNELS["6.1"].build_check())
     assert not cold.ok and "first guest run builds it" in cold.detail and "CPU-minutes" in cold.detail
     (tmp_path / key).mkdir()
     (tmp_path / key / "bzImage").write_bytes(b"x" * 2_000_000)
-    warm = doctor._kernel()
+    warm = {c.name: c for c in doctor._kernels()}["guest kernel 6.1"]
     assert warm.ok and warm.detail == f"cached {tmp_path / key / 'bzImage'} (2.0 MB)"
 
 
@@ -136,12 +140,12 @@ def test_k342_source_cached_build_or_refusal(tmp_path, monkeypatch):
     monkeypatch.setenv("ABTLAB_K342_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("ABTLAB_K342_GIT", raising=False)
     monkeypatch.setenv("ABTLAB_K342_SRC", str(tmp_path / "nosource"))
-    none = doctor._k342()
+    none = doctor.Check("guest kernel 3.4.2", *KERNELS["3.4.2"].build_check())
     assert not none.ok and "no source at" in none.detail and "ABTLAB_K342_SRC" in none.detail
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "Makefile").write_text("SUBLEVEL = 2\n")
     monkeypatch.setenv("ABTLAB_K342_SRC", str(tmp_path / "src"))
-    cold = doctor._k342()
+    cold = {c.name: c for c in doctor._kernels()}["guest kernel 3.4.2"]
     assert not cold.ok and f"from {tmp_path / 'src'}" in cold.detail and "CPU-minutes" in cold.detail
 
 
@@ -150,9 +154,9 @@ def test_tools_say_their_version_when_they_can(tmp_path, monkeypatch):
     tool.write_text("#!/bin/sh\n[ \"$1\" = -v ] && echo '       Version $Revision: 3.506 $'\n")
     tool.chmod(0o755)
     monkeypatch.setenv("ABTLAB_IOZONE", str(tool))
-    assert doctor._tool("iozone-tool", "iozone", "ABTLAB_IOZONE", "").detail == f"{tool} (3.506)"
+    assert backends.get("iozone-tool").doctor_check()[1].reason == f"{tool} (3.506)"
     fio = tmp_path / "fio"
     fio.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo fio-3.33\n")
     fio.chmod(0o755)
     monkeypatch.setenv("ABTLAB_FIO", str(fio))
-    assert doctor._tool("fio", "fio", "ABTLAB_FIO", "").detail == f"{fio} (3.33)"
+    assert backends.get("fio").doctor_check()[1].reason == f"{fio} (3.33)"

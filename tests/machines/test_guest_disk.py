@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from abtlab.machines import guest_disk
+from abtlab.machines.kernels import KERNELS
 
 
 @pytest.mark.parametrize("profile", ["hdd7200", "hdd7200-nocache", "ssd-sata"])
@@ -31,7 +32,7 @@ def test_fixed_profile_is_null_blk_s_own_timer():
 
 @pytest.mark.parametrize("profile", ["hdd7200", "hdd7200-nocache", "ssd-sata"])
 def test_3_4_2_runs_the_same_drive_model_in_brd(profile):
-    d = guest_disk.for_profile(profile, 256, kernel="3.4.2")
+    d = guest_disk.for_profile(profile, 256, row=KERNELS["3.4.2"])
     assert isinstance(d, guest_disk.Brd)
     params = d.settings(0)
     names = [k for k, _ in params]
@@ -46,7 +47,7 @@ def test_3_4_2_runs_the_same_drive_model_in_brd(profile):
 
 def test_3_4_2_without_a_model_clears_the_one_the_last_point_set():
     for p, nsec in (("fixed:12.67ms", "12670000"), ("none", "0")):
-        params = dict(guest_disk.for_profile(p, 256, kernel="3.4.2").settings(0))
+        params = dict(guest_disk.for_profile(p, 256, row=KERNELS["3.4.2"]).settings(0))
         assert params["disk_model"] == "" and params["completion_nsec"] == nsec
 
 

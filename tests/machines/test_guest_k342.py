@@ -76,7 +76,7 @@ def test_kernel_delayjc_on_342_writes_the_ported_patchs_knobs(tmp_path):
 # -- the disk, the boot, mkfs ---------------------------------------------------------------
 def test_342_disk_is_brd_with_the_drive_model_at_depth_1():
     # brd runs abt_disk.h's model as 6.1's null_blk does (k342/09-brd-disk-model.patch)
-    brd = guest_disk.for_profile("hdd7200", 256, kernel="3.4.2")
+    brd = guest_disk.for_profile("hdd7200", 256, row=kernels.KERNELS["3.4.2"])
     assert isinstance(brd, guest_disk.Brd)
     assert dict(brd.settings(1))["disk_model"] == "hdd7200"
     assert brd.fs_size == "256M"
@@ -84,10 +84,10 @@ def test_342_disk_is_brd_with_the_drive_model_at_depth_1():
     assert "max_sectors=1024" in desc["guest_disk"] and "queue_depth=1" in desc["guest_disk"]
     assert "disk_model=hdd7200 disk_fixed_ns=0" in desc["guest_disk"]
     # fixed:<time> is brd's own timer, as it is null_blk's on 6.1
-    fixed = guest_disk.for_profile("fixed:12.67ms", 256, kernel="3.4.2")
+    fixed = guest_disk.for_profile("fixed:12.67ms", 256, row=kernels.KERNELS["3.4.2"])
     assert (fixed.completion_nsec, fixed.mbps, fixed.disk_model) == (12_670_000, 0, "")
     with pytest.raises(ConfigError) as err:
-        guest_disk.for_profile("hdd7200", 256, depth=2, kernel="3.4.2")
+        guest_disk.for_profile("hdd7200", 256, depth=2, row=kernels.KERNELS["3.4.2"])
     assert err.value.field == "--machine guest:depth"
 
 
@@ -146,7 +146,7 @@ def test_3_4s_rounded_trace_times_pass_the_clock_check_truncated_ones_would_not(
     late = 1_000_001_000                               # rounded up past `after`: only 3.4 may
     assert tracefs.marker_between(900_000_600, late, 1_000_000_600, "rounded")
     assert not tracefs.marker_between(900_000_600, late, 1_000_000_600, "truncated")
-    assert kernels.trace_times("3.4.2") == "rounded" and kernels.trace_times("6.1") == "truncated"
+    assert kernels.KERNELS["3.4.2"].printed == "rounded" and kernels.KERNELS["6.1"].printed == "truncated"
     with pytest.raises(ConfigError):
         tracefs.marker_between(0, 0, 0, "nearest")
 

@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from abtlab.machines import spec as machine
+from abtlab.machines import guest_disk, spec as machine
 from abtlab.errors import ConfigError
 from abtlab.sweep.runner import build_levels
 
@@ -130,7 +130,7 @@ def test_a_machine_carries_what_it_implies():
     assert host.guest_kernel is None and host.kernel_knobs is None
     assert not host.is_guest and not host.isolated_clock
     assert g.is_guest and not g.isolated_clock    # timed by the host's clock
-    assert k342.isolated_clock and k342.guest_kernel.disk == "brd" and k342.guest_kernel.max_depth == 1
+    assert k342.isolated_clock and k342.guest_kernel.disk is guest_disk.Brd and k342.guest_kernel.max_depth == 1
     assert k342.kernel_knobs.iosched == "cfq" and k342.kernel_knobs is k342.kernel_knobs   # once
     assert host.available()
 
