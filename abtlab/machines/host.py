@@ -55,8 +55,9 @@ SCRATCH_OPTIONS = {
     "guest_deadline": "a duration of the guest's clock (e.g. 2s) after which a guest point's "
                       "workload is killed and the point fails with what its threads and CPUs "
                       "were doing then (a point that does not end is seen, not waited out)",
-    "guest_stall_dir": "a directory where a point stopped by guest_deadline leaves its "
-                       "snapshot and trace (default: not kept; the error summarises them)"}
+    "guest_failed_dir": "a directory where a guest point that fails (at its guest_deadline, a "
+                        "step or a check) leaves every file it wrote: trace, records, "
+                        "snapshots (default: not kept; the error summarises them)"}
 
 
 def real_available(name: str) -> Availability:
@@ -269,9 +270,11 @@ class Prepared:
     data_bytes: int
     workload: str
     measure_kw: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)     # recorded with each run (e.g. the start)
 
 
 def add_measures(res: RunResult, prep: Prepared) -> RunResult:
+    res.attrs.update(prep.attrs)
     res.scalars.update(model.measures(res.ops, res.commits, prep.workload, **prep.measure_kw))
     if res.batches is not None:
         res.scalars["batches"] = float(len(res.batches["open"]))

@@ -148,7 +148,11 @@ run_point() {
     jdir=$(ls -d /proc/fs/jbd2/${DEV#/dev/}-* 2>/dev/null | head -n 1)
     [ -n "$jdir" ] && cat "$jdir/info" > "$O/info.before"
     trace_on || { fail "trace"; return; }
-    /abt/abt-clockmark 3 > "$O/clock.before"
+    if [ -n "$TRACE_AT_GO" ]; then   # the clock's markers traced, then off until the go
+        echo 1 > $T/tracing_on; /abt/abt-clockmark 3 > "$O/clock.before"; echo 0 > $T/tracing_on
+    else
+        /abt/abt-clockmark 3 > "$O/clock.before"
+    fi
     if [ -n "$DEADLINE_US" ]; then  # a point that may not end: killed, and seen, at the deadline
         snap "$O/before"
         run_workload > "$O/stdout" 2> "$O/stderr" &

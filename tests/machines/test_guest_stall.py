@@ -64,9 +64,22 @@ def test_the_summary_splits_cpu_time_and_counts_threads_by_state():
 def test_a_stalled_point_fails_with_its_summary_and_keeps_its_files(tmp_path):
     pres = guest.PointResult("ok", 137, "", "", {}, {}, _files())
     ctx = RunContext(workdir=tmp_path, seed=5, rep=1,
-                     options={"guest_deadline": "3s", "guest_stall_dir": str(tmp_path / "st")})
+                     options={"guest_deadline": "3s", "guest_failed_dir": str(tmp_path / "st")})
+    run = guest.GuestRun(argv=["/abt/abt-iozone"])
     with pytest.raises(RunError) as err:
-        guest_point.to_result(pres, None, None, ctx, tmp_path, ["/abt/abt-iozone"])
+        guest_point._point_result(pres, run, None, None, ctx, tmp_path)
     assert "did not end within guest_deadline=3s" in str(err.value)
     kept = list((tmp_path / "st").iterdir())
     assert len(kept) == 1 and (kept[0] / "stall.tasks").read_text() == TASKS
+    assert str(kept[0]) in str(err.value)
+
+
+def test_the_lockstep_clock_checks_markers_to_two_rounds():
+    from abtlab.machines.spec import parse_machine
+    assert guest_point.clock_slack_ns(parse_machine("guest:clock=lockstep,cpus=4,mhz=1600")) == 12500
+    assert guest_point.clock_slack_ns(parse_machine("guest:cpus=4")) == 0
+    line = "   abt-clockmark-328   [002] ...1     1.541270: tracing_mark_write: abtlab-clock-328-0\n"
+    files = {"trace": line.encode(), "clock.after": b"abtlab-clock-328-0 1541261635 1541262215\n"}
+    with pytest.raises(RunError, match="disagree"):
+        guest_point.guest_events(files)
+    assert len(guest_point.guest_events(files, slack_ns=12500)) == 1
