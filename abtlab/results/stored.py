@@ -14,11 +14,18 @@ from ..errors import ConfigError
 from ..data.store import load, save
 from . import registry
 
-__all__ = ["reduced", "provenance", "add", "MAX_FULL_BYTES"]
+__all__ = ["reduced", "provenance", "add", "dataset", "MAX_FULL_BYTES"]
 
 # a run's own dataset is stored as it is up to this size; above it, reduced
 MAX_FULL_BYTES = 1_000_000
 _TABLE_DIMS = (schema.OP_DIM, schema.COMMIT_DIM, schema.BATCH_DIM)
+
+
+def dataset(name: str, folder=None):
+    """A stored result's dataset by its name in the registry (data/results/index.toml),
+    its measures brought up to this version's (model.remeasure.upgrade)."""
+    from ..model.remeasure import upgrade
+    return upgrade(load(registry.get(name, folder).path(folder or registry.root())))
 
 
 def reduced(ds):

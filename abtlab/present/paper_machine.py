@@ -1,0 +1,186 @@
+"""The paper's Figs. 7 and 8 (Chang, Li, Grove and Cameron, MASCOTS 2014) as measured on a
+run, with what the paper's text states beside them (data/reference/abt_published.csv:
+stated figures, not digitized plots). The paper's rows: throughput and throughput
+normalised to the lowest clock per policy, delayJC over ext4 at each clock, unblocked
+writers (IOzone); the file creation rate and the mean commit wait (Metarates). Every value
+comes from the dataset given or the reference file; every plot carries the data's
+provenance (VIRTUAL time on the guest)."""
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+
+from ..about import REFERENCE_DATA
+from ..data import schema
+from ..stats.ratios import format_ratio, ratio_ci
+from ..stats.values import provenance_label
+from .figures import finish
+from .plots import plot_metric
+
+__all__ = ["published", "paper_value", "table", "plot_figure", "DELAY_KINDS"]
+
+PUBLISHED = "abt_published.csv"
+DELAY_KINDS = ("delayjc", "kdelayjc")
+# the paper's figure of each cell: (workload, threads, file size or files per worker)
+_FIGURES = {("iozone", 256, 128 << 10): "Fig7a", ("iozone", 256, 256 << 10): "Fig7b",
+            ("iozone", 256, 512 << 10): "Fig7c", ("metarates", 4, 4): "Fig8a",
+            ("metarates", 16, 16): "Fig8b", ("metarates", 32, 32): "Fig8c"}
+# the same cell in the paper's earlier figures (Figs. 1-2: IOzone's, Fig. 3: Metarates')
+_SAME_CELL = {"Fig7a": ("Fig1", "Fig2"), "Fig8a": ("Fig3",)}
+
+
+def published(path=None) -> list[dict]:
+    """The paper's stated figures, a dict per row (figure, metric, config, value, unit, note)."""
+    with open(path or REFERENCE_DATA / PUBLISHED, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _ghz(config: str) -> float | None:
+    for word in config.replace(";", " ").replace(",", " ").split():
+        if word.endswith("GHz"):
+            return float(word[:-3])
+    return None
+
+
+def paper_value(figure: str, metric: str, rows=None) -> list[tuple]:
+    """[(GHz or None, value)] the paper states for `metric` in `figure` (e.g. Fig7a) or an
+    earlier figure of the same cell; GHz is the first clock its configuration names."""
+    names, out = (figure,) + _SAME_CELL.get(figure, ()), []
+    for r in rows if rows is not None else published():
+        if set(names) & set(r["figure"].split("/")) and r["metric"] == metric:
+            try:
+                out.append((_ghz(r["config"]), float(r["value"])))
+            except ValueError:          # a range ("0.11-0.55") is not a point
+                continue
+    return out
+
+
+def figure_of(ds) -> str | None:
+    """The paper's figure of a one-cell run (256 writers x 128 KiB -> Fig7a), else None."""
+    backend = ds.attrs.get("backend", "")
+    size = "file_size" if backend == "iozone" else "files"
+    try:
+        key = (backend, int(ds[schema.THREADS].values.max()), int(ds[size].values.max()))
+    except KeyError:
+        return None
+    return _FIGURES.get(key)
+
+
+def _var(ds) -> str:
+    return "fcr" if "fcr" in ds else "throughput"
+
+
+def _values(ds, var, policy, f):
+    return ds[var].sel({schema.POLICY: policy, schema.FREQ: f}).values.ravel()
+
+
+def _delay_policy(ds):
+    return next((p for p in map(str, ds[schema.POLICY].values) if p.split(":")[0] in DELAY_KINDS), None)
+
+
+def table(ds, level=0.95):
+    """One row per (policy, clock): mean of the paper's quantity, normalised to the lowest
+    clock with its CI, delayJC over ext4 at that clock with its CI, unblocked writers
+    (IOzone) or the mean commit wait (Metarates), and the paper's stated value where
+    there is one. A pandas DataFrame; its attrs carry the provenance."""
+    import pandas as pd
+    var, fig = _var(ds), figure_of(ds)
+    freqs = [float(f) for f in ds[schema.FREQ].values]
+    low, delay, rows = freqs[0], _delay_policy(ds), []
+    for pol in map(str, ds[schema.POLICY].values):
+        for f in freqs:
+            x = _values(ds, var, pol, f)
+            norm = ("1 (the reference)" if f == low else
+                    format_ratio(*ratio_ci(x, _values(ds, var, pol, low), level)))
+            row = {"policy": pol, "freq_ghz": f, var: float(np.nanmean(x)), "normalised": norm}
+            if delay and pol == "ext4":
+                row["delayjc_over_ext4"] = format_ratio(*ratio_ci(_values(ds, var, delay, f), x, level))
+            extra = "unblocked_threads" if var == "throughput" else "mean_commit_wait"
+            if extra in ds:
+                row[extra] = float(np.nanmean(_values(ds, extra, pol, f)))
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    df.attrs = {"provenance": provenance_label(ds), "figure": fig or "", "var": var}
+    return df
+
+
+def _paper_marks(ax, fig, metric, label):
+    for ghz, value in paper_value(fig, metric) if fig else []:
+        if ghz is not None:
+            ax.plot([ghz], [value], marker="*", ms=13, color="k", ls="none",
+                    label=f"paper ({label}): {value:g}")
+
+
+def _ratio_line(ax, ds, var, num_pol, den_pol, freqs, label, ref=None):
+    """num_pol over den_pol at each clock, or over num_pol at the clock `ref` (1 there)."""
+    r = np.array([(1.0, 1.0, 1.0) if f == ref else ratio_ci(
+        _values(ds, var, num_pol, f), _values(ds, var, den_pol, ref if ref else f)) for f in freqs])
+    ax.plot(freqs, r[:, 0], marker="o", label=label)
+    ok = np.isfinite(r[:, 1]) & np.isfinite(r[:, 2])
+    if ok.any():
+        ax.fill_between(np.array(freqs)[ok], r[ok, 1], r[ok, 2], alpha=0.2)
+
+
+def plot_figure(ds):
+    """The paper's figure for a one-cell run: the quantity against the clock per policy;
+    normalised to the lowest clock; delayJC over ext4; unblocked writers (IOzone) or the
+    mean commit wait (Metarates). The paper's stated values are black stars."""
+    import matplotlib.pyplot as plt
+    var, fig_id = _var(ds), figure_of(ds)
+    freqs = [float(f) for f in ds[schema.FREQ].values]
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    plot_metric(ds, var, ax=axes[0])
+    for pol in map(str, ds[schema.POLICY].values):
+        _ratio_line(axes[1], ds, var, pol, pol, freqs, pol, ref=freqs[0])
+    work = "iozone" if var == "throughput" else "metarates"
+    # "3.3GHz runs 47% slower than 1.6GHz": normalised, 1 - 0.47 at the faster clock
+    for ghz, v in paper_value(fig_id, f"{work}_slowdown_high_vs_low_freq") if fig_id else []:
+        axes[1].plot([ghz], [1 - v], marker="*", ms=13, color="k", ls="none",
+                     label=f"paper (ext4): {1 - v:.2f}")
+    axes[1].axhline(1, color="0.5", lw=0.8)
+    axes[1].set(title="normalised to the lowest clock", xlabel="CPU frequency (GHz)", ylabel="ratio")
+    delay = _delay_policy(ds)
+    if delay:
+        _ratio_line(axes[2], ds, var, delay, "ext4", freqs, f"{delay} / ext4")
+        _paper_marks(axes[2], fig_id, f"{work}_delayjc_over_ext4_speedup", "delayJC / ext4")
+    else:
+        axes[2].text(0.5, 0.5, "no delayJC in this run", ha="center", transform=axes[2].transAxes)
+    axes[2].axhline(1, color="0.5", lw=0.8)
+    axes[2].set(title="delayJC over ext4", xlabel="CPU frequency (GHz)", ylabel="speedup")
+    if work == "iozone":
+        plot_metric(ds, "unblocked_threads", ax=axes[3])
+        _paper_marks(axes[3], fig_id, "iozone_ext4_nonblocked_threads", "ext4")
+    elif "mean_commit_wait" in ds:
+        plot_metric(ds, "mean_commit_wait", ax=axes[3])
+        _paper_marks(axes[3], fig_id, "metarates_ext4_mean_jc_wait", "ext4")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{fig_id or 'the paper’s cell'} on this run, the paper's stated values as stars - "
+                 f"{provenance_label(ds)}", fontsize=11)
+    return finish(fig)
+
+
+def summary(ds, f_low=None, f_high=None) -> str:
+    """One sentence: ext4's quantity at the fastest clock over the slowest, delayJC over
+    ext4 at the fastest, and the paper's values for the same cell."""
+    var, fig_id = _var(ds), figure_of(ds)
+    freqs = [float(f) for f in ds[schema.FREQ].values]
+    lo, hi = f_low or freqs[0], f_high or freqs[-1]
+    r = ratio_ci(_values(ds, var, "ext4", hi), _values(ds, var, "ext4", lo))
+    text = f"ext4 at {hi:g} GHz over {lo:g} GHz: x{format_ratio(*r)}"
+    delay = _delay_policy(ds)
+    if delay:
+        d = ratio_ci(_values(ds, var, delay, hi), _values(ds, var, "ext4", hi))
+        text += f"; {delay} over ext4 at {hi:g} GHz: x{format_ratio(*d)}"
+    stated = [f"{m.split('_', 1)[1].replace('_', ' ')} {v:g}" + (f" at {g:g} GHz" if g else "")
+              for m in ("iozone_slowdown_high_vs_low_freq", "metarates_slowdown_high_vs_low_freq",
+                        "iozone_delayjc_over_ext4_speedup", "metarates_delayjc_over_ext4_speedup",
+                        "iozone_ext4_nonblocked_threads") for g, v in
+              (paper_value(fig_id, m) if fig_id else [])]
+    if stated:
+        text += f" (the paper, {fig_id}: {'; '.join(stated)})"
+    return text if not math.isnan(r[0]) else f"no ext4 {var} at both clocks in this run"

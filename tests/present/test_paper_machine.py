@@ -1,0 +1,55 @@
+"""abtlab.present.paper_machine: the paper's Figs. 7-8 rows from a run, the paper's stated
+values read from data/reference beside them (constructed runs with known answers)."""
+import matplotlib
+import numpy as np
+
+from abtlab.present import paper_machine as pm
+from tests.run_data import make_run
+
+matplotlib.use("Agg")
+
+
+def _fig7a(ratio):
+    ds = make_run(ratio, reps=6, rsd=0.02, policies=("ext4", "nojc", "delayjc:window=16ms"),
+                  threads=(256,))
+    ds = ds.expand_dims(file_size=[128 << 10]).transpose("policy", "freq_ghz", "threads", "file_size", "rep")
+    ds.attrs["backend"] = "iozone"
+    u = np.where(ds.freq_ghz.values[None, :, None, None, None] == 1.6, 240.0, 40.0) * np.ones(ds.throughput.shape)
+    return ds.assign(unblocked_threads=(ds.throughput.dims, u))
+
+
+def test_the_papers_stated_values_come_from_the_reference_file():
+    rows = pm.published()
+    assert any(r["figure"] == "Fig7a" for r in rows)
+    # Fig. 7a's cell is Figs. 1-2's: the slowdown is stated there
+    assert pm.paper_value("Fig7a", "iozone_slowdown_high_vs_low_freq") == [(3.3, 0.47)]
+    assert sorted(pm.paper_value("Fig7a", "iozone_ext4_nonblocked_threads")) == [(1.6, 240.0), (3.3, 40.0)]
+    assert pm.paper_value("Fig8b", "metarates_delayjc_over_ext4_speedup") == [(2.0, 1.82)]
+    assert pm.paper_value("Fig2", "iozone_rsd_range") == []      # a range is not a point
+
+
+def test_the_table_normalises_and_divides_as_the_paper_does():
+    ds = _fig7a({"ext4": 0.5, "nojc": 2.0, "delayjc:window=16ms": 1.5})
+    assert pm.figure_of(ds) == "Fig7a"
+    t = pm.table(ds).set_index(["policy", "freq_ghz"])
+    assert t.loc[("ext4", 1.6), "normalised"] == "1 (the reference)"
+    assert t.loc[("ext4", 3.3), "normalised"].startswith("0.5")
+    assert t.loc[("nojc", 3.3), "normalised"].startswith("2.0")
+    # delayJC 1.5 x base at 3.3 GHz over ext4 0.5 x base: 3
+    assert t.loc[("ext4", 3.3), "delayjc_over_ext4"].startswith("3.0")
+    assert t.loc[("ext4", 1.6), "unblocked_threads"] == 240
+
+
+def test_the_figure_has_the_papers_rows_and_says_what_the_data_is():
+    fig = pm.plot_figure(_fig7a({"ext4": 0.5, "nojc": 2.0, "delayjc:window=16ms": 1.5}))
+    assert len(fig.axes) == 4 and "SIMULATED" in fig._suptitle.get_text()
+    labels = [t for ax in fig.axes for t in ax.get_legend_handles_labels()[1]]
+    assert "paper (ext4): 0.53" in labels and "paper (delayJC / ext4): 3.65" in labels
+    assert "paper (ext4): 40" in labels
+
+
+def test_the_summary_is_computed_and_names_the_papers_values():
+    text = pm.summary(_fig7a({"ext4": 0.5, "nojc": 2.0, "delayjc:window=16ms": 1.5}))
+    assert text.startswith("ext4 at 3.3 GHz over 1.6 GHz: x0.5")
+    assert "delayjc:window=16ms over ext4 at 3.3 GHz: x3.0" in text
+    assert "(the paper, Fig7a: slowdown high vs low freq 0.47 at 3.3 GHz" in text
