@@ -62,9 +62,9 @@ def quote(ds, field: str, var: str = "throughput", digits: int = 2, **where) -> 
     if field == "between":
         num, den = where.pop("num"), where.pop("den")
         dim = where.pop("dim", schema.POLICY)
-        r = ratio_ci(select(ds[var], {**where, dim: num}).values.ravel(),
-                     select(ds[var], {**where, dim: den}).values.ravel())
-        return format_ratio(*r, digits=digits)
+        a = select(ds[var], {**where, dim: num}).values.ravel()
+        b = select(ds[var], {**where, dim: den}).values.ravel()
+        return format_ratio(*ratio_ci(a, b), digits=digits, identical=_one_run(a, b))
     if field == "unblocked":
         var = "unblocked_threads"
     da = select(ds[var], where)
@@ -74,4 +74,13 @@ def quote(ds, field: str, var: str = "throughput", digits: int = 2, **where) -> 
     lo, hi = _at(da, freqs[0]), _at(da, freqs[-1])
     if field in ("unblocked", "lohi"):
         return f"{_number(np.nanmean(lo))} -> {_number(np.nanmean(hi))}"
-    return format_ratio(*ratio_ci(hi, lo), digits=digits)
+    return format_ratio(*ratio_ci(hi, lo), digits=digits, identical=_one_run(hi, lo))
+
+
+def _one_run(*samples) -> bool:
+    """Every sample two or more repetitions of one value: a deterministic machine's one
+    run, whose zero-width interval would read as certainty (stats.ratios.format_ratio)."""
+    def same(x):
+        x = x[np.isfinite(x)]
+        return len(x) >= 2 and float(x.max() - x.min()) == 0.0
+    return all(same(np.asarray(x, float)) for x in samples)

@@ -44,6 +44,16 @@ def test_a_quote_is_computed_from_the_stored_values():
         quote(ds, "ratio")
 
 
+def test_a_quote_of_identical_repetitions_says_one_run_not_a_ci():
+    import xarray as xr
+    same = xr.Dataset({"throughput": (("freq_ghz", "rep"), [[2.0, 2.0, 2.0], [1.0, 1.0, 1.0]])},
+                      coords={"freq_ghz": [1.6, 3.3], "rep": range(3)})
+    assert quote(same, "ratio") == "0.50 [no CI: the repetitions are identical, one run]"
+    varied = same.copy(deep=True)
+    varied["throughput"][0, 0] = 2.2
+    assert quote(varied, "ratio").startswith("0.48 [")
+
+
 def _toy(values_hi):
     import xarray as xr
     lo = np.array([1.0, 1.1, 0.9, 1.0])
