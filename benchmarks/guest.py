@@ -137,7 +137,7 @@ def _workers(machine, device, points, workers) -> int:
 def _dilation(machine, device, points, cells) -> int:
     """Host and virtual seconds per point at 3.3 GHz (no spin) and 1.6 GHz (spun), a boot each."""
     from abtlab.machines import guest
-    guest.ensure_built(kernel=machine.kernel)     # a build is not a boot's cost
+    guest.ensure_built(row=machine.guest_kernel)     # a build is not a boot's cost
     print(f"machine {machine.label}, device {device}, {points} points per boot, "
           f"--freq emulated:1.6,3.3 (f_ref {F_REF} GHz)")
     with tempfile.TemporaryDirectory(prefix="abtlab-bench-guest-") as work:
