@@ -134,6 +134,7 @@ def replay(ds, rule):
     from abtlab.data.block import from_results
     from abtlab.data.result import RunResult
     from abtlab.sweep import loop as sweep
+    from abtlab.sweep.reps import more_reps
     da = ds[rule.metric]
     levels = {d: [v.item() for v in da[d].values] for d in da.dims if d != "rep"}
     points = sweep.expand(levels)
@@ -142,7 +143,7 @@ def replay(ds, rule):
     while True:
         done = {f"p{i}-r{r}": from_results([RunResult({rule.metric: float(series[i][r])})], {}, i, [r])
                 for i, k in wanted.items() for r in range(k) if np.isfinite(series[i][r])}
-        more = sweep._more_reps(rule, points, levels, done, wanted)
+        more = more_reps(rule, points, levels, done, wanted)
         if not more:
             break
         wanted.update(more)

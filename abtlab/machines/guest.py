@@ -33,7 +33,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import about
 from ..errors import ConfigError, RunError, UnavailableError
 from ..system import cleanup
 from ..system.sleeps import comm_of

@@ -1,4 +1,4 @@
-"""The adaptive repetition rule of abtlab.sweep.loop: how many more runs a point gets."""
+"""The adaptive repetition rule of abtlab.sweep.reps: how many more runs a point gets."""
 import numpy as np
 import pytest
 import xarray as xr
@@ -7,7 +7,7 @@ from abtlab import stats
 from abtlab.data.block import from_results
 from abtlab.data.result import RunResult
 from abtlab.stats import intervals
-from abtlab.sweep import loop as sweep
+from abtlab.sweep import loop as sweep, reps
 from abtlab.errors import ConfigError
 
 
@@ -32,7 +32,7 @@ def test_noisy_point_gets_what_its_rsd_needs_quiet_point_none():
     rule = sweep.Reps(min=5, max=50, target=0.05)
     points = [{"threads": 1}, {"threads": 2}]
     done = _done({0: _sample(rng, 10, 0.02), 1: _sample(rng, 10, 0.10)})
-    more = sweep._more_reps(rule, points, {"threads": [1, 2]}, done, {0: 10, 1: 10})
+    more = reps.more_reps(rule, points, {"threads": [1, 2]}, done, {0: 10, 1: 10})
     assert 0 not in more                                  # 0.02 RSD over 10 runs is enough
     need = stats.reps_for_cv(0.10, 0.05)                  # t(n-1)*0.10/sqrt(n) <= 0.05
     assert need == 18 and more[1] == need                 # within 2x: straight to the need
@@ -41,10 +41,10 @@ def test_noisy_point_gets_what_its_rsd_needs_quiet_point_none():
 def test_growth_is_capped_at_doubling_and_at_max():
     rng = np.random.default_rng(1)
     done = _done({0: _sample(rng, 5, 0.5)})
-    more = sweep._more_reps(sweep.Reps(min=5, max=50, target=0.05), [{"t": 1}], {"t": [1]},
+    more = reps.more_reps(sweep.Reps(min=5, max=50, target=0.05), [{"t": 1}], {"t": [1]},
                             done, {0: 5})
     assert more == {0: 10}
-    more = sweep._more_reps(sweep.Reps(min=5, max=8, target=0.05), [{"t": 1}], {"t": [1]},
+    more = reps.more_reps(sweep.Reps(min=5, max=8, target=0.05), [{"t": 1}], {"t": [1]},
                             done, {0: 5})
     assert more == {0: 8}
 
@@ -57,10 +57,10 @@ def test_slowdown_target_also_grows_the_reference_point():
     points = sweep.expand(levels)
     done = _done({0: _sample(rng, 5, 0.30), 1: _sample(rng, 5, 0.01)})
     rule = sweep.Reps(min=5, max=50, target=0.05, on="slowdown")
-    more = sweep._more_reps(rule, points, levels, done, {0: 5, 1: 5})
+    more = reps.more_reps(rule, points, levels, done, {0: 5, 1: 5})
     assert more.get(0, 5) > 5 and more.get(1, 5) > 5
     # on the mean, the quiet point is already done
-    more = sweep._more_reps(sweep.Reps(min=5, max=50, target=0.05), points, levels, done, {0: 5, 1: 5})
+    more = reps.more_reps(sweep.Reps(min=5, max=50, target=0.05), points, levels, done, {0: 5, 1: 5})
     assert 1 not in more and more[0] == 10
 
 
@@ -91,12 +91,12 @@ def test_paired_slowdown_rule_uses_the_covariance_and_keeps_blocks_complete():
     points = sweep.expand(levels)
     rule = sweep.Reps(min=5, max=50, target=0.05, on="slowdown")
     done = _done({0: lo, 1: hi})
-    assert sweep._more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=True) == {}
-    unpaired = sweep._more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=False)
+    assert reps.more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=True) == {}
+    unpaired = reps.more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=False)
     assert unpaired[0] == unpaired[1] == 20
     # paired with a noisy point: both frequencies of the configuration grow together
     done = _done({0: lo, 1: 60 * (1 + rng.normal(0, 0.3, 10))})
-    more = sweep._more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=True)
+    more = reps.more_reps(rule, points, levels, done, {0: 10, 1: 10}, paired=True)
     assert more[0] == more[1] > 10
 
 

@@ -155,7 +155,8 @@ def test_string_levels_are_typed_once_where_they_enter_the_loop():
             return RunResult(scalars={"throughput": 1.0}, attrs={"freq_mode": "simulated"})
     ds = sweep.run(Probe(), {"policy": ["delayjc:window=4ms"], "device": ["hdd7200"],
                              "machine": ["guest:cpus=2"], "threads": ["4"]}, reps=1, quiet=True)
-    assert seen == [{"policy": "Policy", "device": "Profile", "machine": "Machine", "threads": "int"}]
+    # DelayPolicy: the delayjc kind's Policy class (abtlab.policies.KINDS)
+    assert seen == [{"policy": "DelayPolicy", "device": "Profile", "machine": "Machine", "threads": "int"}]
     assert list(ds.policy.values) == ["delayjc:window=4ms,max_resets=64,max_age=1s"]   # canonical
     assert list(ds.threads.values) == [4]
     with pytest.raises(ConfigError) as e:

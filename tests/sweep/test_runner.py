@@ -18,7 +18,7 @@ def test_defaults_and_parsed_lists():
 def test_policies_are_parsed_once_into_values_and_options_pass_through():
     """The levels are Policy values (parsed here, at the edge), shown by their canonical spec."""
     levels, options = build_levels("fake", policy="ext4;delayjc:window=16ms", delay=0.5)
-    assert [type(p).__name__ for p in levels["policy"]] == ["Policy", "Policy"]
+    assert [type(p).__name__ for p in levels["policy"]] == ["Policy", "DelayPolicy"]   # a class per kind
     assert list(map(str, levels["policy"])) == ["ext4", "delayjc:window=16ms,max_resets=64,max_age=1s"]
     assert options == {"delay": 0.5}
 
