@@ -19,7 +19,8 @@ from ..stats.values import provenance_label
 from .figures import finish
 from .plots import plot_metric
 
-__all__ = ["published", "paper_value", "table", "plot_figure", "DELAY_KINDS"]
+__all__ = ["published", "paper_value", "stated", "table", "by_machine", "plot_figure", "summary",
+           "DELAY_KINDS"]
 
 PUBLISHED = "abt_published.csv"
 DELAY_KINDS = ("delayjc", "kdelayjc")
@@ -55,6 +56,15 @@ def paper_value(figure: str, metric: str, rows=None) -> list[tuple]:
             except ValueError:          # a range ("0.11-0.55") is not a point
                 continue
     return out
+
+
+def stated(figure: str):
+    """The paper's stated figures for `figure` and its cell's earlier figures, as a table."""
+    import pandas as pd
+    names = (figure,) + _SAME_CELL.get(figure, ())
+    rows = [{k: r[k] for k in ("figure", "metric", "config", "value", "unit")}
+            for r in published() if set(names) & set(r["figure"].split("/"))]
+    return pd.DataFrame(rows)
 
 
 def figure_of(ds) -> str | None:
@@ -95,6 +105,10 @@ def table(ds, level=0.95):
             norm = ("1 (the reference)" if f == low else
                     format_ratio(*ratio_ci(x, _values(ds, var, pol, low), level)))
             row = {"policy": pol, "freq_ghz": f, var: float(np.nanmean(x)), "normalised": norm}
+            if var == "throughput" and "throughput_stonewall" in ds:   # IOzone without -x
+                sw = _values(ds, "throughput_stonewall", pol, f)
+                row["stonewalled_normalised"] = ("1 (the reference)" if f == low else format_ratio(
+                    *ratio_ci(sw, _values(ds, "throughput_stonewall", pol, low), level)))
             if delay and pol == "ext4":
                 row["delayjc_over_ext4"] = format_ratio(*ratio_ci(_values(ds, var, delay, f), x, level))
             extra = "unblocked_threads" if var == "throughput" else "mean_commit_wait"
@@ -104,6 +118,24 @@ def table(ds, level=0.95):
     df = pd.DataFrame(rows)
     df.attrs = {"provenance": provenance_label(ds), "figure": fig or "", "var": var}
     return df
+
+
+def by_machine(ds, policy="ext4", level=0.95):
+    """Per machine of a run with a machine dim (e.g. a kernel A/B): the quantity at the
+    fastest clock over the slowest with its CI, and the unblocked writers at both."""
+    import pandas as pd
+    var, rows = _var(ds), []
+    freqs = [float(f) for f in ds[schema.FREQ].values]
+    for m in map(str, ds[schema.MACHINE].values):
+        one = ds.sel({schema.MACHINE: m})
+        x = [_values(one, var, policy, f) for f in (freqs[0], freqs[-1])]
+        row = {"machine": m, "policy": policy,
+               f"{var} {freqs[-1]:g}/{freqs[0]:g} GHz": format_ratio(*ratio_ci(x[1], x[0], level))}
+        if "unblocked_threads" in one:
+            u = [float(np.nanmean(_values(one, "unblocked_threads", policy, f))) for f in (freqs[0], freqs[-1])]
+            row["unblocked threads"] = f"{u[0]:g} -> {u[1]:g}"
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _paper_marks(ax, fig, metric, label):
@@ -172,6 +204,11 @@ def summary(ds, f_low=None, f_high=None) -> str:
     lo, hi = f_low or freqs[0], f_high or freqs[-1]
     r = ratio_ci(_values(ds, var, "ext4", hi), _values(ds, var, "ext4", lo))
     text = f"ext4 at {hi:g} GHz over {lo:g} GHz: x{format_ratio(*r)}"
+    if var == "throughput" and "throughput_stonewall" in ds:
+        sw = ratio_ci(_values(ds, "throughput_stonewall", "ext4", hi),
+                      _values(ds, "throughput_stonewall", "ext4", lo))
+        text += (f" (eq. 3 over each writer's whole file, IOzone -x; x{format_ratio(*sw)} "
+                 f"stonewalled, IOzone's default)")
     delay = _delay_policy(ds)
     if delay:
         d = ratio_ci(_values(ds, var, delay, hi), _values(ds, var, "ext4", hi))

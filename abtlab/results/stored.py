@@ -21,10 +21,14 @@ MAX_FULL_BYTES = 1_000_000
 _TABLE_DIMS = (schema.OP_DIM, schema.COMMIT_DIM, schema.BATCH_DIM)
 
 
-def dataset(name: str, folder=None):
+def dataset(name: str, folder=None, sim: str | None = None):
     """A stored result's dataset by its name in the registry (data/results/index.toml),
-    its measures brought up to this version's (model.remeasure.upgrade)."""
+    its measures brought up to this version's (model.remeasure.upgrade). name "sim" is the
+    stored result `sim` names (the simulator's counterpart; None: nothing), "" is None."""
     from ..model.remeasure import upgrade
+    name = sim if name == "sim" else name
+    if not name:
+        return None
     return upgrade(load(registry.get(name, folder).path(folder or registry.root())))
 
 

@@ -26,6 +26,7 @@ SMALL = {
     "06_frequency_policies": dict(data="sim", workloads=["iozone", "mixed"], reps=2),
     "07_syscalls": dict(data="auto", lock_threads=[1, 2], lock_work=[1, 1000], reps=2, dio=False),
     "08_kernel_history": dict(data="sim", threads=16, policy="ext4", reps=2),
+    "09_paper_machine": dict(),     # stored results, read
     "lab_1_faster_cpu": dict(prediction_ext4="slower", prediction_nojc="faster",
                              predicted_ratio=0.9, prediction_ext4_fsync="slower", threads=64, reps=3,
                              real_kernel="stored"),
