@@ -71,7 +71,7 @@ def run_programs(preps: list, runs: list, workdir) -> list:
     if where != GUEST:
         return [_caught(run_program, pr, p, c) for pr, (p, c) in zip(preps, runs)]
     items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
-    return [r if isinstance(r, Exception) else add_measures(r, pr)
+    return [r if isinstance(r, Exception) else _caught(add_measures, r, pr)
             for r, pr in zip(guest_point.run_batch(items, machine, workdir), preps)]
 
 

@@ -174,8 +174,30 @@ def guest_events(files: dict, printed: str = "truncated", slack_ns: int = 0) -> 
 
 def _commits(files, ops, printed: str = "truncated", slack_ns: int = 0):
     """Commits from the first op on; all of them for a program without op records."""
-    table = commits_table(guest_events(files, printed, slack_ns))
+    table = in_phase_order(commits_table(guest_events(files, printed, slack_ns)), slack_ns)
     return table if ops is None else from_first_op(table, ops)
+
+
+_PHASE_ORDER = ("start", "locking", "flushing", "logging", "end")
+
+
+def in_phase_order(table: dict, slack_ns: int) -> dict:
+    """A commit's phase events in their order. On the lock-step clock each vCPU's clock
+    runs from its round's start, so an event a journal thread stamps after moving to
+    another vCPU may read up to a round earlier than the one before it (Metarates on
+    3.4.2: an end before its start); such an event is set to its predecessor's time when
+    it is within slack_ns, and further apart the run fails (RunError)."""
+    prev = table["start"].copy()
+    for name in _PHASE_ORDER[1:]:
+        col = table[name]
+        back = (col >= 0) & (prev >= 0) & (col < prev)
+        if (prev[back] - col[back] > slack_ns).any():
+            i = int(np.flatnonzero(back & (prev - col > slack_ns))[0])
+            raise RunError(f"commit {int(table['tid'][i])}: its {name} event is {(prev[i] - col[i]) / 1e3:.1f} us "
+                           f"before the event it follows (the clock's slack: {slack_ns / 1e3:.1f} us)")
+        col[back] = prev[back]
+        prev = np.where(col >= 0, col, prev)
+    return table
 
 
 def to_result(pres, pol, machine: Machine, ctx, workdir, argv=("workload",)) -> RunResult:

@@ -274,8 +274,13 @@ class Prepared:
 
 
 def add_measures(res: RunResult, prep: Prepared) -> RunResult:
+    """The model's measures of a run; records that fail the model's checks (a commit that
+    ends before it starts) fail this run, a RunError, not the sweep."""
     res.attrs.update(prep.attrs)
-    res.scalars.update(model.measures(res.ops, res.commits, prep.workload, **prep.measure_kw))
+    try:
+        res.scalars.update(model.measures(res.ops, res.commits, prep.workload, **prep.measure_kw))
+    except ConfigError as exc:
+        raise RunError(f"the run's records fail the model's check: {exc}") from None
     if res.batches is not None:
         res.scalars["batches"] = float(len(res.batches["open"]))
     return res

@@ -83,3 +83,27 @@ def test_the_lockstep_clock_checks_markers_to_two_rounds():
     with pytest.raises(RunError, match="disagree"):
         guest_point.guest_events(files)
     assert len(guest_point.guest_events(files, slack_ns=12500)) == 1
+
+
+def test_a_commits_phases_are_put_in_order_within_the_clocks_slack_only():
+    import numpy as np
+    t = {"tid": np.array([7, 8]), "start": np.array([1000, 5000]), "locking": np.array([1500, 6000]),
+         "flushing": np.array([2000, -1]), "logging": np.array([2500, 7000]), "end": np.array([900, 8000])}
+    out = guest_point.in_phase_order({k: v.copy() for k, v in t.items()}, slack_ns=2000)
+    assert out["end"].tolist() == [2500, 8000] and out["flushing"].tolist() == [2000, -1]
+    with pytest.raises(RunError, match="commit 7: its end event is 1.6 us before"):
+        guest_point.in_phase_order({k: v.copy() for k, v in t.items()}, slack_ns=1000)
+    same = guest_point.in_phase_order({k: v.copy() for k, v in t.items() if k != "end"} | {"end": np.array([3000, 8000])}, 0)
+    assert same["end"].tolist() == [3000, 8000]
+
+
+def test_records_that_fail_the_models_check_fail_their_run_not_the_sweep():
+    import numpy as np
+    from abtlab import trace
+    from abtlab.data.result import RunResult
+    ops = np.zeros(0, trace.RECORD_DTYPE)
+    bad = {k: np.array([v]) for k, v in dict(tid=1, start=2000, locking=-1, flushing=-1,
+                                                logging=-1, end=1000).items()}
+    res = RunResult(scalars={}, ops=ops, commits=bad, batches=None, attrs={})
+    with pytest.raises(RunError, match="fail the model's check"):
+        host.add_measures(res, host.Prepared(None, 0, "iozone"))
