@@ -82,6 +82,11 @@ def _var(ds) -> str:
     return "fcr" if "fcr" in ds else "throughput"
 
 
+def _mean(x) -> float:
+    x = np.asarray(x, float)
+    return float(x[np.isfinite(x)].mean()) if np.isfinite(x).any() else math.nan
+
+
 def _values(ds, var, policy, f):
     return ds[var].sel({schema.POLICY: policy, schema.FREQ: f}).values.ravel()
 
@@ -104,7 +109,7 @@ def table(ds, level=0.95):
             x = _values(ds, var, pol, f)
             norm = ("1 (the reference)" if f == low else
                     format_ratio(*ratio_ci(x, _values(ds, var, pol, low), level)))
-            row = {"policy": pol, "freq_ghz": f, var: float(np.nanmean(x)), "normalised": norm}
+            row = {"policy": pol, "freq_ghz": f, var: _mean(x), "normalised": norm}
             if var == "throughput" and "throughput_stonewall" in ds:   # IOzone without -x
                 sw = _values(ds, "throughput_stonewall", pol, f)
                 row["stonewalled_normalised"] = ("1 (the reference)" if f == low else format_ratio(
@@ -113,7 +118,7 @@ def table(ds, level=0.95):
                 row["delayjc_over_ext4"] = format_ratio(*ratio_ci(_values(ds, var, delay, f), x, level))
             extra = "unblocked_threads" if var == "throughput" else "mean_commit_wait"
             if extra in ds:
-                row[extra] = float(np.nanmean(_values(ds, extra, pol, f)))
+                row[extra] = _mean(_values(ds, extra, pol, f))
             rows.append(row)
     df = pd.DataFrame(rows)
     df.attrs = {"provenance": provenance_label(ds), "figure": fig or "", "var": var}
@@ -132,7 +137,7 @@ def by_machine(ds, policy="ext4", level=0.95):
         row = {"machine": m, "policy": policy,
                f"{var} {freqs[-1]:g}/{freqs[0]:g} GHz": format_ratio(*ratio_ci(x[1], x[0], level))}
         if "unblocked_threads" in one:
-            u = [float(np.nanmean(_values(one, "unblocked_threads", policy, f))) for f in (freqs[0], freqs[-1])]
+            u = [_mean(_values(one, "unblocked_threads", policy, f)) for f in (freqs[0], freqs[-1])]
             row["unblocked threads"] = f"{u[0]:g} -> {u[1]:g}"
         rows.append(row)
     return pd.DataFrame(rows)
@@ -200,8 +205,12 @@ def summary(ds, f_low=None, f_high=None) -> str:
     """One sentence: ext4's quantity at the fastest clock over the slowest, delayJC over
     ext4 at the fastest, and the paper's values for the same cell."""
     var, fig_id = _var(ds), figure_of(ds)
-    freqs = [float(f) for f in ds[schema.FREQ].values]
+    # the clocks where ext4 has a value (a run a check failed at every repetition has none)
+    freqs = [float(f) for f in ds[schema.FREQ].values
+             if np.isfinite(_values(ds, var, "ext4", float(f))).any()] or [math.nan]
     lo, hi = f_low or freqs[0], f_high or freqs[-1]
+    if lo == hi or math.isnan(hi):
+        return f"no ext4 {var} at two clocks in this run"
     r = ratio_ci(_values(ds, var, "ext4", hi), _values(ds, var, "ext4", lo))
     text = f"ext4 at {hi:g} GHz over {lo:g} GHz: x{format_ratio(*r)}"
     if var == "throughput" and "throughput_stonewall" in ds:
@@ -220,4 +229,4 @@ def summary(ds, f_low=None, f_high=None) -> str:
               (paper_value(fig_id, m) if fig_id else [])]
     if stated:
         text += f" (the paper, {fig_id}: {'; '.join(stated)})"
-    return text if not math.isnan(r[0]) else f"no ext4 {var} at both clocks in this run"
+    return text
