@@ -24,7 +24,8 @@ KEY = "abtlab_gallery"
 PARAMETERS = {"01_slowdown": {"data": "sim", "metarates_data": "sim"},
               "02_abt_model": {"data": "sim"}, "03_delay": {"data": "sim"},
               "06_frequency_policies": {"data": "sim"},
-              "lab_1_faster_cpu": {"data": "sim", "real_kernel": "stored"}}
+              "lab_1_faster_cpu": {"data": "sim", "real_kernel": "stored"},
+              "09_paper_machine": {}}     # stored results of the guest, read
 
 
 def code_of(nb: dict) -> list[str]:
