@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import paper_terms as pt
+from .classroom import WORDS, Feedback, _answer_key, _meaning
 from ..data import schema
 from ..data.display import number, quantity
 from ..stats.ratios import format_ratio
@@ -21,7 +22,7 @@ from ..stats.values import provenance_label
 from ..studies.notebook_studies import delay_table
 
 __all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints",
-           "unblocked_hints", "unblocked_what", "batching_note", "delay_note", "magnitudes_note",
+           "unblocked_hints", "unblocked_check", "unblocked_what", "batching_note", "delay_note", "magnitudes_note",
            "side_by_side_note", "delay_side_by_side_note"]
 
 _P = pt.PAPER_IOZONE
@@ -112,12 +113,36 @@ def unblocked_what(ds, f_low, f_high) -> str:
 
 
 def unblocked_hints(ds, f_low, f_high) -> dict:
-    """Lab 2, unblocked threads: the timing terms say why they moved as they did."""
+    """Lab 2, unblocked threads: the count with its CI, and the timing terms that say why."""
     why = pt.terms_sentence(ds, f_low, f_high)
-    return {"down": f"at the faster clock the commits caught more writers, the paper's account: {why}.",
-            "up": f"at the faster clock more writers got through without a commit's stall: {why}. The "
+    u = pt.unblocked(ds, f_low, f_high)
+    seen = f" ({u.text()}, {u.ci_text()})" if u else ""
+    n = u.n if u else 0
+    return {"down": f"at the faster clock the commits caught more writers{seen}, the paper's account: {why}.",
+            "up": f"at the faster clock more writers got through without a commit's stall{seen}: {why}. The "
                   "paper measured the opposite on its machine.",
-            "same": f"the commits caught about as many writers at both clocks: {why}."}
+            "same": f"no difference measurable here at {n} repetitions{seen}, the CI includes 0: {why}.",
+            "unknown": f"no CI here{seen}, so no direction is graded: {why}."}
+
+
+def unblocked_check(prediction, ds, f_low, f_high):
+    """Lab 2's unblocked-writers check: "more"/"fewer" is measured only where the 95% CI of
+    the change in mean unblocked writers (fast clock minus slow, over the repetitions)
+    excludes 0, else "same" (no difference measurable); without a CI nothing is graded."""
+    u = pt.unblocked(ds, f_low, f_high)
+    what = u.label if u else "unblocked threads"
+    if prediction is None and not _answer_key():
+        return Feedback(None, f"write your prediction for {what} in the parameters cell, then re-run")
+    if u is None:
+        return Feedback(None, f"{what}: this data counts none, so nothing is graded.", measured=False)
+    got, why = u.change(), unblocked_hints(ds, f_low, f_high)
+    seen = f"{what}: {u.text()} ({u.ci_text()}), measured change: {got}"
+    if got == "unknown":
+        return Feedback(None, f"{seen}. {why[got]}", key=prediction is None, measured=False)
+    if prediction is None:
+        return Feedback(None, f"{seen}; graded correct: {', '.join(map(repr, WORDS[got]))}.", key=True)
+    return Feedback(_meaning(prediction, "prediction_unblocked") == got,
+                    f"you predicted {prediction!r}. {seen}. Why: {why[got]}")
 
 
 def batching_note(ds, f_low, f_high) -> str:
@@ -131,9 +156,15 @@ def batching_note(ds, f_low, f_high) -> str:
     elif u.change() == "down":
         head = ("Answer: fewer writers stay clear of commits at the faster clock, the paper's direction, but "
                 "on span overlap only: this data records no sleeps, so the paper's unblocked count is not measured.")
+    elif u.change() == "unknown":
+        head = ("Answer: this data has fewer than 2 repetitions at a clock, so the change in unblocked "
+                "writers has no CI and the lab's question is not answered on it.")
+    elif u.change() == "same":
+        head = (f"Answer: no difference in {u.short} measurable here at {u.n} repetitions (the CI of the "
+                "change includes 0), so the paper's batching effect is not measured here.")
     else:
-        head = ("Answer: this machine measures something else than the paper: the faster clock does not "
-                "leave fewer writers unblocked here.")
+        head = ("Answer: this machine measures something else than the paper: the faster clock leaves "
+                "more writers unblocked here.")
     return "\n".join([head, f"Here ({provenance_label(ds)}): {u.sentence()}; "
                       + pt.throughput_sentence(ds, f_low, f_high) + ".",
                       "Beside it, " + _paper_line() + ".",

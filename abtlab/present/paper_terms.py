@@ -17,6 +17,7 @@ import numpy as np
 
 from ..data.display import number
 from ..data import schema
+from ..stats.intervals import difference_ci
 from ..stats.iozone_view import ratios_between
 from ..stats.ratios import format_ratio
 from ..model import terms
@@ -44,13 +45,24 @@ def _at(da, f) -> float:
     return float(np.nanmean(da.sel({schema.FREQ: f}).values))
 
 
+def _per_rep(da, f) -> np.ndarray:
+    """One value per repetition at clock f (the mean over any other dims of the point)."""
+    one = da.sel({schema.FREQ: f})
+    rest = [d for d in one.dims if d != schema.REP]
+    return np.asarray(one.mean(rest).values if rest else one.values, dtype=float).ravel()
+
+
 @dataclass(frozen=True)
 class Counts:
-    """Mean writers per run counted unblocked at the two clocks, and by what."""
+    """Mean writers per run counted unblocked at the two clocks, and by what; ci is the
+    95% Welch t-interval of high - low over the repetitions (n: the fewer at a clock),
+    None where a clock has fewer than 2 repetitions (then no direction is graded)."""
     low: float
     high: float
     writers: float
     evidence: bool          # True: the trace evidence; False: span overlap only
+    ci: tuple[float, float] | None = None
+    n: int = 0
 
     @property
     def label(self) -> str:
@@ -63,20 +75,31 @@ class Counts:
     def short(self) -> str:
         return "unblocked threads" if self.evidence else "threads clear of commits (span overlap)"
 
-    def change(self, tol=0.05) -> str:
-        """"up", "down" or "same" from the relative change (tol), as the labs grade a count."""
-        rel = (self.high - self.low) / abs(self.low) if self.low else math.copysign(math.inf, self.high)
-        if self.high == self.low:
-            return "same"
-        return "up" if rel > tol else "down" if rel < -tol else "same"
+    def change(self) -> str:
+        """"up" or "down" where the CI of high - low excludes 0, "same" where it includes
+        it (no difference measurable), "unknown" without a CI."""
+        if self.ci is None or not all(math.isfinite(x) for x in self.ci):
+            return "unknown"
+        lo, hi = self.ci
+        return "up" if lo > 0 else "down" if hi < 0 else "same"
+
+    def ci_text(self) -> str:
+        """'change -51.3, 95% CI [-80.1, -22.5], 3 repetitions at each clock', or why none."""
+        d = self.high - self.low
+        if self.change() == "unknown":
+            return (f"change {number(d)}, no CI: fewer than 2 repetitions at a clock ({self.n}), "
+                    "so no direction is graded")
+        return (f"change {number(d)}, 95% CI [{number(self.ci[0])}, {number(self.ci[1])}], "
+                f"{self.n} repetitions at each clock")
 
     def text(self) -> str:
         return f"{number(self.low)} -> {number(self.high)} of {number(self.writers)}"
 
     def sentence(self) -> str:
         how = {"up": "more at the faster clock", "down": "fewer at the faster clock",
-               "same": "about as many at both clocks"}[self.change()]
-        return f"{self.label}: {self.text()}, {how}"
+               "same": f"no difference measurable here at {self.n} repetitions",
+               "unknown": "no direction graded"}[self.change()]
+        return f"{self.label}: {self.text()} ({self.ci_text()}), {how}"
 
 
 def unblocked_var(ds) -> str:
@@ -92,10 +115,12 @@ def unblocked(ds, f_low, f_high, policy="ext4") -> Counts | None:
     one = of_policy(ds, policy)
     for var, evidence in ((EVIDENCE, True), (OVERLAP, False)):
         if var in one and np.isfinite(one[var].values).any():
-            m = one[var].mean(schema.REP)
             writers = float(np.asarray(one[schema.THREADS].values).max()) if schema.THREADS in one.coords \
                 else math.nan
-            return Counts(_at(m, f_low), _at(m, f_high), writers, evidence)
+            d, lo, hi, n = difference_ci(_per_rep(one[var], f_low), _per_rep(one[var], f_high))
+            ci = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
+            m = one[var].mean(schema.REP)
+            return Counts(_at(m, f_low), _at(m, f_high), writers, evidence, ci, n)
     return None
 
 

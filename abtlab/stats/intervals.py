@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from .values import _check_level, _provenance, _values
 from .tdist import t_ppf
 
-__all__ = ["ci_halfwidth", "point_stats", "point_summary", "reps_for_cv", "reps_needed"]
+__all__ = ["ci_halfwidth", "difference_ci", "point_stats", "point_summary", "reps_for_cv", "reps_needed"]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -33,6 +33,26 @@ def ci_halfwidth(values, level=0.95, relative=True) -> float:
         return float(half)
     m = abs(x.mean())
     return float(half / m) if m > 0 else math.inf
+
+
+def difference_ci(before, after, level=0.95) -> tuple[float, float, float, int]:
+    """(mean(after) - mean(before), lo, hi, n): Welch's t-interval of the difference of two
+    independent samples (NaNs dropped); n is the smaller sample. lo and hi are NaN when a
+    sample has fewer than 2 values; two constant samples (a count that never varied) give
+    the difference itself at both ends."""
+    a, b = (np.asarray(x, dtype=float).ravel() for x in (before, after))
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    n = int(min(a.size, b.size))
+    if n < 2:
+        d = float(b.mean() - a.mean()) if n else math.nan
+        return d, math.nan, math.nan, n
+    d = float(b.mean() - a.mean())
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    if va + vb == 0:
+        return d, d, d, n
+    df = (va + vb) ** 2 / (va * va / (a.size - 1) + vb * vb / (b.size - 1))
+    half = _tcrit(float(level), float(df)) * math.sqrt(va + vb)
+    return d, d - half, d + half, n
 
 
 def reps_needed(values, target_rel_halfwidth, level=0.95) -> int:

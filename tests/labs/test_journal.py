@@ -75,17 +75,21 @@ def test_sides_refuse_an_unknown_real_kernel_before_running():
 
 
 def test_lab2_wrong_prediction_on_the_stored_guest_gets_the_hint_for_its_unblocked_count():
+    """The stored guest has 2 repetitions: its unblocked change is graded on the Welch CI of
+    the difference, and a wrong prediction's hint quotes the counts and that CI."""
     ds = journal.lab_data(journal.GUEST_RESULT, policy="ext4")
+    u = paper_terms.unblocked(ds, 1.6, 3.3)
     counted = paper_terms.unblocked_var(ds)
-    mean = ds[[counted]].mean("rep").squeeze(drop=True)
-    lo, hi = float(mean[counted].sel(freq_ghz=1.6)), float(mean[counted].sel(freq_ghz=3.3))
-    got = classroom.measured_change(lo, hi)
+    per = {f: ds[counted].sel(policy="ext4", freq_ghz=f).values.ravel() for f in (1.6, 3.3)}
+    from abtlab.stats.intervals import difference_ci
+    assert u.ci == pytest.approx(difference_ci(per[1.6], per[3.3])[1:3]) and u.n == 2
+    got = u.change()
     wrong = "fewer" if got != "down" else "more"
+    f = lab_notes.unblocked_check(wrong, ds, 1.6, 3.3)
     hints = lab_notes.unblocked_hints(ds, 1.6, 3.3)
-    f = classroom.check_change(wrong, lo, hi, lab_notes.unblocked_what(ds, 1.6, 3.3), why=hints)
     assert str(f).startswith("[NOT QUITE]") and f"measured change: {got}" in f.message
     assert f.message.endswith(hints[got]) and paper_terms.terms_sentence(ds, 1.6, 3.3) in f.message
-    assert f"{lo:g} -> {hi:g}" in f.message                # the counts the hint sits beside
+    assert u.text() in hints[got] and u.ci_text() in hints[got]   # the counts and CI the hint sits beside
 
 
 def test_lab4_runs_its_entries_per_thread(monkeypatch):

@@ -26,10 +26,67 @@ def test_unblocked_prefers_the_evidence_and_names_span_overlap_as_not_the_papers
     u = paper_terms.unblocked(ev, 1.6, 3.3)
     assert u.evidence and (u.low, u.high, u.writers) == (240, 40, 256)
     assert u.sentence() == ("unblocked threads (trace evidence: write op never slept on the journal): "
-                            "240 -> 40 of 256, fewer at the faster clock")
+                            "240 -> 40 of 256 (change -200, 95% CI [-200, -200], 6 repetitions at each "
+                            "clock), fewer at the faster clock")    # a count that never varied: exact
     assert paper_terms.unblocked_var(ev) == "unblocked_threads"
     nan = ev.assign(unblocked_threads=ev.unblocked_threads * np.nan)   # a run without the trace
     assert not paper_terms.unblocked(nan, 1.6, 3.3).evidence
+
+
+def _with_rep_counts(low, high, reps):
+    """A run whose ext4 unblocked_threads are the values `low` at 1.6 GHz and `high` at 3.3 GHz,
+    one per repetition."""
+    ds = make_run({"ext4": 0.5, "nojc": 2.0}, reps=reps, threads=(256,))
+    v = np.where(ds.freq_ghz.values[None, :, None, None] == 1.6, np.array(low)[None, None, None, :],
+                 np.array(high)[None, None, None, :]) * np.ones(ds.throughput.shape)
+    return ds.assign(unblocked_threads=(ds.throughput.dims, v))
+
+
+def test_unblocked_change_is_graded_by_the_welch_ci_of_the_difference():
+    """Lab 2 flipped on a 5% tolerance (233.3 -> 234.7 'same', 236.7 -> 185.3 'fewer'): the
+    direction now needs the 95% Welch CI of high - low to exclude 0."""
+    from abtlab.stats.intervals import difference_ci
+    low, high = [236, 190, 284], [185, 240, 131]           # means 236.7 -> 185.3, wide spread
+    d, lo, hi, n = difference_ci(low, high)
+    sd = np.sqrt(np.var(low, ddof=1) / 3 + np.var(high, ddof=1) / 3)
+    assert d == pytest.approx(np.mean(high) - np.mean(low)) and n == 3
+    assert lo < 0 < hi and (hi - lo) / 2 > 2.776 * sd       # Welch df < 4: wider than t(4)
+    u = paper_terms.unblocked(_with_rep_counts(low, high, 3), 1.6, 3.3)
+    assert (u.n, u.change()) == (3, "same") and u.ci == pytest.approx((lo, hi))
+    assert u.sentence().endswith("no difference measurable here at 3 repetitions")
+    assert f"95% CI [{lo:.4g}, {hi:.4g}]" in u.sentence()
+    tight = paper_terms.unblocked(_with_rep_counts([236, 238, 240], [185, 186, 184], 3), 1.6, 3.3)
+    assert tight.change() == "down" and tight.ci[1] < 0 and tight.sentence().endswith("fewer at the faster clock")
+    up = paper_terms.unblocked(_with_rep_counts([10, 11, 10], [16, 16, 17], 3), 1.6, 3.3)
+    assert up.change() == "up" and up.ci[0] > 0
+
+
+def test_one_repetition_gives_no_ci_and_no_graded_direction():
+    ds = _with_rep_counts([240], [40], 1)
+    u = paper_terms.unblocked(ds, 1.6, 3.3)
+    assert u.ci is None and u.change() == "unknown" and "no CI" in u.sentence()
+    f = lab_notes.unblocked_check("fewer", ds, 1.6, 3.3)
+    assert f.ok is None and str(f).startswith("[NOT MEASURED HERE]") and "240 -> 40 of 256" in f.message
+    assert lab_notes.batching_note(ds, 1.6, 3.3).startswith("Answer: this data has fewer than 2 repetitions")
+
+
+def test_lab2_unblocked_check_grades_on_the_ci_and_quotes_it_beside_the_hint():
+    wide = _with_rep_counts([236, 190, 284], [185, 240, 131], 3)
+    u = paper_terms.unblocked(wide, 1.6, 3.3)
+    f = lab_notes.unblocked_check("fewer", wide, 1.6, 3.3)
+    assert str(f).startswith("[NOT QUITE]") and "measured change: same" in f.message
+    assert "no difference measurable here at 3 repetitions" in f.message and u.ci_text() in f.message
+    assert str(lab_notes.unblocked_check("same", wide, 1.6, 3.3)).startswith("[CORRECT]")
+    assert "no difference in unblocked threads measurable here at 3 repetitions" in lab_notes.batching_note(wide, 1.6, 3.3)
+    tight = _with_rep_counts([236, 238, 240], [185, 186, 184], 3)
+    f = lab_notes.unblocked_check("same", tight, 1.6, 3.3)
+    t = paper_terms.unblocked(tight, 1.6, 3.3)
+    assert str(f).startswith("[NOT QUITE]") and "measured change: down" in f.message
+    hint = f.message.split("Why: ")[1]
+    assert "238 -> 185 of 256" in hint and f"95% CI [{t.ci[0]:.4g}, {t.ci[1]:.4g}]" in hint
+    assert str(lab_notes.unblocked_check("fewer", tight, 1.6, 3.3)).startswith("[CORRECT]")
+    with pytest.raises(ConfigError, match="prediction_unblocked"):
+        lab_notes.unblocked_check("maybe", tight, 1.6, 3.3)
 
 
 def test_faster_cpu_note_says_whether_the_papers_effect_is_measured():
@@ -43,7 +100,10 @@ def test_faster_cpu_note_says_whether_the_papers_effect_is_measured():
     assert note.startswith("Answer: this machine measures something else than the paper")
     r = paper_terms.ratio(fast, "throughput", 1.6, 3.3)
     assert f"x{r[0]:.2f} [{r[1]:.2f}, {r[2]:.2f}] with the write op timed" in note and r[1] > 1
-    assert "about as many at both clocks" in note and "x0.53" in note
+    assert "180 -> 185 of 256" in note and "more at the faster clock" in note and "x0.53" in note
+    spread = fast.unblocked_threads + np.resize([-20.0, 20.0], fast.sizes["rep"])   # same means, a spread
+    fast = fast.assign(unblocked_threads=spread)
+    assert "no difference measurable here at 8 repetitions" in lab_notes.faster_cpu_note(fast, 1.6, 3.3)
     hints = lab_notes.ext4_hints(fast, 1.6, 3.3)
     assert all("180 -> 185 of 256" in h for h in hints.values())     # the count beside every hint
 
@@ -147,9 +207,11 @@ def test_kernel_history_answer_is_in_the_papers_terms(capsys):
 def test_a_slowdown_hint_claims_the_papers_effect_only_when_fewer_writers_are_unblocked():
     base = make_run({"ext4": 0.5, "nojc": 2.0}, reps=8, rsd=0.02, threads=(256,))
     fewer = lab_notes.ext4_hints(_with_counts(base, "unblocked_threads", 240, 40), 1.6, 3.3)["down"]
-    same = lab_notes.ext4_hints(_with_counts(base, "unblocked_threads", 180, 181), 1.6, 3.3)["down"]
+    flat = _with_counts(base, "unblocked_threads", 180, 181)
+    flat = flat.assign(unblocked_threads=flat.unblocked_threads + np.resize([-20.0, 20.0], 8))  # a spread
+    same = lab_notes.ext4_hints(flat, 1.6, 3.3)["down"]
     assert "This is the paper's effect." in fewer and "240 -> 40 of 256" in fewer
-    assert "paper's effect" not in same and "about as many at both clocks" in same
+    assert "paper's effect" not in same and "no difference measurable here at 8 repetitions" in same
 
 
 def test_lab_1_on_the_papers_machine_preset_measures_the_papers_effect_and_says_so():
