@@ -20,10 +20,11 @@ from ..bps import ranking
 from ..studies.syscalls import compare as compare_grids, hardware_threads
 from ..studies.notebook_studies import optimal_delay, sim_ranking
 from .kernel_history_tables import ratio_table
+from . import paper_machine as _paper_machine
 from .paper_terms import PAPER_IOZONE, unblocked, unblocked_var
 
 __all__ = ["slowdown", "abt_model", "delay", "bps", "frequency", "syscalls", "direct_io",
-           "kernel_history"]
+           "kernel_history", "paper_machine"]
 
 
 def _say(text: str) -> None:
@@ -214,3 +215,9 @@ def kernel_history(hist, policy="ext4") -> None:
     return _say(f"{policy} throughput with the write op timed (the paper's) at {hi:g} over {lo:g} GHz "
                 f"(the paper: x{p['ratio']}, unblocked threads {p['unblocked_low']} -> "
                 f"{p['unblocked_high']} of 256 on Linux 3.4): " + "; ".join(parts) + ".")
+
+
+def paper_machine(ds) -> None:
+    """Study 09: a run of the paper's cell read in the paper's figure's rows, the paper's
+    stated values beside them (abtlab.present.paper_machine.summary), with the kind of data."""
+    return _say(f"{_paper_machine.summary(ds)} [{provenance_label(ds)}]")
