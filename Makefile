@@ -8,13 +8,14 @@ PY := $(VENV)/bin/python
 DEMO_OUT ?= demo-out
 export VENV
 
-.PHONY: demo test setup native bench docs clean render gallery
+.PHONY: demo test setup backends bench docs clean render gallery
 
 setup:
 	@bash scripts/setup.sh
 
-native:
-	$(MAKE) -s -C native
+# the C programs and preload libraries (backends/; the Python drivers are abtlab/backends)
+backends:
+	$(MAKE) -s -C backends
 
 demo: setup
 	$(VENV)/bin/abtlab demo --out $(DEMO_OUT)
@@ -39,5 +40,5 @@ bench: setup
 	$(PY) -m benchmarks
 
 clean:
-	$(MAKE) -C native clean
+	$(MAKE) -C backends clean
 	rm -rf $(DEMO_OUT)

@@ -1,8 +1,8 @@
-"""The build steps pyproject.toml cannot state: the wheel carries the checkout's native/
-(C programs compiled here by `make -C native`), notebooks/, examples/ and data/ under
+"""The build steps pyproject.toml cannot state: the wheel carries the checkout's backends/
+(C programs compiled here by `make -C backends`), notebooks/, examples/ and data/ under
 abtlab/_data, where abtlab.about finds them in an installed package (an editable install
 skips this: abtlab.about uses the checkout itself); and the `abtlab` command, in both, is
-the launcher native/start/abt-start.c compiled for this interpreter."""
+the launcher backends/start/abt-start.c compiled for this interpreter."""
 import hashlib
 import os
 import shutil
@@ -22,11 +22,11 @@ except ImportError:
     from wheel.bdist_wheel import bdist_wheel
 
 HERE = Path(__file__).resolve().parent
-FOLDERS = ("native", "notebooks", "examples", "data")
+FOLDERS = ("backends", "notebooks", "examples", "data")
 
 
 def _source(path: Path) -> bool:
-    """False for what a build leaves in native/ (programs, libraries, the guest's out/)."""
+    """False for what a build leaves in backends/ (programs, libraries, the guest's out/)."""
     name = path.name
     if name in ("out", "__pycache__", ".ipynb_checkpoints") or name.endswith((".so", ".o", ".pyc")):
         return False
@@ -59,15 +59,15 @@ class BuildWithData(build_py):
             _copy(HERE / folder, data / folder)
         # -k: a program this machine cannot build (no FUSE headers, say) is left out and
         # the rest still built; build.log says why, and `abtlab doctor` reads it
-        proc = subprocess.run(["make", "-k", "-s", "-C", str(data / "native")],
+        proc = subprocess.run(["make", "-k", "-s", "-C", str(data / "backends")],
                               capture_output=True, text=True)
-        (data / "native" / "build.log").write_text(proc.stdout + proc.stderr)
+        (data / "backends" / "build.log").write_text(proc.stdout + proc.stderr)
         # names the cache copy abtlab.about makes (the same build, the same copy)
         (data / "BUILD").write_text(_digest(data) + "\n")
 
 
 class LaunchedCommand(build_scripts):
-    """The `abtlab` command compiled from native/start/abt-start.c: it starts Python with
+    """The `abtlab` command compiled from backends/start/abt-start.c: it starts Python with
     SIGINT and SIGTERM blocked until abtlab's handlers exist (a Ctrl-C during the
     interpreter's own start-up printed a traceback). Static where the C library allows,
     so no dynamic loading comes before its first statement. Without a C compiler the
@@ -80,7 +80,7 @@ class LaunchedCommand(build_scripts):
             new = Path(tmp) / "abtlab"
             cc = os.environ.get("CC", "cc").split()
             base = [*cc, "-O2", "-std=gnu11", "-Wall", f"-DABT_PYTHON={_c_string(sys.executable)}",
-                    "-o", str(new), str(HERE / "native/start/abt-start.c")]
+                    "-o", str(new), str(HERE / "backends/start/abt-start.c")]
             for cmd in ([*base, "-static"], base):
                 try:
                     if subprocess.run(cmd, capture_output=True).returncode == 0:
@@ -88,7 +88,7 @@ class LaunchedCommand(build_scripts):
                         return
                 except OSError:     # no compiler
                     break
-        self.warn("no C compiler built native/start/abt-start.c: the `abtlab` command is "
+        self.warn("no C compiler built backends/start/abt-start.c: the `abtlab` command is "
                   "scripts/abtlab, where a Ctrl-C during Python's own start-up prints a traceback")
 
 

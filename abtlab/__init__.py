@@ -13,7 +13,7 @@ def _stopped_at_start(signum, frame):  # pragma: no cover (tests/test_start.py, 
 
 
 def _launched() -> list[int]:
-    """The signals the `abtlab` command's launcher (native/start/abt-start.c) blocked before
+    """The signals the `abtlab` command's launcher (backends/start/abt-start.c) blocked before
     Python started, so that one during the interpreter's own start-up waits for the handler
     below; none when this process was not started by it. The variable goes, so that
     processes abtlab starts begin with the mask the command was given."""

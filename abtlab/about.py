@@ -1,12 +1,12 @@
 """What abtlab is and where its own files are: the version every dataset records, and its
 C programs, notebooks, examples and reference data.
 
-ROOT is a folder shaped like the checkout (native/, notebooks/, examples/,
+ROOT is a folder shaped like the checkout (backends/, notebooks/, examples/,
 data/reference/). In a checkout, an editable install included, it is the checkout. An
 installed wheel carries the same folders, C programs compiled, under abtlab/_data; as the
-guest build writes beside its scripts (native/kernel/out) and site-packages may not be
+guest build writes beside its scripts (backends/kernel/out) and site-packages may not be
 writable, ROOT is then a copy of _data in the cache folder (CACHE), made on first use for
-each build of the package. ROOT, NATIVE, NOTEBOOKS, EXAMPLES and REFERENCE_DATA resolve
+each build of the package. ROOT, NATIVE (backends/, the C programs), NOTEBOOKS, EXAMPLES and REFERENCE_DATA resolve
 on first use, so `import abtlab` does no file work.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ SYSTEM_CACHE = Path("/var/cache/abtlab")   # the guest kernel, qemu and 3.4.2 ca
 def _checkout() -> Path | None:
     """The checkout this module runs from, or None in an installed package."""
     top = PACKAGE.parent
-    return top if (top / "native" / "Makefile").is_file() and (top / "pyproject.toml").is_file() \
+    return top if (top / "backends" / "Makefile").is_file() and (top / "pyproject.toml").is_file() \
         else None
 
 
@@ -53,7 +53,7 @@ def _copy_of(data: Path) -> Path:
     import tempfile
     build = (data / "BUILD").read_text().strip() if (data / "BUILD").is_file() else "unknown"
     dest = CACHE / "package" / f"{__version__}-{build}"
-    if (dest / "native").is_dir():
+    if (dest / "backends").is_dir():
         return dest
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -66,14 +66,14 @@ def _copy_of(data: Path) -> Path:
         tmp.rename(dest)            # atomic; a process that copied at the same time won
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
-    return dest if (dest / "native").is_dir() else data
+    return dest if (dest / "backends").is_dir() else data
 
 
 def _root() -> Path:
     return _checkout() or _copy_of(DATA)
 
 
-_PATHS = {"ROOT": (), "NATIVE": ("native",), "NOTEBOOKS": ("notebooks",),
+_PATHS = {"ROOT": (), "NATIVE": ("backends",), "NOTEBOOKS": ("notebooks",),
           "EXAMPLES": ("examples",), "REFERENCE_DATA": ("data", "reference")}
 
 

@@ -1,5 +1,5 @@
 """delayJC vs ext4: throughput of many threads doing create/write/fsync/close/unlink
-(native/fsyncers/abt-fsyncers) on one scratch loop ext4, the policies interleaved
+(backends/fsyncers/abt-fsyncers) on one scratch loop ext4, the policies interleaved
 rep by rep so drift hits all alike. Prints median throughputs and ratios to ext4.
 
     .venv/bin/python -m benchmarks.delayjc [--threads 64] [--files 4] [--size 128k]
@@ -21,7 +21,7 @@ from abtlab import policies, trace
 from abtlab.machines.programs import parse_result
 from abtlab.machines.host import scratch_on_device
 
-PROG = Path(__file__).resolve().parents[1] / "native" / "fsyncers" / "abt-fsyncers"
+PROG = Path(__file__).resolve().parents[1] / "backends" / "fsyncers" / "abt-fsyncers"
 DEFAULT = "ext4;delayjc:window=16ms,max_resets=64;delayjc:adaptive"
 
 

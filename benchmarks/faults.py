@@ -614,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
                           a.trials if a.trials < 1 else a.start, "an integer >= 1 (--start: >= 0)")
     if os.geteuid() != 0:
         raise ConfigError("user", os.geteuid(), "root (loop devices, mounts, tracefs)")
-    subprocess.run(["make", "-s", "-C", str(ROOT / "native")], check=True)
+    subprocess.run(["make", "-s", "-C", str(ROOT / "backends")], check=True)
     deadline = time.monotonic() + (a.budget if a.budget is not None else float("inf"))
     trials = [asdict(t) for t in run_kinds(kinds, a.trials, a.seed, deadline, a.start)]
     if a.results:

@@ -19,7 +19,7 @@ runs them; `python -m benchmarks.faults --kinds disk-full,final-twice,early,devi
   command beside this interpreter, interpreter start-up included): one line and 128 + the
   signal, or a death by the signal before any handler or mask exists (the shell's
   130/143, no output); any traceback counts, whatever exception it ends in ("Fatal
-  Python error" too). The command is the launcher native/start/abt-start.c where it
+  Python error" too). The command is the launcher backends/start/abt-start.c where it
   was compiled at install (setup.py), which starts Python with both signals blocked
   until abtlab's first statement: a trial whose signal was found pending and blocked
   right after it was sent notes "held by the launcher's mask".

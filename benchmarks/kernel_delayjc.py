@@ -2,7 +2,7 @@
 
     python -m benchmarks.kernel_delayjc [--workers 16,64] [--window 2ms] [--reps 3] [--iops 0]
 
-Metarates (N workers x 8 create+fsync) in the guest kernel built from native/kernel;
+Metarates (N workers x 8 create+fsync) in the guest kernel built from backends/kernel;
 prints median jbd2 commits and file creation rate per policy and the ratios to stock.
 All rates are under TCG software emulation: compare them only with each other.
 """

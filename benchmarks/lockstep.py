@@ -3,8 +3,8 @@
     .venv/bin/python -m benchmarks.lockstep [--cpus 4] [--loops 20000000] [--quantum 10000]
         [--kernel 6.1] [--json OUT]
 
-On `guest:clock=lockstep,cpus=4` (virtual time; native/kernel/qemu-lockstep.patch) it runs
-native/cpuclock/abt-cpuclock, a fixed integer loop per thread timed with CLOCK_MONOTONIC, and
+On `guest:clock=lockstep,cpus=4` (virtual time; backends/kernel/qemu-lockstep.patch) it runs
+backends/cpuclock/abt-cpuclock, a fixed integer loop per thread timed with CLOCK_MONOTONIC, and
 prints the validation table with each check's target:
 - 1, 2, 4 and 8 threads at 1.6 GHz: 1-4 take one thread's time (within 5%), 8 twice (10%);
 - one thread at 1.6 and 3.3 GHz: 3300/1600 = 2.0625x (within 2%);

@@ -21,7 +21,7 @@ import numpy as np
 
 from abtlab.errors import ConfigError, RunError
 
-NATIVE = Path(__file__).resolve().parents[1] / "native"
+NATIVE = Path(__file__).resolve().parents[1] / "backends"
 PROG = NATIVE / "iozone" / "abt-iozone"
 
 

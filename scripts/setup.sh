@@ -67,9 +67,9 @@ debs() {
 }
 
 python_env() {
-    # the install also compiles the `abtlab` command (native/start/abt-start.c, by setup.py)
+    # the install also compiles the `abtlab` command (backends/start/abt-start.c, by setup.py)
     if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt setup.py ] &&
-        [ "$STAMP" -nt native/start/abt-start.c ]; then echo "up to date"; return 0; fi
+        [ "$STAMP" -nt backends/start/abt-start.c ]; then echo "up to date"; return 0; fi
     test -x "$PY" || python3 -m venv "$VENV" || return 1
     "$PY" -m pip install -q --upgrade pip || return 1
     # every extra: make demo and make test use them all. compat: the checkout as a path
@@ -89,12 +89,12 @@ if guest_wanted; then
     step "Debian packages for the guest kernel" debs "${KERNEL_DEBS[@]}"
     kernel_log="$log_dir/guest-kernel.log"; t_kernel=$(date +%s)
     say "guest kernel (Linux 6.1 + abtlab's patches): building in the background (cached per patch series)"
-    (make -s -C native/kernel kernel && date +%s >"$log_dir/kernel.end") >"$kernel_log" 2>&1 &
+    (make -s -C backends/kernel kernel && date +%s >"$log_dir/kernel.end") >"$kernel_log" 2>&1 &
     kernel_pid=$!
 fi
 step "Debian packages" debs "${DEBS[@]}"
 step "Python environment ($VENV)" python_env
-step "C programs" make -s -C native
+step "C programs" make -s -C backends
 # the real IOzone (Debian's iozone3, non-free) for the iozone-tool backend and its tests
 step "IOzone" scripts/iozone3.sh
 say "IOzone: $(tail -n1 "$log_dir/IOzone.log")"
@@ -109,15 +109,15 @@ else
         "(log: $log_dir/sim-aot.log)"
 fi
 if guest_wanted; then
-    step "qemu" bash -c 'read -r bin data < <(native/kernel/qemu.sh) && "$bin" --version | head -n1'
+    step "qemu" bash -c 'read -r bin data < <(backends/kernel/qemu.sh) && "$bin" --version | head -n1'
     say "qemu: $(head -n1 "$log_dir/qemu.log")"
     # the lock-step clock's qemu (clock=lockstep): the same version from Debian's source with
     # abtlab's patch, compiled beside the guest kernel (cached per patch)
     lockstep_log="$log_dir/qemu-lockstep.log"; t_lockstep=$(date +%s)
     say "qemu with the lock-step clock: building in the background (cached per patch)"
-    (native/kernel/qemu-lockstep.sh && date +%s >"$log_dir/lockstep.end") >"$lockstep_log" 2>&1 &
+    (backends/kernel/qemu-lockstep.sh && date +%s >"$log_dir/lockstep.end") >"$lockstep_log" 2>&1 &
     lockstep_pid=$!
-    step "guest initramfs" make -s -C native/kernel out/initramfs.cpio.gz
+    step "guest initramfs" make -s -C backends/kernel out/initramfs.cpio.gz
     beat "$kernel_pid" "guest kernel (building since the start)" "$t_kernel"
     wait "$kernel_pid" || fail "guest kernel" "$kernel_log"
     if wait "$lockstep_pid"; then
@@ -125,9 +125,9 @@ if guest_wanted; then
     else   # clock=lockstep then refuses with the reason; the rest of the guest works
         say "qemu with the lock-step clock: NOT built ($(tail -n1 "$lockstep_log")); clock=lockstep refuses with the reason"
     fi
-    say "guest kernel: $(readlink -f native/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
-    if native/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
-        step "Linux 3.4.2 kernel" native/kernel/build-kernel-3.4.2.sh
+    say "guest kernel: $(readlink -f backends/kernel/out/bzImage) in $(( $(cat "$log_dir/kernel.end") - t_kernel )) s"
+    if backends/kernel/build-kernel-3.4.2.sh --check >/dev/null 2>"$log_dir/k342-check.log"; then
+        step "Linux 3.4.2 kernel" backends/kernel/build-kernel-3.4.2.sh
     else
         say "Linux 3.4.2 kernel: skipped, its source is not on this machine (its tests skip and say so)"
     fi

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-NATIVE = ROOT / "native"
+NATIVE = ROOT / "backends"
 
 
 HOST_MODULES = pytest.StashKey[set]()
@@ -101,7 +101,7 @@ def built_guest(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def built_native(tmp_path_factory):
-    """Build the C programs once per session; return the native directory."""
+    """Build the C programs once per session; return their directory (backends/)."""
     with _one_worker_at_a_time(tmp_path_factory, "built_native"):
         subprocess.run(["make", "-s", "-C", str(NATIVE)], check=True)
     return NATIVE

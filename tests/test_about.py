@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_a_checkout_uses_its_own_folders():
     assert not about.INSTALLED and str(about.ROOT) == ROOT
-    assert about.NATIVE == about.ROOT / "native" and (about.NATIVE / "Makefile").is_file()
+    assert about.NATIVE == about.ROOT / "backends" and (about.NATIVE / "Makefile").is_file()
     assert sorted(about.NOTEBOOKS.glob("lab_*.ipynb")) and (about.EXAMPLES / "paper_cells.toml").is_file()
     assert (about.REFERENCE_DATA / "bps_published.csv").is_file()
     with pytest.raises(AttributeError):
@@ -20,9 +20,9 @@ def test_a_checkout_uses_its_own_folders():
 
 def _data(tmp_path, build="abc"):
     data = tmp_path / "_data"
-    (data / "native" / "kernel").mkdir(parents=True)
-    (data / "native" / "kernel" / "qemu.sh").write_text("#!/bin/sh\n")
-    (data / "native" / "kernel" / "qemu.sh").chmod(0o755)
+    (data / "backends" / "kernel").mkdir(parents=True)
+    (data / "backends" / "kernel" / "qemu.sh").write_text("#!/bin/sh\n")
+    (data / "backends" / "kernel" / "qemu.sh").chmod(0o755)
     (data / "BUILD").write_text(build + "\n")
     return data
 
@@ -32,9 +32,9 @@ def test_package_data_is_copied_once_per_build(tmp_path, monkeypatch):
     data = _data(tmp_path)
     copy = about._copy_of(data)
     assert copy == tmp_path / "cache" / "package" / f"{about.__version__}-abc"
-    assert os.access(copy / "native" / "kernel" / "qemu.sh", os.X_OK)
-    (copy / "native" / "kernel" / "out").mkdir()          # what a guest build leaves
-    assert about._copy_of(data) == copy and (copy / "native" / "kernel" / "out").is_dir()
+    assert os.access(copy / "backends" / "kernel" / "qemu.sh", os.X_OK)
+    (copy / "backends" / "kernel" / "out").mkdir()          # what a guest build leaves
+    assert about._copy_of(data) == copy and (copy / "backends" / "kernel" / "out").is_dir()
     (data / "BUILD").write_text("def\n")
     assert about._copy_of(data).name == f"{about.__version__}-def"
     assert sorted(p.name for p in (tmp_path / "cache" / "package").iterdir()) == \

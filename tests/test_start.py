@@ -1,6 +1,6 @@
 """Ctrl-C at any moment from the `abtlab` command's first instruction: one line and 130
 (SIGTERM: 143), never a traceback of an import. The command is a launcher
-(native/start/abt-start.c, which setup.py compiles for the interpreter it installs into)
+(backends/start/abt-start.c, which setup.py compiles for the interpreter it installs into)
 that starts Python with SIGINT and SIGTERM blocked; the package installs its start-up
 handler as its first statement and unblocks them, so a signal sent during the
 interpreter's own start-up is delivered then. Processes abtlab starts get the mask the

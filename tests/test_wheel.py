@@ -77,8 +77,8 @@ def abtlab(installed, *args, timeout=600):
 def test_the_wheel_holds_the_compiled_programs_and_the_data(installed):
     *_, wheel = installed
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("native/iozone/abt-iozone", "native/trace/libabtrace.so", "native/kernel/build-kernel.sh",
-                 "native/kernel/delayjc.patch", "native/kernel/k342/08-delayjc.patch",
+    for name in ("backends/iozone/abt-iozone", "backends/trace/libabtrace.so", "backends/kernel/build-kernel.sh",
+                 "backends/kernel/delayjc.patch", "backends/kernel/k342/08-delayjc.patch",
                  "notebooks/lab_1_faster_cpu.ipynb", "examples/paper_cells.toml",
                  "data/reference/bps_published.csv", "BUILD"):
         assert f"abtlab/_data/{name}" in names, name
@@ -86,7 +86,7 @@ def test_the_wheel_holds_the_compiled_programs_and_the_data(installed):
 
 
 def test_the_command_is_the_launcher_beside_the_new_environments_python(installed):
-    """`abtlab` is native/start/abt-start.c compiled (Python starts with SIGINT and SIGTERM
+    """`abtlab` is backends/start/abt-start.c compiled (Python starts with SIGINT and SIGTERM
     blocked, tests/test_start.py), and it runs the python beside it: the new environment's."""
     env, work, venv, wheel = installed
     with zipfile.ZipFile(wheel) as z:
@@ -164,6 +164,6 @@ def test_small_guest_run(installed):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (work / "x.nc").stat().st_size > 0
     # the guest build wrote into the cache folder's copy, not into site-packages
-    built = list(Path(env["ABTLAB_CACHE"]).glob("package/*/native/kernel/out/initramfs.cpio.gz"))
+    built = list(Path(env["ABTLAB_CACHE"]).glob("package/*/backends/kernel/out/initramfs.cpio.gz"))
     assert len(built) == 1, built
-    assert not list(venv.glob("lib/python*/site-packages/abtlab/_data/native/kernel/out"))
+    assert not list(venv.glob("lib/python*/site-packages/abtlab/_data/backends/kernel/out"))

@@ -1,4 +1,4 @@
-"""Buffered vs O_DIRECT file workloads (Petersen, University of Wisconsin-Madison, Figs. 1-4; native/dio/abt-dio).
+"""Buffered vs O_DIRECT file workloads (Petersen, University of Wisconsin-Madison, Figs. 1-4; backends/dio/abt-dio).
 
 Workloads: 1 sequential appends + syncfs, 2 random reads of a 16 MiB file, 3 single-block
 overwrite with syncfs between, 4 single-block write, syncfs, read. Where the run goes:

@@ -9,7 +9,7 @@ fio reports per-job bandwidth over a runtime counted in whole milliseconds, so f
 small files of the paper `throughput` (the sum of the jobs' write bandwidths, eq. 3's
 shape) is coarse; the commits and fsyncs come from tracefs as for every tool.
 `--machine guest` runs the same command in the qemu guest, with the guest's fio: Debian's
-/usr/bin/fio and its libraries, in native/kernel/out/fio.cpio.gz (appended to the
+/usr/bin/fio and its libraries, in backends/kernel/out/fio.cpio.gz (appended to the
 guest's initramfs for fio points only) when the host had fio at the guest's build.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ HOW = "Debian: fio (make setup installs it)"
 GUEST_FIO = "/usr/bin/fio"
 OVERLAY = "fio.cpio.gz"
 NOT_IN_GUEST = ("fio is not in the guest's initramfs: install fio (apt) and rebuild "
-                "(make -C native/kernel)")
+                "(make -C backends/kernel)")
 IN_GUEST = ToolInGuest(GUEST_FIO, OVERLAY, NOT_IN_GUEST)
 
 

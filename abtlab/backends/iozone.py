@@ -38,7 +38,7 @@ class IozoneBackend(ProgramBackend):
     name = "iozone"
     description = ("N threads each create a file, start together (a barrier, or IOzone's "
                    "polled flag), write S bytes in R-byte records, fsync and close "
-                   "(native/iozone/abt-iozone)")
+                   "(backends/iozone/abt-iozone)")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 16, "file_size": 128 * 1024,
                "record_size": 32 * 1024, "device": "none", "machine": "host"}
     options = {"fsync": "fsync each file after its writes, default True (both throughputs are "

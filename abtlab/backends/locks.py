@@ -1,5 +1,5 @@
 """Spinlock vs mutex (Petersen, University of Wisconsin-Madison, Fig. 5): N threads x 100 critical-section entries of W
-nops, timed from the first pthread_create to the last join (native/locks/abt-locks).
+nops, timed from the first pthread_create to the last join (backends/locks/abt-locks).
 
 Also holds the two helpers both syscall drivers use: run a program that prints one
 `key=value` line, and turn its exit code into abtlab's errors.

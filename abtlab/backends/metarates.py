@@ -32,7 +32,7 @@ def write_bytes(value) -> int:
 class MetaratesBackend(ProgramBackend):
     name = "metarates"
     description = ("N workers each create F files with open(O_CREAT)/fsync/close "
-                   "(native/metarates/abt-metarates)")
+                   "(backends/metarates/abt-metarates)")
     factors = {"policy": "ext4", "freq_ghz": None, "threads": 4, "files": 4, "device": "none", "machine": "host"}
     options = {"processes": "workers as processes instead of threads",
                "write_bytes": "bytes written into each file before its fsync (mdtest -w), "

@@ -22,7 +22,7 @@ def register(sub):
     lk.add_argument("--collective", default="no")
     lk.add_argument("--blocking", default="yes")
     lk.set_defaults(func=_lookup)
-    lb = acts.add_parser("libsera", help="write a table file for native/sera/libsera.so")
+    lb = acts.add_parser("libsera", help="write a table file for backends/sera/libsera.so")
     lb.add_argument("table")
     lb.add_argument("--out", required=True)
     lb.add_argument("--guard-ns", type=int, default=1_000_000)

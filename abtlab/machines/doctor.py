@@ -95,7 +95,7 @@ def _left_out(missing) -> str:
 
 def _backends():
     if not NATIVE.is_dir():
-        return Check("C programs", False, f"no native directory at {NATIVE}")
+        return Check("C programs", False, f"no C backends directory at {NATIVE}")
     want = [Path(s).with_suffix("") for s in glob.glob(str(NATIVE / "*/abt-*.c"))]
     want += [Path(s).with_suffix(".so") for s in glob.glob(str(NATIVE / "*/lib*.c"))]
     missing = sorted(p.name for p in want if not p.exists())
@@ -113,7 +113,7 @@ QEMU = "qemu-system-x86_64"
 
 
 def _cache(var, default) -> Path:
-    """A build script's cache folder: its variable, else its default (native/kernel/*.sh)."""
+    """A build script's cache folder: its variable, else its default (backends/kernel/*.sh)."""
     return Path(os.environ.get(var) or about.SYSTEM_CACHE / default)
 
 
@@ -128,7 +128,7 @@ def _qemu_version(binary) -> tuple[int, str]:
 
 
 def _qemu():
-    """The qemu native/kernel/qemu.sh would pick (the system's if 8+, else the cached
+    """The qemu backends/kernel/qemu.sh would pick (the system's if 8+, else the cached
     bookworm-backports one, else the system's older one), without fetching anything."""
     cache = _cache("ABTLAB_QEMU_CACHE", "qemu")
     found = [(p, *_qemu_version(p)) for p in (shutil.which(QEMU), cache / "root/usr/bin" / QEMU)

@@ -1,14 +1,14 @@
-"""A qemu guest running Linux 6.1 with the delayjc jbd2 patch (native/kernel), or Linux
-3.4.2, the paper's own kernel (`kernel=3.4.2`: native/kernel/build-kernel-3.4.2.sh and
+"""A qemu guest running Linux 6.1 with the delayjc jbd2 patch (backends/kernel), or Linux
+3.4.2, the paper's own kernel (`kernel=3.4.2`: backends/kernel/build-kernel-3.4.2.sh and
 k342/, docs/journal/kernel-3.4.2.md), through the same /init and the same code.
 
 `ensure_built()` builds the kernel (cached per patch+config hash) and the initramfs with
-`make -C native/kernel`; `boot_batch()` starts qemu under TCG (software emulation:
+`make -C backends/kernel`; `boot_batch()` starts qemu under TCG (software emulation:
 /dev/kvm is not usable on the machines this is built on) once for a batch of points.
-The guest's /init (native/kernel/init.sh) runs each point on a fresh ext4 made inside
+The guest's /init (backends/kernel/init.sh) runs each point on a fresh ext4 made inside
 the guest on a fresh null_blk disk (abtlab.machines.guest_disk), with the jbd2/ext4
 tracepoints on, and sends each point's results out on the second serial port as soon
-as the point ends. `qemu()` is the qemu it runs with (native/kernel/qemu.sh: 8 or
+as the point ends. `qemu()` is the qemu it runs with (backends/kernel/qemu.sh: 8 or
 later, which the virtual clock needs for more than one vCPU). With `clock=virtual` (abtlab.machines.spec) guest time is
 instruction counted (`-icount shift=S,sleep=off`) and nothing on the host enters a
 point's timing. qemu and the temporary files go on every exit path
@@ -117,7 +117,7 @@ def _build(argv, timeout: float, row=None) -> subprocess.CompletedProcess:
 
 
 def ensure_built(timeout: float = 1800, row: GuestKernel = KERNELS["6.1"]) -> tuple[Path, Path]:
-    """(bzImage, initramfs) built by `make -C native/kernel` (for 3.4.2: the initramfs,
+    """(bzImage, initramfs) built by `make -C backends/kernel` (for 3.4.2: the initramfs,
     and the kernel by build-kernel-3.4.2.sh), installing the Debian packages they need;
     UnavailableError with the reason when that is impossible, ConfigError naming
     `guest:kernel` when the 3.4.2 source is missing."""
@@ -150,9 +150,9 @@ class Qemu:
 
 @functools.lru_cache(maxsize=2)
 def qemu(lockstep: bool = False) -> Qemu:
-    """The qemu the guest runs with (native/kernel/qemu.sh): the system's when it is
+    """The qemu the guest runs with (backends/kernel/qemu.sh): the system's when it is
     8 or later, else Debian backports' qemu unpacked into the cache, else the system's.
-    lockstep: the same version with abtlab's lock-step clock (native/kernel/qemu-lockstep.sh,
+    lockstep: the same version with abtlab's lock-step clock (backends/kernel/qemu-lockstep.sh,
     built by the set-up; built here when missing and root)."""
     script = "qemu-lockstep.sh" if lockstep else "qemu.sh"
     proc = subprocess.run([str(KERNEL_DIR / script)], capture_output=True, text=True,
@@ -178,7 +178,7 @@ def check_smp(machine, q: Qemu) -> None:
         raise ConfigError("--machine guest:cpus", machine.label,
                           f"cpus=1 with clock=virtual on {q.describe()} (its icount guest hangs "
                           f"bringing up a second vCPU): qemu {ICOUNT_SMP_MAJOR}+ (as root, "
-                          f"native/kernel/qemu.sh fetches one), or clock=host")
+                          f"backends/kernel/qemu.sh fetches one), or clock=host")
 
 
 def kernel_build(row: GuestKernel = KERNELS["6.1"]) -> str:

@@ -18,8 +18,8 @@ null_blk inside the guest, configured through configfs per point:
   write-back into two requests, each paying a positioning.
 
 What each profile is (docs/device.md):
-* `hdd7200`, `hdd7200-nocache`, `ssd-sata`: the drive model of native/include/abt_disk.h,
-  the one abt-slowdisk runs on the host, inside null_blk (native/kernel/
+* `hdd7200`, `hdd7200-nocache`, `ssd-sata`: the drive model of backends/include/abt_disk.h,
+  the one abt-slowdisk runs on the host, inside null_blk (backends/kernel/
   nullblk-disk.patch, configfs `disk_model`): each request goes to the model when it
   reaches the driver and completes when the model says, by an absolute hrtimer on the
   guest's clock (seek by distance, rotation from the clock, zoned transfer, the 8 MiB
@@ -34,7 +34,7 @@ What each profile is (docs/device.md):
   the bandwidth cap. `none`: completion at submission (irqmode=0), no cache.
 
 Linux 3.4.2 (`kernel=3.4.2`) has no null_blk (3.13; configfs in 4.14): its disk is brd in
-request mode (`Brd`, native/kernel/k342/07-brd-rq-mode.patch, booted with `brd.rq_mode=1`):
+request mode (`Brd`, backends/kernel/k342/07-brd-rq-mode.patch, booted with `brd.rq_mode=1`):
 one RAM disk made at boot as large as the batch's largest image, emptied per point
 (`blockdev --flushbufs` frees its pages, which then read as zeros), mkfs told the point's
 size. The named profiles run the same drive model as the 6.1 guest

@@ -37,7 +37,7 @@ __all__ = ["guest_run", "to_result", "run_batch", "run_tool_batch", "clock_sampl
            "guest_events", "shadow_waits", "DELAYJC_KNOBS", "BootWatch"]
 
 _DATA = PurePosixPath("/mnt/data")
-_OUT = "/out/p{}"        # point N's results in the guest (native/kernel/init.sh)
+_OUT = "/out/p{}"        # point N's results in the guest (backends/kernel/init.sh)
 _JBD2 = "/sys/module/jbd2/parameters/"
 DELAYJC_KNOBS = (_JBD2 + "delayjc_max_resets", _JBD2 + "delayjc_window_us")
 FREQ_MODES = ("native", "emulated", "virtual")

@@ -1,11 +1,11 @@
 """Which Linux the guest boots, and what differs between them: one row per kernel name.
 
 `6.1` (and its preset `6.1-legacy`) is Debian's linux-source-6.1 with abtlab's patches,
-built by `make -C native/kernel`. `3.4.2` is the paper's own kernel (docs/journal/kernel-3.4.2.md),
-built from the linux-3.4.2 import by native/kernel/build-kernel-3.4.2.sh with the
+built by `make -C backends/kernel`. `3.4.2` is the paper's own kernel (docs/journal/kernel-3.4.2.md),
+built from the linux-3.4.2 import by backends/kernel/build-kernel-3.4.2.sh with the
 k342/ patches; CI machines cannot fetch that source (they reach Debian's and the
 language registries only), so `check_kernels` refuses a run that needs it before any
-point does. The guest's /init is the same for both (native/kernel/init.sh); what the
+point does. The guest's /init is the same for both (backends/kernel/init.sh); what the
 host side must know is a field of the kernel's row in KERNELS: the dataset's label, how
 it is built, the boot line (3.4.2's disk is brd in request mode, sized at boot), how the
 trace prints microseconds, its disk, its knobs' presets and where they live. Adding a
@@ -62,7 +62,7 @@ LEGACY_KNOBS = {"shadow_wait": "/sys/module/jbd2/parameters/legacy_shadow_wait",
 # legacy item -> the ext4 mount option that restores it (a stock kernel's own option)
 LEGACY_MOUNT = {"dioread_lock": "dioread_lock"}
 LEGACY_ITEMS = (*LEGACY_KNOBS, *LEGACY_MOUNT)
-# what build-kernel.sh (run by `make -C native/kernel`) hashes, in its order, into the name
+# what build-kernel.sh (run by `make -C backends/kernel`) hashes, in its order, into the name
 # of the cache folder it builds the 6.1 guest in: the series, the disk model null_blk
 # includes, config and build.env
 MAKE_61 = ("delayjc.patch", "legacy.patch", "nullblk-disk.patch", "../include/abt_disk.h",
@@ -89,7 +89,7 @@ class GuestKernel:
     sched_dir: str          # where its CFS settings are written (a path prefix)
     # why legacy= is refused: the 3.4 semantics the items restore are its own code ("": knobs)
     native_legacy: str = ""
-    build_script: Path | None = None    # None: `make -C native/kernel` builds it
+    build_script: Path | None = None    # None: `make -C backends/kernel` builds it
     source: str = ""        # what its build script needs, for the error that names it
     max_depth: int = 256    # its disk's hardware queue depth, at most
     depth_why: str = ""     # why not deeper
@@ -129,7 +129,7 @@ class GuestKernel:
         try:
             image = self.cache / self.build_key() / "bzImage"
         except OSError as exc:
-            return False, f"native/kernel is incomplete: {exc}"
+            return False, f"backends/kernel is incomplete: {exc}"
         if image.is_file():
             return True, f"cached {image} ({image.stat().st_size / 1e6:.1f} MB)"
         need = "" if os.geteuid() == 0 or Path("/usr/src/linux-source-6.1.tar.xz").is_file() else \

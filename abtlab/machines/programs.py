@@ -1,4 +1,4 @@
-"""How abtlab's C programs answer (native/include/abt_opts.h): results on stdout as
+"""How abtlab's C programs answer (backends/include/abt_opts.h): results on stdout as
 `key: value` lines, and one exit-code convention: 0 done, 1 the run failed, 2 a bad
 argument (one stderr line "PROG: --opt: given 'X'; accepted: ..."; a preload library's
 bad variable: "LIB: VAR: given 'X'; accepted: ..."), 3 this filesystem cannot run it.
@@ -21,7 +21,7 @@ _BAD_ARG = re.compile(r"^[\w.-]+: (--[\w-]+|[A-Z][A-Z0-9_]+|option|argument): (.
 
 
 def path(name: str) -> Path:
-    """Where a C program is built: native/<name without abt->/<name>, one folder each."""
+    """Where a C program is built: backends/<name without abt->/<name>, one folder each."""
     return about.NATIVE / name.removeprefix("abt-") / name
 
 

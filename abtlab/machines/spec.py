@@ -6,7 +6,7 @@
   so guest time advances by instructions executed (one every 2^S ns) and jumps to the next
   guest timer when every vCPU is idle; icount runs all vCPUs on one host thread and their
   instructions share that one stream. `lockstep` is the paper's machine: every vCPU runs
-  at the clock `mhz=` whatever the others do (abtlab's qemu patch, native/kernel/qemu-lockstep:
+  at the clock `mhz=` whatever the others do (abtlab's qemu patch, backends/kernel/qemu-lockstep:
   each round every vCPU runs up to `quantum=` instructions from the same start and the
   clock advances by the longest run; all idle jumps to the next timer as icount does).
   `host` keeps multi-threaded TCG on the host clock.
@@ -146,7 +146,7 @@ class Machine:
                                f"(one instruction a cycle, {1000 / self.mhz:.4g} ns) whatever the "
                                f"others do: rounds of up to {self.quantum} instructions per vCPU "
                                f"from one start, the clock advanced by the longest run "
-                               f"(abtlab's qemu patch, native/kernel/qemu-lockstep.patch)")
+                               f"(abtlab's qemu patch, backends/kernel/qemu-lockstep.patch)")
             out["lockstep_quantum_insns"] = str(self.quantum)
             out["cpu_clock_ghz"] = f"{self.mhz / 1000:g}"
         out["repeatable"] = self.repeatable

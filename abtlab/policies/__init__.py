@@ -5,7 +5,7 @@ Grammar (one spec per string):
     nojc                              no journal (mkfs.ext4 -O ^has_journal)
     delayjc:window=16ms,max_resets=64[,max_age=1s]   fixed-window group commit
     delayjc:adaptive[,max_resets=N,max_age=T]        window tuned at run time
-    kdelayjc:window=2ms,max_resets=8  the same inside jbd2 (native/kernel/delayjc.patch)
+    kdelayjc:window=2ms,max_resets=8  the same inside jbd2 (backends/kernel/delayjc.patch)
     batch:min_us=A,max_us=B           ext4 min_batch_time/max_batch_time mount options
 Durations accept ns, us, ms, s (a bare number is microseconds).
 """

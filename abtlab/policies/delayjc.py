@@ -1,4 +1,4 @@
-"""delayJC, the LD_PRELOAD group commit around fsync/fdatasync (native/delayjc).
+"""delayJC, the LD_PRELOAD group commit around fsync/fdatasync (backends/delayjc).
 
 `preload_env` builds the environment that runs any program under it; `load_batches`
 reads the per-batch stats it writes at exit (trace kind BATCHES: one BATCH record
@@ -21,7 +21,7 @@ from ..errors import ConfigError, TraceError, UnavailableError
 __all__ = ["library_path", "preload_env", "load_batches", "summary", "COLUMNS"]
 
 ROOT = about.ROOT
-LIBRARY = ROOT / "native" / "delayjc" / "libdelayjc.so"
+LIBRARY = ROOT / "backends" / "delayjc" / "libdelayjc.so"
 # keys of load_batches; all but `error` map to schema.BATCH_COLUMNS batch_<key>
 COLUMNS = ("open", "close", "members", "resets", "flush_start", "flush_end", "error", "window_us")
 

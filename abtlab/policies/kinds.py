@@ -65,7 +65,7 @@ class BatchPolicy(Policy):
 
 @dataclass(frozen=True)
 class DelayPolicy(Policy):
-    """delayjc: the LD_PRELOAD group commit (native/delayjc), a fixed window or adaptive;
+    """delayjc: the LD_PRELOAD group commit (backends/delayjc), a fixed window or adaptive;
     params mode, window_us (fixed), max_resets, max_age_us."""
 
     @classmethod

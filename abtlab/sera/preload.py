@@ -1,4 +1,4 @@
-"""libsera.so (native/sera): the table file it reads, its environment, its decisions.
+"""libsera.so (backends/sera): the table file it reads, its environment, its decisions.
 
 Only entries a POSIX call can match go to libsera: individual, blocking, contiguous
 read/write/sync. A call whose predicted time (fixed_ns + bytes / bytes_per_s) is below
@@ -51,7 +51,7 @@ def write_table(table: FrequencyTable, path, guard_ns=1_000_000, hold_ns=0,
 def environment(table_file, trace_prefix=None, cpufreq_root=None) -> dict:
     """Environment for a program run under libsera (one trace file per process)."""
     if not LIBRARY.exists():
-        raise ConfigError("libsera", str(LIBRARY), "a built library: make -C native")
+        raise ConfigError("libsera", str(LIBRARY), "a built library: make -C backends")
     env = {"LD_PRELOAD": str(LIBRARY), "ABT_SERA_TABLE": str(table_file)}
     if trace_prefix is not None:
         env["ABT_SERA_TRACE"] = f"{trace_prefix}.%p"

@@ -1,7 +1,7 @@
 """The simulator's devices (us), each number with its source, in one table.
 
 `hdd7200` is the paper's disk with its write cache on: the drive model of
-native/include/abt_disk.h (Seagate Barracuda 7200.12 ST3250318AS, 8 MiB volatile
+backends/include/abt_disk.h (Seagate Barracuda 7200.12 ST3250318AS, 8 MiB volatile
 cache; docs/device.md has the datasheet sources), reduced to the simulator's terms and
 fitted to that C model by `fit_cache` (tests/sim/test_devices.py checks the table
 against the fit). A write completes at interface speed while it fits in the cache; the
@@ -69,7 +69,7 @@ SOURCES = {
 
 def fit_cache(profile: str = "hdd7200") -> dict:
     """destage_fixed_us, destage_us_per_file and commit_fixed_us of abt_disk.h's `profile`,
-    from the C model itself (abtlab.system.disk_model; needs native/disk/libabtdisk.so):
+    from the C model itself (abtlab.system.disk_model; needs backends/disk/libabtdisk.so):
     N contiguous 128 KiB writes (a 4 KiB gap between files, as ext4 lays out small
     files) back to back, then a FLUSH, at three start offsets; least squares of the
     flush's end on N after the media transfer. commit_fixed_us: a FUA block right after

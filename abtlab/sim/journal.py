@@ -29,7 +29,7 @@ makes every request an independent delay. With `shared_transfer` the requests' t
 (their per-byte part) go one after another at the device's rate, each before its own
 latency, as a bandwidth-limited device does with several requests in flight.
 A device with a volatile write cache (I_CACHE bytes, the drive model of
-native/include/abt_disk.h, calibrated: abtlab.sim.params) takes a write at interface
+backends/include/abt_disk.h, calibrated: abtlab.sim.params) takes a write at interface
 speed while it fits; its platter writes the cache back behind (one positioning when it
 starts from idle, then per file and per byte at the media rate), and a FLUSH (a commit's
 record, NOJC's fsync) returns once the cache is clean. A commit's record is written FUA

@@ -125,7 +125,7 @@ def guest_ready() -> tuple[bool, str]:
     from ..machines.kernels import KERNELS             # deferred: see the note at the top
     row = KERNELS["6.1"]
     if not (row.cache / row.build_key() / "bzImage").is_file():
-        return False, ("the guest kernel is not built yet (make -C native/kernel, once; "
+        return False, ("the guest kernel is not built yet (make -C backends/kernel, once; "
                        "or data='guest' builds it)")
     return True, ""
 

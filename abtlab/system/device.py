@@ -19,7 +19,7 @@ profile is one of two kinds:
 Profile values and where they come from:
 
 * `hdd7200` (latency, the paper's disk): on the host, the drive model of
-  native/include/abt_disk.h (`disk="hdd7200"`): a Seagate Barracuda 7200.12 250 GB with
+  backends/include/abt_disk.h (`disk="hdd7200"`): a Seagate Barracuda 7200.12 250 GB with
   its 8 MiB write cache on, seek by distance, rotation from the clock, zoned transfer,
   FLUSH paying for what the cache holds; parameters and sources in docs/device.md.
   The 6.1 guest's null_blk runs the same model (abtlab.machines.guest_disk). Its average

@@ -1,6 +1,6 @@
-"""The disk model of native/include/abt_disk.h, driven from Python on a clock of its own.
+"""The disk model of backends/include/abt_disk.h, driven from Python on a clock of its own.
 
-`DiskModel("hdd7200")` loads native/disk/libabtdisk.so (ctypes) and serves requests
+`DiskModel("hdd7200")` loads backends/disk/libabtdisk.so (ctypes) and serves requests
 at the times it is given (ns): `write`, `read`, `flush` return completion times. The
 same C serves abt-slowdisk's requests on the host, so a prediction made here is what
 the FUSE disk charges when requests arrive at these times. Used by the model's tests

@@ -1,6 +1,6 @@
 """Why a workload's threads were off the CPU: sched_switch intervals and their kernel stacks.
 
-The guest (native/kernel/init.sh) enables `sched/sched_switch` filtered to the
+The guest (backends/kernel/init.sh) enables `sched/sched_switch` filtered to the
 workload's command name and records the kernel stack of every switch-out of its threads
 (6.1: a `stacktrace` trigger; 3.4: `options/stacktrace`, which stacks every event). An
 off-CPU interval runs from a thread's switch-out to its next switch-in; its cause is

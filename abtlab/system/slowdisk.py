@@ -1,6 +1,6 @@
 """An emulated slow disk: `abt-slowdisk` (FUSE) mounted on a fresh directory.
 
-`SlowDisk(model, workdir)` starts `native/slowdisk/abt-slowdisk` in the foreground on
+`SlowDisk(model, workdir)` starts `backends/slowdisk/abt-slowdisk` in the foreground on
 a new directory `abtlab-slowdisk-*` (backing files in `back/`, the FUSE mount on `mnt/`)
 and waits until the mount is there. A scratch image made under `.mountpoint` and
 attached to a loop device then pays the latency model of `model` (a `kind="latency"`

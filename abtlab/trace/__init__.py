@@ -1,4 +1,4 @@
-"""Read abtlab binary traces (native/include/abt_trace.h) with one numpy dtype."""
+"""Read abtlab binary traces (backends/include/abt_trace.h) with one numpy dtype."""
 from __future__ import annotations
 
 import os

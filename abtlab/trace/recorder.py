@@ -47,7 +47,7 @@ class Recording:
 
 def library_path() -> Path:
     """libabtrace.so of this checkout; UnavailableError (with the fix) if not built."""
-    lib = ROOT / "native" / "trace" / "libabtrace.so"
+    lib = ROOT / "backends" / "trace" / "libabtrace.so"
     if not lib.exists():
         raise UnavailableError(f"{lib} is not built; run `make -C {ROOT / 'native'}`")
     return lib

@@ -136,7 +136,7 @@ def test_fio_missing_from_the_guest_build_says_how_to_get_it(tmp_path, fake_gues
     with pytest.raises(UnavailableError) as err:
         _run(tmp_path)
     assert str(err.value) == ("fio is not in the guest's initramfs: install fio (apt) and "
-                              "rebuild (make -C native/kernel)")
+                              "rebuild (make -C backends/kernel)")
     assert "runs" not in fake_guest
 
 

@@ -14,7 +14,7 @@ from abtlab.bps import study as bps_study
 from abtlab.bps import EXPECTED_SIGN
 from abtlab.errors import ConfigError, UnavailableError
 
-NATIVE = Path(__file__).resolve().parents[2] / "native"
+NATIVE = Path(__file__).resolve().parents[2] / "backends"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (make installs it)")
 KiB, MiB = 1024, 1024 * 1024
 SMALL = dict(sizes=(4 * KiB, 64 * KiB, 1 * MiB), jobs=(1, 2, 4), spacings=(8, 512, 4096),

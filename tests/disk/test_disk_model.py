@@ -1,4 +1,4 @@
-"""The disk model (native/include/abt_disk.h) on a fake clock, through libabtdisk.so:
+"""The disk model (backends/include/abt_disk.h) on a fake clock, through libabtdisk.so:
 each figure against the datasheet it was built from or the model's own closed form."""
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ INFO1 = "5 transactions (3 requested), each up to 8192 blocks\n4 delayjc windows
 
 
 def _argv(data_dir, dilate, tpath):
-    return ["/x/native/iozone/abt-iozone", "--threads", 2, "--dir", data_dir,
+    return ["/x/backends/iozone/abt-iozone", "--threads", 2, "--dir", data_dir,
             "--dilate", f"{dilate:.6f}", "--trace", tpath]
 
 

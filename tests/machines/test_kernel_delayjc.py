@@ -72,7 +72,7 @@ def test_knobs_refused_on_an_unpatched_kernel(tmp_path):
 
 
 def _argv(data_dir, dilate, tpath):
-    return ["/x/native/iozone/abt-iozone", "--threads", 4, "--dir", data_dir, "--trace", tpath]
+    return ["/x/backends/iozone/abt-iozone", "--threads", 4, "--dir", data_dir, "--trace", tpath]
 
 
 def test_bare_metal_kernel_sets_knobs_around_the_host_run(tmp_path, monkeypatch):

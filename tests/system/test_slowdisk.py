@@ -20,7 +20,7 @@ from abtlab.system.slowdisk import SlowDisk, fuse_mounts, model_args
 from childproc import spawn
 
 ROOT = Path(__file__).resolve().parents[2]
-PROG = ROOT / "native" / "slowdisk" / "abt-slowdisk"
+PROG = ROOT / "backends" / "slowdisk" / "abt-slowdisk"
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from abtlab import trace
 from abtlab.errors import ConfigError, TraceError
 from abtlab.trace import Flag, Op
 
-NATIVE = Path(__file__).resolve().parents[2] / "native"
+NATIVE = Path(__file__).resolve().parents[2] / "backends"
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 THREADS_C = r"""
