@@ -19,7 +19,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAUNCHER = os.path.join(ROOT, "native", "start", "abt-start.c")
+LAUNCHER = os.path.join(ROOT, "backends", "start", "abt-start.c")
 RUN = ["run", "sim", "--reps", "1"]
 HELD = (1 << signal.SIGINT - 1) | (1 << signal.SIGTERM - 1)     # as /proc/PID/status shows a mask
 # sitecustomize: imported by `site`, in the interpreter's own start-up, before any of
