@@ -8,6 +8,7 @@ provenance (VIRTUAL time on the guest)."""
 from __future__ import annotations
 
 import csv
+import functools
 import math
 
 import numpy as np
@@ -34,8 +35,14 @@ _SAME_CELL = {"Fig7a": ("Fig1", "Fig2"), "Fig8a": ("Fig3",)}
 
 def published(path=None) -> list[dict]:
     """The paper's stated figures, a dict per row (figure, metric, config, value, unit, note)."""
-    with open(path or REFERENCE_DATA / PUBLISHED, newline="") as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return [dict(r) for r in _read(str(path or REFERENCE_DATA / PUBLISHED))]
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: str) -> tuple:
+    """The reference file's rows, read once: a figure and its table look values up many times."""
+    with open(path, newline="") as f:
+        return tuple(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def _ghz(config: str) -> float | None:
