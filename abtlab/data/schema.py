@@ -25,6 +25,9 @@ OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"
 RUN_ID = "run_id"
 SWEEP_SPEC = "sweep_spec"    # attr: JSON of what `--resume` must match (factors, options, seed)
 FAILED_RUNS = "failed_runs"  # attr: a keep-going sweep's missing runs, one line each with its error
+# attrs of a merged dataset (abtlab.data.merge): its sources, the levels each had where they
+# differ, and the sources it kept that repeat each other
+MERGED_FROM, MERGED_LEVELS, MERGED_DUPLICATES = "merged_from", "merged_levels", "duplicates"
 # attrs of a guest run's kernel knobs (abtlab.machines.kernel_knobs); "kernel" stays uname -r
 ATTR_KERNEL_PRESET, ATTR_LEGACY, ATTR_SCHED, ATTR_IOSCHED = (
     "kernel_preset", "kernel_legacy", "kernel_sched", "kernel_iosched")

@@ -40,14 +40,27 @@ def test_reps_follow_each_other_with_their_records(two):
 def test_other_designs_are_refused_naming_what_differs(two):
     a, b = two
     with pytest.raises(ConfigError) as e:
-        merge_reps([a, b.isel(threads=[0])], names=["a", "b"])
-    assert e.value.field == "datasets" and "threads" in str(e.value)
+        merge_reps([a, b.isel(threads=0)], names=["a", "b"])          # no threads factor
+    assert e.value.field == "datasets" and "factors" in str(e.value) and "threads" in str(e.value)
     other = b.copy()
     other.attrs["freq_mode"] = "real"
     with pytest.raises(ConfigError, match="freq_mode"):
         merge_reps([a, other])
     with pytest.raises(ConfigError):
         merge_reps([a])
+
+
+def test_emulated_sweeps_with_other_highest_levels_are_refused(two):
+    """An emulated frequency is relative to its sweep's highest level: 2.8 GHz of a sweep up
+    to 2.8 ran at native speed, as 3.3 did in a sweep up to 3.3."""
+    a, b = two
+    ea, eb = a.copy(), b.copy()
+    for ds, top in ((ea, 3.3), (eb, 2.8)):
+        ds.attrs.update(freq_mode="emulated", f_ref_ghz=top)
+    with pytest.raises(ConfigError, match=r"b: f_ref_ghz = 2.8'; accepted: f_ref_ghz = 3.3, as in a"):
+        merge_reps([ea, eb], names=["a", "b"])
+    eb.attrs["f_ref_ghz"] = 3.3
+    assert merge_reps([ea, eb]).sizes["rep"] == 5
 
 
 def test_cli_merge_writes_and_never_replaces_without_force(two, tmp_path, capsys):
@@ -75,21 +88,17 @@ def test_selections_keep_their_runs_apart(two):
         np.testing.assert_array_equal(ops(m, got)["t_end_ns"], ops(b, want)["t_end_ns"])
 
 
-def test_a_refusal_names_levels_as_plain_values(two, tmp_path, capsys):
-    """The levels that differ read as typed (4, 8; ext4), not as numpy reprs."""
+def test_a_refusal_names_values_as_plain_values(two):
+    """What differs reads as typed (real; 4, 8), not as numpy reprs."""
     a, b = two
-    pa, pb = tmp_path / "a.nc", tmp_path / "b.nc"
-    store.save(a, pa)
-    store.save(b.isel(threads=[0]), pb)
-    assert main(["merge", str(pa), str(pb), "--out", str(tmp_path / "m.nc")]) == 2
-    err = capsys.readouterr().err
-    assert f"{pb}: threads = 4'; accepted: the levels of {pa}: 4, 8" in err, err
-    assert "np." not in err
     other = b.copy()
     other.attrs["freq_mode"] = np.str_("real")
     with pytest.raises(ConfigError, match=r"freq_mode = real'; accepted: freq_mode = simulated,") as e:
         merge_reps([a, other])
     assert "np." not in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        merge_reps([a, b.isel(threads=0)], names=["a", "b"])
+    assert "accepted: the factors of a: " in str(e.value) and "np." not in str(e.value)
 
 
 def test_a_dataset_merged_with_itself_or_its_seed_is_refused_saying_why(two, tmp_path):
