@@ -25,6 +25,9 @@
     order = "random"                # or "blocked": each repetition of a configuration runs
                                     # at every frequency back to back (paired ratios)
     keep_going = false              # true: a failed run is left missing, the sweep goes on
+    [[sittings]]                    # optional, one or more: see abtlab/sweep/sittings.py
+    seed = 2                        # (each its own seed, repetitions and some levels,
+    factors = { threads = [256] }   #  pooled into out)
 """
 from __future__ import annotations
 
@@ -36,10 +39,12 @@ from ..errors import ConfigError
 from ..data.tomlfile import read_toml
 from .loop import BOOL_OPTIONS, ORDERS, Reps
 from .runner import run
+from .sittings import parse_sittings, run_sittings
 
 __all__ = ["Spec", "load_spec", "parse_spec", "run_spec"]
 
-_TOP = {"backend", "seed", "warmup", "out", "factors", "options", "repetitions", "execution"}
+_TOP = {"backend", "seed", "warmup", "out", "factors", "options", "repetitions", "execution",
+        "sittings"}
 
 
 @dataclass
@@ -55,6 +60,7 @@ class Spec:
     workers: int = 2
     order: str = "random"
     keep_going: bool = False
+    sittings: list = field(default_factory=list)   # abtlab.sweep.sittings.Sitting
 
 
 def load_spec(path) -> Spec:
@@ -68,6 +74,22 @@ def _int(data, key, lo, default):
     return v
 
 
+def _reps(name: str, reps):
+    """`repetitions = N` or a table {min, max, target, ...} -> int or Reps."""
+    if isinstance(reps, dict):
+        bad = set(reps) - {"min", "max", "target", "level", "metric", "on"}
+        if bad:
+            raise ConfigError(f"{name}.{sorted(bad)[0]}", reps, "min, max, target, level, metric, on")
+        try:
+            return Reps(**reps)
+        except ConfigError as exc:      # Reps names its field repetitions.X: say which table
+            raise ConfigError(exc.field.replace("repetitions", name, 1), exc.given,
+                              exc.accepted) from None
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise ConfigError(name, reps, "an integer >= 1 or a table {min, max, target, ...}")
+    return reps
+
+
 def parse_spec(data: dict) -> Spec:
     unknown = set(data) - _TOP
     if unknown:
@@ -75,14 +97,7 @@ def parse_spec(data: dict) -> Spec:
     if "backend" not in data:
         raise ConfigError("backend", None, ", ".join(names()))
     get_backend(data["backend"])  # unknown names raise naming the field
-    reps = data.get("repetitions", 3)
-    if isinstance(reps, dict):
-        bad = set(reps) - {"min", "max", "target", "level", "metric", "on"}
-        if bad:
-            raise ConfigError(f"repetitions.{sorted(bad)[0]}", reps, "min, max, target, level, metric, on")
-        reps = Reps(**reps)
-    elif not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
-        raise ConfigError("repetitions", reps, "an integer >= 1 or a table {min, max, target, ...}")
+    reps = _reps("repetitions", data.get("repetitions", 3))
     ex = data.get("execution", {})
     bad = set(ex) - {"scheduler", "workers", "order", "keep_going"}
     if bad:
@@ -107,7 +122,8 @@ def parse_spec(data: dict) -> Spec:
     return Spec(backend=data["backend"], factors=dict(factors), options=dict(options),
                 reps=reps, seed=seed, warmup=warmup,
                 out=data.get("out"), scheduler=ex.get("scheduler"), workers=_int(ex, "workers", 1, 2),
-                order=ex.get("order", "random"), keep_going=ex.get("keep_going", False))
+                order=ex.get("order", "random"), keep_going=ex.get("keep_going", False),
+                sittings=parse_sittings(data["sittings"], factors, _reps) if "sittings" in data else [])
 
 
 OVERRIDES = ("resume", "quiet", "command", "force", "wait", "dataset", "keep_going")
@@ -129,6 +145,12 @@ def run_spec(spec: Spec | dict | str | Path, out=None, **overrides):
     out = out or spec.out
     if out is None:
         raise ConfigError("out", None, "an output path (in the spec or --out)")
+    if spec.sittings:
+        return run_sittings(spec, out, _run_one, **overrides)
+    return _run_one(spec, out, **overrides)
+
+
+def _run_one(spec: Spec, out, **overrides):
     factors = dict(spec.factors)
     freq = factors.pop("freq", factors.pop("freq_ghz", None))
     if isinstance(freq, list):
