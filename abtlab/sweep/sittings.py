@@ -96,7 +96,8 @@ def run_sittings(spec, out, run_one, **overrides):
         paths.append(sitting_path(out, k))
         said = f"{command} (sitting {k} of {len(spec.sittings)})" if command else None
         run_one(one, out=paths[-1], command=said, **overrides)
-    pooled = merge_reps([store.load(p).load() for p in paths], names=[p.name for p in paths])
+    sat = [store.load(p).load() for p in paths]
+    pooled = merge_reps(sat, names=[p.name for p in paths]) if len(sat) > 1 else sat[0]
     if command:
         pooled.attrs["command"] = command
     pooled.attrs["sittings"] = "; ".join(

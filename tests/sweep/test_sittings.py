@@ -56,6 +56,12 @@ def test_a_sitting_at_some_levels_only(tmp_path):
     assert _n(ds) == [5, 2, 5]
 
 
+def test_one_sitting_is_its_own_dataset(tmp_path):
+    p = _spec(tmp_path, "[[sittings]]\nseed = 7\nrepetitions = 3\n")
+    ds = spec.run_spec(p, out=tmp_path / "one.nc", quiet=True)
+    assert ds.sizes["rep"] == 3 and abtlab.load(tmp_path / "one.nc").attrs["seed"] in (7, "7")
+
+
 @pytest.mark.parametrize("text,field", [
     ("[[sittings]]\nrepetitions = 2\n", "sittings[1].seed"),
     ("[[sittings]]\nseed = 1\n[[sittings]]\nseed = 1\n", "sittings[2].seed"),
