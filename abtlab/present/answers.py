@@ -214,7 +214,7 @@ def kernel_history(hist, policy="ext4") -> None:
     p = PAPER_IOZONE
     return _say(f"{policy} throughput with the write op timed (the paper's) at {hi:g} over {lo:g} GHz "
                 f"(the paper: x{p['ratio']}, unblocked threads {p['unblocked_low']} -> "
-                f"{p['unblocked_high']} of 256 on Linux 3.4): " + "; ".join(parts) + ".")
+                f"{p['unblocked_high']} of {p['threads']} on Linux 3.4): " + "; ".join(parts) + ".")
 
 
 def paper_machine(ds) -> None:

@@ -107,8 +107,9 @@ def plot_unblocked(hist: History, policy="ext4", ax=None):
         ax.plot(m[schema.FREQ].values, m.values / hist.point.threads, "o-" if evidence else "o--",
                 label=f"{row} [{_kind(_label(ds), ', ')}]" + ("" if evidence else ": span overlap, not the paper's count"))
     p = PAPER_IOZONE
-    ax.plot([p["f_low"], p["f_high"]], [p["unblocked_low"] / 256, p["unblocked_high"] / 256], "s:",
-            color="grey", label="the paper (Linux 3.4.2, 240 -> 40 of 256)")
+    ax.plot([p["f_low"], p["f_high"]], [p["unblocked_low"] / p["threads"], p["unblocked_high"] / p["threads"]],
+            "s:", color="grey",
+            label=f"the paper (Linux 3.4.2, {p['unblocked_low']} -> {p['unblocked_high']} of {p['threads']})")
     ax.set_xlabel("CPU frequency (GHz)")
     ax.set_ylabel(f"unblocked writers (fraction of {hist.point.threads})")
     ax.set_ylim(0, 1.05)

@@ -7,14 +7,12 @@ comes from the dataset given or the reference file; every plot carries the data'
 provenance (VIRTUAL time on the guest)."""
 from __future__ import annotations
 
-import csv
-import functools
 import math
 
 import numpy as np
 
-from ..about import REFERENCE_DATA
 from ..data import schema
+from ..data.published import SAME_CELL, paper_value, published
 from ..stats.ratios import format_ratio, ratio_ci
 from ..stats.values import provenance_label
 from .figures import finish
@@ -23,52 +21,17 @@ from .plots import plot_metric
 __all__ = ["published", "paper_value", "stated", "table", "by_machine", "plot_figure", "summary",
            "DELAY_KINDS"]
 
-PUBLISHED = "abt_published.csv"
 DELAY_KINDS = ("delayjc", "kdelayjc")
 # the paper's figure of each cell: (workload, threads, file size or files per worker)
 _FIGURES = {("iozone", 256, 128 << 10): "Fig7a", ("iozone", 256, 256 << 10): "Fig7b",
             ("iozone", 256, 512 << 10): "Fig7c", ("metarates", 4, 4): "Fig8a",
             ("metarates", 16, 16): "Fig8b", ("metarates", 32, 32): "Fig8c"}
-# the same cell in the paper's earlier figures (Figs. 1-2: IOzone's, Fig. 3: Metarates')
-_SAME_CELL = {"Fig7a": ("Fig1", "Fig2"), "Fig8a": ("Fig3",)}
-
-
-def published(path=None) -> list[dict]:
-    """The paper's stated figures, a dict per row (figure, metric, config, value, unit, note)."""
-    return [dict(r) for r in _read(str(path or REFERENCE_DATA / PUBLISHED))]
-
-
-@functools.lru_cache(maxsize=4)
-def _read(path: str) -> tuple:
-    """The reference file's rows, read once: a figure and its table look values up many times."""
-    with open(path, newline="") as f:
-        return tuple(csv.DictReader(line for line in f if not line.startswith("#")))
-
-
-def _ghz(config: str) -> float | None:
-    for word in config.replace(";", " ").replace(",", " ").split():
-        if word.endswith("GHz"):
-            return float(word[:-3])
-    return None
-
-
-def paper_value(figure: str, metric: str, rows=None) -> list[tuple]:
-    """[(GHz or None, value)] the paper states for `metric` in `figure` (e.g. Fig7a) or an
-    earlier figure of the same cell; GHz is the first clock its configuration names."""
-    names, out = (figure,) + _SAME_CELL.get(figure, ()), []
-    for r in rows if rows is not None else published():
-        if set(names) & set(r["figure"].split("/")) and r["metric"] == metric:
-            try:
-                out.append((_ghz(r["config"]), float(r["value"])))
-            except ValueError:          # a range ("0.11-0.55") is not a point
-                continue
-    return out
 
 
 def stated(figure: str):
     """The paper's stated figures for `figure` and its cell's earlier figures, as a table."""
     import pandas as pd
-    names = (figure,) + _SAME_CELL.get(figure, ())
+    names = (figure,) + SAME_CELL.get(figure, ())
     rows = [{k: r[k] for k in ("figure", "metric", "config", "value", "unit")}
             for r in published() if set(names) & set(r["figure"].split("/"))]
     return pd.DataFrame(rows)
