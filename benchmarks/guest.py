@@ -60,7 +60,7 @@ def _items(backend, point, n, device, machine, workdir, freq_mode="native"):
         ctx = RunContext(Path(workdir), rep=i, seed=i, quiet=True, options={"guest_timeout": 1800},
                          f_ref_ghz=F_REF, freq_mode=freq_mode)
         prep = be.prepare(point, ctx)
-        items.append((prep.argv_for, point, ctx, prep.data_bytes))
+        items.append((prep.argv_for, point, ctx, prep.data_bytes, prep.trace_from_go))
     return items
 
 

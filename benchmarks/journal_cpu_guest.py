@@ -40,7 +40,8 @@ def _runs(machine, mhz: int, a) -> list:
         argv = lambda d, dil, tp: ["/x/abt-iozone", "--threads", a.threads, "--file-size", fsize,
                                    "--record-size", rsize, "--dir", d, "--dilate", f"{dil:.6f}",
                                    "--trace", tp, "--fsync", "--start", a.start]
-        run, _ = guest_point.guest_run(argv, point, ctx, a.threads * fsize, machine, rep + 1)
+        run, _ = guest_point.guest_run(argv, point, ctx, a.threads * fsize, machine, rep + 1,
+                                       trace_from_go=a.start == "poll")
         read = "p=$(pidof jbd2/ram0-8 jbd2/nullb%d-8); grep sum_exec_runtime /proc/$p/sched" % (rep + 1)
         run.argv = ["/bin/sh", "-c", f"{read}; {' '.join(shlex.quote(str(x)) for x in run.argv)}; {read}"]
         runs.append(run)

@@ -68,16 +68,17 @@ class IozoneBackend(ProgramBackend):
         """The run without its machine (ProgramBackend sends it to the point's)."""
         exe = program("abt-iozone")
         fsync = ctx.options.get("fsync", True)
+        start = start_of(point, ctx.options)
 
         def argv(data_dir, dilate, tpath):
             a = [exe, "--threads", point["threads"], "--file-size", point["file_size"],
                  "--record-size", point["record_size"], "--dir", data_dir,
                  "--dilate", f"{dilate:.6f}", "--trace", tpath]
             a.append("--fsync" if fsync else "--no-fsync")
-            a += ["--start", start_of(point, ctx.options)]
+            a += ["--start", start]
             if ctx.options.get("direct"):
                 a.append("--direct")
             return a
         return Prepared(argv, point["threads"] * point["file_size"], "iozone",
-                        {"file_size": point["file_size"], "fsync": fsync},
-                        {"start": start_of(point, ctx.options)})
+                        {"file_size": point["file_size"], "fsync": fsync}, {"start": start},
+                        trace_from_go=start == "poll")

@@ -61,7 +61,8 @@ def group_key(point, ctx):
 def run_program(prep: Prepared, point, ctx, machine=None) -> RunResult:
     """One point of a program on its machine, with the model's measures and the delayJC
     batch count."""
-    return add_measures(run_any(prep.argv_for, point, ctx, prep.data_bytes, machine), prep)
+    return add_measures(run_any(prep.argv_for, point, ctx, prep.data_bytes, machine,
+                                prep.trace_from_go), prep)
 
 
 def run_programs(preps: list, runs: list, workdir) -> list:
@@ -70,16 +71,17 @@ def run_programs(preps: list, runs: list, workdir) -> list:
     where, machine = route(*runs[0], machine_for(*runs[0]))
     if where != GUEST:
         return [_caught(run_program, pr, p, c) for pr, (p, c) in zip(preps, runs)]
-    items = [(pr.argv_for, p, c, pr.data_bytes) for pr, (p, c) in zip(preps, runs)]
+    items = [(pr.argv_for, p, c, pr.data_bytes, pr.trace_from_go) for pr, (p, c) in zip(preps, runs)]
     return [r if isinstance(r, Exception) else _caught(add_measures, r, pr)
             for r, pr in zip(guest_point.run_batch(items, machine, workdir), preps)]
 
 
-def run_any(argv_for, point, ctx, data_bytes, machine=None) -> RunResult:
-    """One point of a program on its machine (route), without the model's measures."""
+def run_any(argv_for, point, ctx, data_bytes, machine=None, trace_from_go=False) -> RunResult:
+    """One point of a program on its machine (route), without the model's measures.
+    trace_from_go: the driver's Prepared.trace_from_go (a guest traces from the go)."""
     where, machine = route(point, ctx, machine_for(point, ctx, machine))
     if where == GUEST:
-        return run_in_guest(argv_for, point, ctx, data_bytes, machine)
+        return run_in_guest(argv_for, point, ctx, data_bytes, machine, trace_from_go=trace_from_go)
     if where == KERNEL:
         return run_kdelayjc(argv_for, point, ctx, data_bytes)
     res = host.run_workload(argv_for, point, ctx, data_bytes)
@@ -92,12 +94,14 @@ def run_kdelayjc(argv_for, point, ctx, data_bytes) -> RunResult:
     return _under_kernel_knobs(point, lambda p: host.run_workload(argv_for, p, ctx, data_bytes))
 
 
-def run_in_guest(argv_for, point, ctx, data_bytes, machine="guest", timeout=None) -> RunResult:
+def run_in_guest(argv_for, point, ctx, data_bytes, machine="guest", timeout=None,
+                 trace_from_go=False) -> RunResult:
     """One point, one boot: RunError if anything failed inside the guest. machine: a
     Machine from machine_for, or a spec to resolve for this point."""
     if not isinstance(machine, Machine):
         machine = machine_for(point, ctx, machine)
-    res = guest_point.run_batch([(argv_for, point, ctx, data_bytes)], machine, ctx.workdir, timeout)[0]
+    res = guest_point.run_batch([(argv_for, point, ctx, data_bytes, trace_from_go)], machine,
+                                ctx.workdir, timeout)[0]
     if isinstance(res, Exception):
         raise res
     return res

@@ -72,10 +72,16 @@ def _dilate(point, ctx) -> float:
     return ctx.f_ref_ghz / float(point["freq_ghz"]) if ctx.freq_mode == "emulated" else 1.0
 
 
-def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1, exe=None):
+def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1, exe=None,
+              trace_from_go: bool = False):
     """The GuestRun of one point (index: its place in the batch, its null_blk index).
     exe: the program's path in the guest when it is not one of abtlab's /abt/NAME (a
-    dynamically linked tool, which the delayJC preload needs no -dyn build of)."""
+    dynamically linked tool, which the delayJC preload needs no -dyn build of).
+    trace_from_go (the driver's Prepared.trace_from_go: IOzone's polling start): the
+    program writes the go file when its workers start and the trace begins there, not
+    at its first poll (256 pollers switch every ~51 us: 3.4.2 took over 60 s of the
+    guest's clock, one vCPU in the trace file's reader, to print the start's switches
+    and stacks)."""
     pol = policies.parse(point["policy"])
     out = PurePosixPath(_OUT.format(index))
     argv = [str(a) for a in argv_for(_DATA, _dilate(point, ctx), out / "ops.trace")]
@@ -84,27 +90,18 @@ def guest_run(argv_for, point, ctx, data_bytes, machine: Machine, index: int = 1
     writes, resets = _knobs(pol, machine, index)
     mount = ",".join(o for o in (mount_options_of(pol, ctx), machine.kernel_knobs.mount_options()) if o)
     prog = str(exe) if exe else f"/abt/{PurePosixPath(argv[0]).name}"
-    at_go = _polling_start(argv)
-    if at_go:
+    if trace_from_go:
         argv += ["--go-file", guest.GO_FILE]
     run = guest.GuestRun(argv=[prog] + argv[1:], disk=disk,
                          mkfs_args=_mkfs_args(pol, ctx, ctx.seed, machine.guest_kernel), env={},
                          mount_options=mount, knobs=writes, knobs_reset=resets,
                          pre_sleep_us=start_phase_us(ctx, machine), deadline_us=deadline_us(ctx.options),
-                         trace_at_go=at_go)
+                         trace_at_go=trace_from_go)
     if pol.needs_preload:  # the preload needs the dynamically linked build
         if exe is None:
             run.argv[0] += "-dyn"
         run.env = {**preload_env(pol, out / "batches.trace"), "LD_PRELOAD": "/abt/libdelayjc.so"}
     return run, pol
-
-
-def _polling_start(argv) -> bool:
-    """abt-iozone with IOzone's polling start: traced from its go, not from its first
-    poll (256 pollers switch every ~51 us: 3.4.2 took over 60 s of the guest's clock,
-    one vCPU in the trace file's reader, to print the start's switches and stacks)."""
-    return PurePosixPath(str(argv[0])).name.startswith("abt-iozone") and any(
-        a == "poll" and b == "--start" for b, a in zip(argv, argv[1:]))
 
 
 TURN_US = 8333     # one turn of a 7200 rpm drive
@@ -313,12 +310,14 @@ _TIME_BASE = {"virtual": "virtual: guest CLOCK_MONOTONIC under qemu -icount",
 
 
 def run_batch(items, machine: Machine, workdir, timeout=None) -> list:
-    """items: (argv_for, point, ctx, data_bytes) each; one boot runs them all in order.
-    Returns a RunResult or the RunError of each point."""
-    built = [guest_run(a, p, c, d, machine, i) for i, (a, p, c, d) in enumerate(items, 1)]
+    """items: (argv_for, point, ctx, data_bytes, trace_from_go) each (the last from the
+    driver's Prepared); one boot runs them all in order. Returns a RunResult or the
+    RunError of each point."""
+    built = [guest_run(a, p, c, d, machine, i, trace_from_go=g)
+             for i, (a, p, c, d, g) in enumerate(items, 1)]
     res = _boot(built, machine, workdir, items[0][2], _events(), timeout=timeout)
     out = []
-    for (run, pol), pres, (_, _, ctx, _) in zip(built, res.points, items):
+    for (run, pol), pres, (_, _, ctx, _, _) in zip(built, res.points, items):
         try:
             out.append(_point_result(pres, run, pol, machine, ctx, workdir))
         except AbtError as exc:     # RunError, or ConfigError for a bad argument

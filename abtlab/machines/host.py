@@ -265,12 +265,16 @@ def scratch_on_device(profile, size_mb, journal=True, mount_options="", workdir=
 @dataclass
 class Prepared:
     """What a driver's run needs besides its machine: argv_for(data_dir, dilate,
-    trace_path) -> argv, the bytes it writes, and the model's workload and options."""
+    trace_path) -> argv, the bytes it writes, and the model's workload and options.
+    trace_from_go: the program starts its workers itself and says when (IOzone's polling
+    start, `--start poll`): a guest traces the run from that go, not from the program's
+    start (abtlab.machines.guest_point)."""
     argv_for: object
     data_bytes: int
     workload: str
     measure_kw: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)     # recorded with each run (e.g. the start)
+    trace_from_go: bool = False
 
 
 def add_measures(res: RunResult, prep: Prepared) -> RunResult:

@@ -1,12 +1,16 @@
 """A guest point stopped at its deadline: the option is checked up front, /init is told,
 and the error says what the CPUs and threads were doing (from snapshots given here)."""
+import importlib
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from abtlab.backends import get
 from abtlab.backends.base import RunContext
 from abtlab.errors import ConfigError, RunError
 from abtlab.machines import guest, guest_point, guest_stall, host
+from abtlab.machines.spec import parse_machine
 
 STAT0 = "cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 25 0 12 250 0 0 0 0 0 0\n"
 STAT1 = "cpu  100 0 850 1100 0 40 10 0 0 0\ncpu0 25 0 212 275 0 10 3 0 0 0\n"
@@ -43,10 +47,38 @@ def test_init_is_told_the_deadline_and_where_tracing_starts():
     assert "DEADLINE_US" not in plain and "TRACE_AT_GO" not in plain
 
 
-def test_a_polling_start_is_traced_from_its_go():
-    assert guest_point._polling_start(["/x/abt-iozone", "--threads", "4", "--start", "poll"])
-    assert not guest_point._polling_start(["/x/abt-iozone", "--start", "barrier"])
-    assert not guest_point._polling_start(["/x/abt-metarates", "--start", "poll"])
+def _prepared(backend, monkeypatch, machine="guest", **options):
+    """The driver's Prepared of one point (its program's path stood in for: nothing runs)."""
+    module = importlib.import_module(f"abtlab.backends.{backend}")
+    monkeypatch.setattr(module, "program", lambda name: Path("/x") / name)
+    point = {"policy": "ext4", "threads": 4, "file_size": 64 << 10, "record_size": 32 << 10,
+             "files": 2, "machine": machine}
+    ctx = RunContext(workdir=Path("/tmp"), options=options)
+    return get(backend).prepare(point, ctx)
+
+
+def test_the_iozone_driver_says_when_its_start_is_traced_from_the_go(monkeypatch):
+    """IOzone's polling start (asked for, or the default on the lock-step clock) is traced
+    from its go; the barrier start and Metarates from the program's start."""
+    lockstep = "guest:kernel=3.4.2,clock=lockstep,cpus=4"
+    for machine, options, go in (("guest", {"start": "poll"}, True), ("guest", {}, False),
+                                 (lockstep, {}, True), (lockstep, {"start": "barrier"}, False)):
+        prep = _prepared("iozone", monkeypatch, machine, **options)
+        assert prep.trace_from_go is go, (machine, options)
+        argv = [str(a) for a in prep.argv_for("/d", 1.0, "/t")]
+        assert argv[argv.index("--start") + 1] == ("poll" if go else "barrier")
+    assert _prepared("metarates", monkeypatch).trace_from_go is False
+
+
+def test_a_run_traced_from_its_go_writes_the_go_file_and_tells_init(tmp_path):
+    ctx = RunContext(workdir=tmp_path, seed=1, freq_mode="virtual")
+    point = {"policy": "ext4", "device": "none", "freq_ghz": 1.0}
+    argv = lambda d, dilate, t: ["/x/abt-iozone", "--threads", "4", "--start", "poll"]
+    machine = parse_machine("guest")
+    at_go, _ = guest_point.guest_run(argv, point, ctx, 1 << 20, machine, trace_from_go=True)
+    assert at_go.trace_at_go and at_go.argv[-2:] == ["--go-file", guest.GO_FILE]
+    plain, _ = guest_point.guest_run(argv, point, ctx, 1 << 20, machine)
+    assert not plain.trace_at_go and "--go-file" not in plain.argv
 
 
 def test_the_summary_splits_cpu_time_and_counts_threads_by_state():

@@ -42,13 +42,14 @@ def test_the_sweep_is_not_refused_for_root_and_reaches_the_guest(non_root_withou
     monkeypatch.setattr(loop, "MachineLock", lambda *a, **k: locked.append(a))
 
     def run_batch(items, machine, workdir, *a):
-        booted.append((machine.label, [p["policy"].kind for _, p, _, _ in items]))
+        booted.append((machine.label, [(p["policy"].kind, go) for _, p, _, _, go in items]))
         return [RunError("the guest's boot is faked here") for _ in items]
     monkeypatch.setattr(guest_point, "run_batch", run_batch)
     with pytest.raises(RunError, match="faked"):
         abtlab.run("iozone", machine="host", policy=KDELAYJC, threads=2, file_size="64k",
                    record_size="32k", reps=1, quiet=True)
-    assert booted == [("guest", ["kdelayjc"])] and locked == []
+    # the barrier start (the default off the lock-step clock): traced from the program's start
+    assert booted == [("guest", [("kdelayjc", False)])] and locked == []
 
 
 def test_a_host_sweep_of_a_non_root_user_is_refused_for_root(non_root_without_knobs):
