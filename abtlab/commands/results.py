@@ -75,6 +75,11 @@ def _show(args, folder):
                 "host_minutes", "date", "reduced_from"):
         if key in ds.attrs:
             print(f"  {key:8s} {ds.attrs[key]}")
+    if "freq_ghz" not in ds[r.var].dims:        # a lab's table, or a grid without a clock
+        from ..results.table_quotes import summary
+        for line in summary(ds, r.var):
+            print(f"    {line}")
+        return 0
     dims = [d for d in ds[r.var].dims if d not in ("rep", "freq_ghz") and ds.sizes[d] > 1]
     print(f"  {r.var} at the highest / the lowest clock, 95% CI:")
     for where in _configs(ds, dims):

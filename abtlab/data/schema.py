@@ -23,6 +23,8 @@ FACTOR_DIMS = (POLICY, FREQ, THREADS, FILE_SIZE, RECORD_SIZE, FILES, DEVICE, MAC
 # ragged traces live on their own dims, tagged with the run they belong to
 OP_DIM, COMMIT_DIM, BATCH_DIM = "op", "commit", "batch"
 RUN_ID = "run_id"
+# one row per run or workload of a table a ranking reads (abtlab.bps.study, lab 6's runs)
+RUN = "run"
 SWEEP_SPEC = "sweep_spec"    # attr: JSON of what `--resume` must match (factors, options, seed)
 FAILED_RUNS = "failed_runs"  # attr: a keep-going sweep's missing runs, one line each with its error
 # attrs of a merged dataset (abtlab.data.merge): its sources, the levels each had where they

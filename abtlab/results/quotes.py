@@ -2,7 +2,8 @@
 of its points: `ratio` (the 3.3/1.6 GHz ratio of means with its Fieller CI, as
 `abtlab stats --slowdown` prints it), `between` (two policies' ratio at one clock),
 `unblocked` (mean unblocked writers at the lowest -> the highest clock), `lohi` (the
-same for any variable: `lohi var=commits`) and `mean`."""
+same for any variable: `lohi var=commits`) and `mean`; and those of a lab whose answer is a
+table (abtlab.results.table_quotes: `rank`, `winner`, `policy`, `levels`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,10 +12,11 @@ from ..data import schema
 from ..errors import ConfigError
 from ..stats import ratio_ci
 from ..stats.ratios import format_ratio
+from . import table_quotes
 
 __all__ = ["quote", "FIELDS", "select"]
 
-FIELDS = ("ratio", "between", "unblocked", "lohi", "mean")
+FIELDS = ("ratio", "between", "unblocked", "lohi", "mean") + table_quotes.FIELDS
 
 
 def _matches(value, wanted: str) -> bool:
@@ -59,6 +61,8 @@ def quote(ds, field: str, var: str = "throughput", digits: int = 2, **where) -> 
     """The text a page shows for `field` of the stored result ds at the points `where`."""
     if field not in FIELDS:
         raise ConfigError("field", field, " | ".join(FIELDS))
+    if field in table_quotes.FIELDS:
+        return table_quotes.quote(ds, field, digits=digits, **where)
     if field == "between":
         num, den = where.pop("num"), where.pop("den")
         dim = where.pop("dim", schema.POLICY)
