@@ -17,7 +17,8 @@ from . import paper_terms as pt
 from .classroom import WORDS, Feedback, _answer_key, _meaning
 from ..data import schema
 from ..data.display import number, quantity
-from ..stats.ratios import format_ratio
+from ..stats.intervals import difference_ci
+from ..stats.ratios import format_ratio, ratio_ci
 from ..stats.values import provenance_label
 from ..studies.notebook_studies import delay_table
 
@@ -232,13 +233,38 @@ def _side_sentence(ds, f_low, f_high) -> str:
     return f"x{format_ratio(*r)} ({words})" + (f", {u.sentence()}" if u else "")
 
 
-def _best_window(table) -> str:
+def _at_clock(ds, var, policy, freq):
+    """var's repetitions at one policy and clock (every other dim of one level)."""
+    one = pt.of_policy(ds, policy)[var]
+    if schema.FREQ in one.dims:
+        one = one.sel({schema.FREQ: freq}, method="nearest")
+    return np.asarray(one.values, float).ravel()
+
+
+def _best_window(ds, freq) -> str:
+    """The window of most mean throughput (write op timed) at freq against plain ext4: the
+    ratio of means with its 95% CI, and the change in mean commit wait with its Welch CI;
+    "no difference measurable here at N repetitions" where the ratio's CI includes 1."""
+    table = delay_table(ds)
+    if schema.FREQ in table:
+        table = table[np.isclose(table[schema.FREQ].astype(float), freq)]
+    table = table[np.isfinite(table.window_ms.astype(float))]      # ext4 and its windows, not NOJC
     top = table.loc[table.throughput_mib_s.idxmax()]
-    ext4 = table[table.window_ms == 0].iloc[0]
     if top.window_ms == 0:
         return "plain ext4 (no window raises the throughput)"
-    return (f"a {top.window_ms:g} ms window, x{top.throughput_mib_s / ext4.throughput_mib_s:.2f} ext4's, "
-            f"commit wait {number(top.commit_wait_ms, 3)} ms against ext4's {number(ext4.commit_wait_ms, 3)} ms")
+    policy = top.get(schema.POLICY, None)
+    ext4 = table[table.window_ms == 0].iloc[0].get(schema.POLICY, None)
+    a, b = (_at_clock(ds, "throughput", p, freq) for p in (policy, ext4))
+    r = ratio_ci(a, b)
+    n = int(min(np.isfinite(a).sum(), np.isfinite(b).sum()))
+    wait = difference_ci(*(_at_clock(ds, "mean_commit_wait", p, freq) / 1e-3 for p in (ext4, policy)))
+    waits = (f"a mean commit wait {'+' if wait[0] >= 0 else ''}{number(wait[0], 3)} ms "
+             + (f"[{number(wait[1], 3)}, {number(wait[2], 3)}]" if math.isfinite(wait[1]) else "(no CI)")
+             + " over ext4's")
+    gain = f"x{format_ratio(*r)} ext4's throughput, {waits}"
+    if pt.direction(r) == "same":
+        return f"no difference measurable here at {n} repetitions (the most, a {top.window_ms:g} ms window: {gain})"
+    return f"a {top.window_ms:g} ms window, {gain}" + (f" ({n} repetitions)" if pt.direction(r) == "unknown" else "")
 
 
 def _clocks(ds, f_low, f_high) -> tuple[float, float]:
@@ -284,18 +310,18 @@ def _bound(ds, freq) -> str:
             f"{f:g} GHz, so a window could give back at most about x{u.writers / u.low:.2f}")
 
 
-def delay_side_by_side_note(table, sides, freq) -> str:
-    """Lab 3: the window of most throughput (write op timed) in this run's table beside each
-    side's (abtlab.labs.journal.sides; mean over the repetitions: the lab's own table, no
-    CI); a side without windows (the stored guest and host results) gives the most a window
-    could give back there, writers over ext4's unblocked ones. Ends with the question of why
-    they differ."""
-    lines = [f"Side by side at {freq:g} GHz, the most throughput with the write op timed:"]
+def delay_side_by_side_note(ds, sides, freq) -> str:
+    """Lab 3: the window of most throughput (write op timed) in this run `ds` beside each
+    side's (abtlab.labs.journal.sides), each over ext4's with its CI and the change in
+    commit wait with its CI; a side without windows (a stored result of ext4 alone) gives the
+    most a window could give back there, writers over ext4's unblocked ones. Ends with the
+    question of why they differ."""
+    lines = [f"Side by side at {freq:g} GHz, the most throughput with the write op timed (95% CIs):"]
     if not any(s.this_run for s in sides):
-        lines.append(f"- this run: {_best_window(table)}")
+        lines.append(f"- this run: {_best_window(ds, freq)}")
     for s in sides:
-        shown = _best_window(table if s.this_run else delay_table(s.ds)) if _has_windows(s.ds) \
-            else _bound(s.ds, freq)
+        f = _clocks(s.ds, freq, freq)[1]
+        shown = _best_window(ds if s.this_run else s.ds, f) if _has_windows(s.ds) else _bound(s.ds, freq)
         lines.append(f"{_row(s)}: {shown}")
     lines.append(f"- the paper ({pt.PAPER}): delayJC x{_P['delayjc_gain']} ext4's throughput (write op timed) at "
                  f"{_P['f_high']} GHz, 256 threads.")

@@ -7,6 +7,9 @@ import pytest
 from abtlab.errors import ConfigError
 from abtlab.present import lab_notes, paper_terms
 from abtlab.studies import notebook_studies as studies
+from abtlab.data.display import number
+from abtlab.stats.intervals import difference_ci
+from abtlab.stats.ratios import format_ratio, ratio_ci
 from tests.run_data import make_run
 
 
@@ -258,18 +261,34 @@ def test_side_by_side_note_sets_each_side_beside_the_run_from_its_data_and_asks_
     assert "- this run, the SIMULATED one" in mine and "- this run (" not in mine
 
 
-def test_delay_side_by_side_note_gives_each_best_window_or_the_bound_without_windows(monkeypatch):
-    here = pd.DataFrame({"window_ms": [0, 4, 16], "throughput_mib_s": [100.0, 90.0, 95.0],
-                         "commit_wait_ms": [150.0, 160.0, 200.0]})
-    paper = make_run({"ext4": 1.0, "delayjc:window=4ms": 1.0}, policies=("ext4", "delayjc:window=4ms"),
-                     threads=(256,), freqs=(3.3,))
+def _windows_run(gain, rsd, reps, wait_ms=(100.0, 300.0), seed=0):
+    """ext4 and a 4 ms window at 3.3 GHz: the window's mean throughput x`gain` ext4's, its
+    commit wait wait_ms[1] against ext4's wait_ms[0] (1% spread)."""
+    pols = ("ext4", "delayjc:window=4ms")
+    ds = make_run({"ext4": 1.0, pols[1]: gain}, reps=reps, rsd=rsd, seed=seed, policies=pols,
+                  threads=(256,), freqs=(3.3,))
+    rng = np.random.default_rng(seed + 1)
+    wait = np.array(wait_ms)[:, None, None, None] * 1e-3 * rng.normal(1, 0.01, ds.throughput.shape)
+    return ds.assign(mean_commit_wait=(ds.throughput.dims, wait),
+                     threads_clear_of_commits=(ds.throughput.dims, np.full(ds.throughput.shape, 64.0)),
+                     commits=(ds.throughput.dims, np.full(ds.throughput.shape, 4.0)))
+
+
+def test_delay_side_by_side_note_gives_each_best_window_with_its_ci_or_the_bound_without_windows():
+    here = _windows_run(gain=1.03, rsd=0.1, reps=4)           # a window's gain inside the noise
+    paper = _windows_run(gain=3.6, rsd=0.02, reps=6)
     guest = _with_counts(make_run({"ext4": 1.0}, policies=("ext4",), threads=(256,)), "unblocked_threads", 200, 64)
-    # the paper machine's delay table (studies.delay_table is tested with its study): 4 ms x3.6
-    monkeypatch.setattr(lab_notes, "delay_table", lambda ds: pd.DataFrame(
-        {"window_ms": [0, 4], "throughput_mib_s": [10.0, 36.0], "commit_wait_ms": [100.0, 300.0]}))
     note = lab_notes.delay_side_by_side_note(here, [_Side("sim", paper), _Side("guest", guest)], 3.3)
-    assert "- this run: plain ext4 (no window raises the throughput)" in note
-    assert "- sim: a 4 ms window, x3.60 ext4's, commit wait 300 ms against ext4's 100 ms" in note
+    a, b = (paper.throughput.sel(policy=p).values.ravel() for p in ("delayjc:window=4ms", "ext4"))
+    r = ratio_ci(a, b)
+    assert r[1] > 1 and f"- sim: a 4 ms window, x{format_ratio(*r)} ext4's throughput, a mean commit wait +" in note
+    d, lo, hi, _ = difference_ci(*(paper.mean_commit_wait.sel(policy=p).values / 1e-3
+                                   for p in ("ext4", "delayjc:window=4ms")))
+    assert lo > 0 and f"wait +{number(d, 3)} ms [{number(lo, 3)}, {number(hi, 3)}] over ext4's" in note
+    r_here = ratio_ci(*(here.throughput.sel(policy=p).values.ravel() for p in ("delayjc:window=4ms", "ext4")))
+    assert r_here[0] > 1 > r_here[1]      # the constructed run: the window ahead, its CI including 1
+    assert (f"- this run: no difference measurable here at 4 repetitions (the most, a 4 ms window: "
+            f"x{format_ratio(*r_here)} ext4's throughput") in note
     assert "- guest: no delayJC windows in it; ext4 leaves 64 of 256 unblocked threads at 3.3 GHz, " \
            "so a window could give back at most about x4.00" in note
     assert "delayJC x3.65" in note and note.endswith("Why do they differ?")
