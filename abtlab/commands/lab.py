@@ -23,9 +23,10 @@ def register(sub):
     where.add_argument("--real", action="store_true",
                        help="data=auto: the real kernel where root and loop devices are available")
     where.add_argument("--guest", action="store_true",
-                       help="the guest's paper machine, read from its stored result (paper_machine_342: "
-                            "Linux 3.4.2 in the qemu guest, lock-step virtual time), for the labs "
-                            "that take it; nothing runs in the guest")
+                       help="the guest's paper machine, read from its stored result (paper_fig7a_342: "
+                            "Linux 3.4.2 in the qemu guest, lock-step virtual time, IOzone's polling "
+                            "start, Fig. 7a's cell) at the labs' clocks, for the labs that take it; "
+                            "nothing runs in the guest")
     where.add_argument("--guest-live", action="store_true",
                        help="data=guest: run the labs in the qemu guest now (a real Linux kernel, virtual "
                             "time, no root; minutes per lab at the paper's cell)")

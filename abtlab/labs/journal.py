@@ -2,8 +2,9 @@
 a lab runs on, and what it sets beside it where abtlab has the paper's effect:
 
 (a) the SIMULATED paper machine (examples/sim_paper_machine.toml, run at the lab's point);
-(b) the guest's paper machine: the stored result `paper_machine_342` (Linux 3.4.2 in the
-    qemu guest, lock-step VIRTUAL TIME), read through the results registry, never rerun;
+(b) the guest's paper machine: the stored result `paper_fig7a_342` (Linux 3.4.2 in the
+    qemu guest, lock-step VIRTUAL TIME, IOzone's polling start, Fig. 7a's cell), read
+    through the results registry at the lab's clocks, never rerun;
 (c) the real kernel: this host's, run at the lab's point where root and loop devices are
     available (`real_kernel="auto"`), else the stored host result `host_iozone_32t`.
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import about
 from ..data import schema
 from ..data.store import load
@@ -21,9 +24,11 @@ from ..model.remeasure import upgrade
 from ..results import registry
 from ..studies import notebook_studies as studies
 
-__all__ = ["GUEST_RESULT", "HOST_RESULT", "REAL_KERNEL", "Side", "stored", "lab_data", "sides"]
+__all__ = ["GUEST_RESULT", "HOST_RESULT", "REAL_KERNEL", "Side", "stored", "lab_data", "at_clocks", "sides"]
 
-GUEST_RESULT = "paper_machine_342"
+GUEST_RESULT = "paper_fig7a_342"
+# how a stored guest run started its writers (its "start" attr), said in its label
+STARTS = {"poll": "IOzone's polling start", "barrier": "abt-iozone's barrier start"}
 HOST_RESULT = "host_iozone_32t"
 PAPER_MACHINE = (about.EXAMPLES / "sim_paper_machine.toml").name
 REAL_KERNEL = ("auto", "stored", None)
@@ -48,10 +53,22 @@ def _stored_path(data):
     return str(results[data].path(registry.root())) if data in results else data
 
 
-def lab_data(data, *args, **kw):
+def at_clocks(ds, freqs):
+    """A stored result at the lab's clocks (GHz) where it has every one of them (a sweep over
+    more clocks, as Fig. 7a's 1.6-3.3 GHz); else ds as it is, read at its own ends."""
+    have = [float(f) for f in np.atleast_1d(ds[schema.FREQ].values)] if schema.FREQ in ds.dims else []
+    keep = [h for h in have if np.isclose(h, [float(f) for f in freqs]).any()]
+    return ds.sel({schema.FREQ: keep}) if have and len(keep) == len(freqs) else ds
+
+
+def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext4,nojc",
+             freqs=(1.6, 3.3), **kw):
     """abtlab.studies.notebook_studies.lab_data, with `data` also the name of a stored
-    result (e.g. "paper_machine_342": the guest's paper machine, read, not run)."""
-    return studies.lab_data(_stored_path(data), *args, **kw)
+    result (e.g. "paper_fig7a_342": the guest's paper machine, read, not run), read at
+    the lab's clocks `freqs`."""
+    ds = studies.lab_data(_stored_path(data), threads, file_size, record_size, policy, freqs, **kw)
+    return at_clocks(ds, freqs if isinstance(freqs, (list, tuple)) else [freqs]) \
+        if _stored_path(data) != data else ds
 
 
 def _cell(ds) -> str:
@@ -68,7 +85,12 @@ def _guest_label(ds) -> str:
     return (f"the guest's paper machine (stored result {GUEST_RESULT}, measured {a.get('date', '?')}: "
             f"Linux {a.get('guest_kernel_name', '?')} in the qemu guest, {a.get('guest_cpus', '?')} vCPUs "
             f"each at the clock on a lock-step virtual clock, I/O scheduler {a.get('kernel_iosched', '?')}, "
-            f"the {_device(ds)} drive model; VIRTUAL TIME; {_cell(ds)})")
+            f"the {_device(ds)} drive model{_start(ds)}; VIRTUAL TIME; {_cell(ds)})")
+
+
+def _start(ds) -> str:
+    start = STARTS.get(str(ds.attrs.get("start", "")))
+    return f", {start}" if start else ""
 
 
 def _device(ds) -> str:
@@ -122,7 +144,7 @@ def sides(ds, data, sim_params, threads=256, file_size="128k", record_size="32k"
     else:
         sim = studies.lab_data("sim", quiet=True, sim_params="paper_machine", **point)
         out = [Side(_sim_label(sim), sim)]
-    guest = ds if data == GUEST_RESULT else stored(GUEST_RESULT)
+    guest = ds if data == GUEST_RESULT else at_clocks(stored(GUEST_RESULT), freqs)
     out.append(Side(_guest_label(guest), guest, this_run=data == GUEST_RESULT))
     if real_kernel is not None:
         out.append(_real_side(ds, real_kernel, point))

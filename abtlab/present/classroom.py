@@ -69,10 +69,13 @@ def _meaning(word, field):
 
 
 def measured_change(before, after, ci=None, tol=0.05) -> str:
-    """"up", "down" or "same": from a CI of after/before when given (1 inside -> same),
-    else from the relative change against tol."""
+    """"up", "down" or "same": from a CI of after/before when given (1 inside -> same;
+    "unknown" when it has no finite bounds: too few or too noisy repetitions for one), else
+    from the relative change against tol."""
     if ci is not None:
         lo, hi = ci
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return "unknown"
         if lo > 1:
             return "up"
         if hi < 1:
@@ -95,10 +98,16 @@ def check_change(prediction, before, after, what, ci=None, tol=0.05, why="",
         return Feedback(None, f"write your prediction for {what} in the parameters cell, then re-run")
     got = measured_change(before, after, ci, tol)
     ratio = after / before if before else math.nan
-    ci_txt = f", {ci_label} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else ""
+    ci_txt = ("" if ci is None else f", {ci_label} [{ci[0]:.2f}, {ci[1]:.2f}]" if got != "unknown"
+              else ", no CI: too few or too noisy repetitions")
     unit, k = display_unit(units, [before, after])
     shown = f"{number(before * k)} -> {number(after * k)}" + (f" {unit}" if unit and unit != "1" else "")
     seen = f"{what}: {shown} (x{ratio:.2f}{ci_txt}), measured change: {got}"
+    if got == "unknown":      # a point estimate without a CI grades nothing (a prediction is still checked)
+        if prediction is not None:
+            _meaning(prediction, "prediction")
+        return Feedback(None, f"{seen}; no direction is graded without a CI.", key=prediction is None,
+                        measured=False)
     if prediction is None:
         graded = ", ".join(repr(w) for w in WORDS[got])
         return Feedback(None, f"{seen}; graded correct: {graded}.", key=True)

@@ -89,6 +89,13 @@ def faster_cpu_note(ds, f_low, f_high) -> str:
         head = "Answer: the paper's effect is measured here: ext4 is slower at the faster clock with the write op timed."
         if u and u.change() != "down":
             head += f" Not through fewer {u.short}, though, as the paper's account has it."
+    elif pt.direction(w) == "unknown":
+        n = int(min(np.isfinite(pt.of_policy(ds, "ext4")["throughput"].sel(freq_ghz=f).values).sum()
+                    for f in (f_low, f_high)))
+        head = (f"Answer: not measured on this data: ext4's ratio with the write op timed has no CI here "
+                f"({n} repetitions at a clock, too few or too far apart), so the lab's question is not "
+                f"answered on it; its point estimate is x{w[0]:.2f}" + (", not the paper's slowdown." if w[0] >= 1
+                                                                     else ", the paper's direction."))
     else:
         head = ("Answer: this machine measures something else than the paper: with the write op timed "
                 "(the paper's metric) ext4 is not slower at the faster clock.")

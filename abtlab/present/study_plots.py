@@ -15,7 +15,7 @@ from ..studies.notebook_studies import delay_table
 from ..trace import Op
 from .figures import finish
 
-__all__ = ["plot_delay_tradeoff", "plot_commit_timeline"]
+__all__ = ["plot_delay_tradeoff", "plot_commit_timeline", "plot_commit_timelines"]
 
 
 def plot_delay_tradeoff(ds, threads=None):
@@ -98,3 +98,14 @@ def _write_ops(writes, tids):
     k = np.minimum(np.searchsorted(u, tids), max(u.size - 1, 0))
     rows = np.flatnonzero(u[k] == tids) if u.size else np.zeros(0, int)
     return rows, first[k[rows]], last[k[rows]]
+
+
+def plot_commit_timelines(ds, freqs) -> list:
+    """The commit timeline of the first run at each clock in freqs; none, said in a line,
+    where the data keeps no op and commit records (a stored result reduced to its
+    per-repetition values, abtlab.results.stored.reduced)."""
+    if "op_run" not in ds or "run_id" not in ds:
+        print("No commit timeline: this data keeps no op and commit records "
+              f"({ds.attrs.get('reduced_from', 'a run without traces')}).")
+        return []
+    return [plot_commit_timeline(ds, run_id=int(runs.run_ids(ds, freq_ghz=f)[0])) for f in freqs]

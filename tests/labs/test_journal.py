@@ -9,6 +9,7 @@ from abtlab.labs import journal
 from abtlab.present import classroom, lab_notes, paper_terms
 from abtlab.results import registry
 from abtlab.data.store import load
+from abtlab.stats.ratios import format_ratio
 
 
 def _stored_ratio(name, policy="ext4"):
@@ -29,20 +30,24 @@ def test_the_sides_are_the_simulated_paper_machine_the_stored_guest_and_the_stor
     assert sim.label.startswith("the SIMULATED paper machine (sim_paper_machine.toml")
     assert f"a journal CPU of {sim.ds.attrs['sim_commit_cpu_us']:g} us" in sim.label and "chosen" in sim.label
     assert int(sim.ds.threads.max()) == 64                           # run at the lab's point
-    assert "stored result paper_machine_342" in guest.label and "VIRTUAL TIME" in guest.label
+    assert f"stored result {journal.GUEST_RESULT}" in guest.label and "VIRTUAL TIME" in guest.label
+    assert journal.GUEST_RESULT == "paper_fig7a_342" and "IOzone's polling start" in guest.label
+    assert sorted(map(float, guest.ds.freq_ghz.values)) == [1.6, 3.3]    # its points at the lab's clocks
     assert "Linux 3.4.2" in guest.label and "4 vCPUs" in guest.label and "lock-step" in guest.label
     assert guest.ds.attrs["clock"] == "lockstep"
     assert "stored result host_iozone_32t" in host.label and "32 writers x 64 KiB" in host.label
     note = lab_notes.side_by_side_note(ds, sides, 1.6, 3.3)
     for name in (journal.GUEST_RESULT, journal.HOST_RESULT):        # the numbers from the stored data
-        r = _stored_ratio(name)
-        assert f"x{r[0]:.2f} [{r[1]:.2f}, {r[2]:.2f}]" in note
+        assert f"x{format_ratio(*_stored_ratio(name))}" in note
     assert note.endswith("Why do they differ?")
 
 
 def test_a_lab_reads_a_stored_result_by_name_and_it_is_the_guest_side():
     ds = journal.lab_data(journal.GUEST_RESULT, policy="ext4,nojc")
     assert ds.attrs["clock"] == "lockstep" and sorted(map(str, ds.policy.values)) == ["ext4", "nojc"]
+    assert sorted(map(float, ds.freq_ghz.values)) == [1.6, 3.3]          # the lab's clocks of the stored sweep
+    assert sorted(map(float, journal.lab_data(journal.GUEST_RESULT, policy="ext4", freqs=(1.6, 2.4, 3.3))
+                      .freq_ghz.values)) == [1.6, 2.4, 3.3]
     sides = journal.sides(ds, journal.GUEST_RESULT, None, real_kernel=None)
     assert [s.this_run for s in sides] == [False, True]       # no real kernel asked for
     assert "this run, the guest's paper machine" in lab_notes.side_by_side_note(ds, sides, 1.6, 3.3)
@@ -50,7 +55,9 @@ def test_a_lab_reads_a_stored_result_by_name_and_it_is_the_guest_side():
 
 def test_a_wrong_prediction_on_the_stored_guest_gets_a_hint_agreeing_with_its_ratio():
     """Lab 1's first check as the notebook makes it, on the guest's paper machine: whichever
-    way its CI points, "the other way" is graded NOT QUITE and the hint is the measured one."""
+    way its CI points, "the other way" is graded NOT QUITE and the hint is the measured one;
+    a ratio without a CI (too few or too far apart repetitions) grades nothing and says so,
+    as does the lab's closing line. Nothing here assumes the stored result's repetitions."""
     from abtlab import stats
     ds = journal.lab_data(journal.GUEST_RESULT, policy="ext4,nojc")
     sd = stats.slowdown(ds, ref=1.6).sel(freq_ghz=3.3).squeeze(drop=True)
@@ -62,6 +69,11 @@ def test_a_wrong_prediction_on_the_stored_guest_gets_a_hint_agreeing_with_its_ra
     f = classroom.check_change(wrong, float(mean.sel(policy="ext4", freq_ghz=1.6)),
                                float(mean.sel(policy="ext4", freq_ghz=3.3)), "ext4 throughput (write op timed)",
                                units="bytes/s", ci=ci, why=hints)
+    note = lab_notes.faster_cpu_note(ds, 1.6, 3.3)
+    if got == "unknown":
+        assert str(f).startswith("[NOT MEASURED HERE]") and "no CI: too few or too noisy repetitions" in f.message
+        assert note.startswith("Answer: not measured on this data") and f"x{float(sd.ratio.sel(policy='ext4')):.2f}" in note
+        return
     assert str(f).startswith("[NOT QUITE]")
     assert f"x{float(sd.ratio.sel(policy='ext4')):.2f}, 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]" in f.message
     assert f"measured change: {got}" in f.message and f.message.endswith(hints[got])
@@ -75,14 +87,15 @@ def test_sides_refuse_an_unknown_real_kernel_before_running():
 
 
 def test_lab2_wrong_prediction_on_the_stored_guest_gets_the_hint_for_its_unblocked_count():
-    """The stored guest has 2 repetitions: its unblocked change is graded on the Welch CI of
-    the difference, and a wrong prediction's hint quotes the counts and that CI."""
+    """The stored guest's unblocked change is graded on the Welch CI of the difference over
+    its repetitions, and a wrong prediction's hint quotes the counts and that CI."""
     ds = journal.lab_data(journal.GUEST_RESULT, policy="ext4")
     u = paper_terms.unblocked(ds, 1.6, 3.3)
     counted = paper_terms.unblocked_var(ds)
     per = {f: ds[counted].sel(policy="ext4", freq_ghz=f).values.ravel() for f in (1.6, 3.3)}
     from abtlab.stats.intervals import difference_ci
-    assert u.ci == pytest.approx(difference_ci(per[1.6], per[3.3])[1:3]) and u.n == 2
+    assert u.ci == pytest.approx(difference_ci(per[1.6], per[3.3])[1:3])
+    assert u.n == min(int((per[f] == per[f]).sum()) for f in per)     # the stored repetitions, whatever they are
     got = u.change()
     wrong = "fewer" if got != "down" else "more"
     f = lab_notes.unblocked_check(wrong, ds, 1.6, 3.3)

@@ -11,6 +11,20 @@ def test_measured_change():
     assert classroom.measured_change(10, 10.2) == "same"
     assert classroom.measured_change(10, 12, ci=(0.9, 1.3)) == "same"
     assert classroom.measured_change(10, 8, ci=(0.7, 0.9)) == "down"
+    assert classroom.measured_change(10, 40, ci=(float("-inf"), float("inf"))) == "unknown"
+    assert classroom.measured_change(10, 40, ci=(float("nan"), float("nan"))) == "unknown"
+
+
+def test_a_ratio_without_a_ci_grades_no_prediction_and_says_why():
+    """Two repetitions far apart give a point estimate (x4) and no CI: neither "faster" nor
+    "same" is graded, and the line says there is no CI rather than a direction."""
+    why = {"up": "it rose", "down": "it fell", "same": "it held"}
+    for pred in ("faster", "same"):
+        fb = classroom.check_change(pred, 10, 40, "x", ci=(float("-inf"), float("inf")), why=why)
+        assert fb.ok is None and not fb.measured and str(fb).startswith("[NOT MEASURED HERE]")
+        assert "x4.00, no CI: too few or too noisy repetitions" in fb.message and "it rose" not in fb.message
+    with pytest.raises(ConfigError, match="prediction"):
+        classroom.check_change("sideways", 10, 40, "x", ci=(float("-inf"), float("inf")))
 
 
 def test_check_change():
@@ -79,6 +93,7 @@ def test_cli_lab(tmp_path, capsys):
 
 def test_cli_lab_check_runs_each_lab_on_the_data_asked_for(tmp_path, monkeypatch, capsys):
     from abtlab.cli import main
+    from abtlab.labs import journal as journal_labs
     from abtlab.present import report
     seen = []
 
@@ -87,9 +102,9 @@ def test_cli_lab_check_runs_each_lab_on_the_data_asked_for(tmp_path, monkeypatch
         return [], tmp_path / "index.html"
     monkeypatch.setattr(report, "run_batch", fake_batch)
     journal = {"lab_1_faster_cpu", "lab_2_batching", "lab_3_delay"}     # the labs with a guest setting
-    stored_guest = {"lab_1_faster_cpu", "lab_2_batching"}        # lab 3's windows are not in the stored guest
+    stored_guest = {"lab_1_faster_cpu", "lab_2_batching"}        # lab 3's windows (1-64 ms) are not in the stored guest
     for flag, data, takes in (([], "sim", None), (["--real"], "auto", None),
-                              (["--guest"], "paper_machine_342", stored_guest),
+                              (["--guest"], journal_labs.GUEST_RESULT, stored_guest),
                               (["--guest-live"], "guest", journal)):
         seen.clear()
         assert main(["lab", "check", "--out", str(tmp_path), *flag]) == 0

@@ -25,6 +25,15 @@ def test_plots(delay_ds):
         study_plots.plot_commit_timeline(delay_ds, run_id=10 ** 6)
 
 
+def test_commit_timelines_one_per_clock_or_a_line_saying_the_data_has_no_records(delay_ds, capsys):
+    from abtlab.results.stored import reduced
+    one = delay_ds.sel(policy="ext4")
+    figs = study_plots.plot_commit_timelines(one, (1.6, 3.3))
+    assert len(figs) == 2 and all("SIMULATED" in f.axes[0].get_title().upper() for f in figs)
+    assert study_plots.plot_commit_timelines(reduced(one), (1.6, 3.3)) == []
+    assert "No commit timeline: this data keeps no op and commit records" in capsys.readouterr().out
+
+
 def test_commit_timeline_draws_each_threads_first_to_last_write(delay_ds):
     """One line per thread (up to max_threads), from its first write's start to its last
     write's end, in the classifier's thread order."""
