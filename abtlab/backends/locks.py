@@ -1,5 +1,6 @@
-"""Spinlock vs mutex (Petersen, University of Wisconsin-Madison, Fig. 5): N threads x 100 critical-section entries of W
-nops, timed from the first pthread_create to the last join (backends/locks/abt-locks).
+"""Spinlock vs mutex (Petersen, University of Wisconsin-Madison, Fig. 5): N threads x E critical-section
+entries of W nops (option entries: Petersen's 100 by default), timed from the first
+pthread_create to the last join (backends/locks/abt-locks).
 
 Also holds the two helpers both syscall drivers use: run a program that prints one
 `key=value` line, and turn its exit code into abtlab's errors.
@@ -11,6 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from .. import trace
 from ..errors import ConfigError, RunError
 from ..data.result import RunResult
@@ -18,10 +21,10 @@ from .base import Backend
 from ..machines import programs
 from ..machines.programs import check_exit, parse_result, program
 
-__all__ = ["LocksBackend", "run_kv", "int_in", "LOCKS", "MAX_THREADS", "MAX_WORK"]
+__all__ = ["LocksBackend", "run_kv", "int_in", "LOCKS", "MAX_THREADS", "MAX_WORK", "MAX_ENTRIES"]
 
 LOCKS = ("spin", "mutex")
-MAX_THREADS, MAX_WORK = 100, 1_000_000
+MAX_THREADS, MAX_WORK, MAX_ENTRIES = 100, 1_000_000, 1_000_000
 
 
 def run_kv(argv, fields: dict, point: dict | None = None, timeout: float = 600) -> dict:
@@ -53,12 +56,29 @@ def int_in(point, key, lo, hi):
 
 class LocksBackend(Backend):
     name = "locks"
-    description = ("N threads x 100 critical-section entries of W nops under a pthread "
+    description = ("N threads x E critical-section entries (default 100) of W nops under a pthread "
                    "spinlock or mutex; elapsed from first create to last join (Petersen, University of Wisconsin-Madison)")
     factors = {"lock": "spin", "threads": 1, "work": 1}
+    options = {"entries": f"critical-section entries per thread, an integer from 1 to {MAX_ENTRIES:,} "
+                          "(default 100, Petersen's; lab 4 takes 10,000: with 100 a run times thread start-up)",
+               "trace": "true or false: one record per entry (default true; its two clock reads an "
+                        "entry lengthen runs with tiny critical sections)",
+               "timeout": "seconds a run may take, a number > 0 (default 600)"}
 
     def available(self):
         return programs.availability("abt-locks")
+
+    def validate_options(self, options):
+        """entries, trace and timeout checked before anything runs (ConfigError naming the option)."""
+        out = dict(options)
+        if "entries" in out:
+            out["entries"] = int_in(out, "entries", 1, MAX_ENTRIES)
+        if "trace" in out and not isinstance(out["trace"], (bool, np.bool_)):
+            raise ConfigError("trace", out["trace"], "true or false")
+        t = out.get("timeout", 600)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
+            raise ConfigError("timeout", t, "a number of seconds > 0")
+        return out
 
     def validate_point(self, point):
         if point.get("lock") not in LOCKS:
@@ -74,7 +94,7 @@ class LocksBackend(Backend):
         opts = ctx.options
         argv = [program("abt-locks"), "--lock", point["lock"],
                 "--threads", point["threads"], "--work", point["work"],
-                "--entries", int_in({"entries": opts.get("entries", 100)}, "entries", 1, 10**6)]
+                "--entries", int_in({"entries": opts.get("entries", 100)}, "entries", 1, MAX_ENTRIES)]
         traced = bool(opts.get("trace", True))
         with tempfile.TemporaryDirectory(dir=ctx.workdir) as tmp:
             tpath = Path(tmp) / "locks.trace"

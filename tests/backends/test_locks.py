@@ -86,3 +86,31 @@ def test_driver_entries_option_checked(built_native, tmp_path):
         get("locks").run_point({"lock": "spin", "threads": 1, "work": 1},
                                RunContext(tmp_path, options={"entries": 0}))
     assert exc.value.field == "entries"
+
+
+@pytest.mark.parametrize("option, value, accepted", [
+    ("entries", 0, "an integer from 1 to 1000000"), ("entries", "many", "an integer from 1 to 1000000"),
+    ("entries", 2_000_000, "an integer from 1 to 1000000"), ("trace", "maybe", "true or false"),
+    ("timeout", -1, "a number of seconds > 0")])
+def test_run_locks_refuses_a_bad_option_before_anything_runs(option, value, accepted, tmp_path, capsys):
+    """`abtlab run locks -o entries=N` (lab 4's 10,000 a thread): a bad value is a ConfigError
+    naming the option and what it accepts; no dataset is written."""
+    from abtlab.cli import main
+    with pytest.raises(ConfigError) as exc:
+        get("locks").validate_options({option: value})
+    assert (exc.value.field, exc.value.given, exc.value.accepted) == (option, value, accepted)
+    out = tmp_path / "l.nc"
+    assert main(["run", "locks", "-o", f"{option}={value}", "--threads", "1", "--reps", "1",
+                 "--out", str(out), "--quiet"]) == 2
+    assert f"{option}: got" in capsys.readouterr().err and not out.exists()
+
+
+def test_run_locks_takes_its_entries_per_thread(built_native, tmp_path):
+    from abtlab.cli import main
+    import abtlab
+    out = tmp_path / "l.nc"
+    assert main(["run", "locks", "-o", "entries=300", "-o", "trace=false", "--threads", "2",
+                 "-f", "lock=spin,mutex", "--reps", "2", "--warmup", "0", "--out", str(out), "--quiet"]) == 0
+    ds = abtlab.load(out)
+    assert int(ds.attrs["entries_per_thread"]) == 300 and sorted(map(str, ds.lock.values)) == ["mutex", "spin"]
+    assert get("locks").validate_options({"entries": 300.0, "trace": True}) == {"entries": 300, "trace": True}
