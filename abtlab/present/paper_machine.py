@@ -12,14 +12,16 @@ import math
 import numpy as np
 
 from ..data import schema
-from ..data.published import SAME_CELL, paper_value, published
+from ..data.published import SAME_CELL, paper_iozone, paper_value, published
+from ..machines.spec import parse_machine
 from ..stats.ratios import format_ratio, ratio_ci
 from ..stats.values import provenance_label
 from .figures import finish
+from .paper_terms import unblocked
 from .plots import plot_metric
 
 __all__ = ["published", "paper_value", "stated", "table", "by_machine", "plot_figure", "summary",
-           "DELAY_KINDS"]
+           "in_the_guest", "DELAY_KINDS"]
 
 DELAY_KINDS = ("delayjc", "kdelayjc")
 # the paper's figure of each cell: (workload, threads, file size or files per worker)
@@ -200,3 +202,59 @@ def summary(ds, f_low=None, f_high=None) -> str:
     if stated:
         text += f" (the paper, {fig_id}: {'; '.join(stated)})"
     return text
+
+
+def _time_kind(ds) -> str:
+    """'VIRTUAL TIME' where the guest's clock is virtual (icount or lock-step), else the data's kind."""
+    clock = str(ds.attrs.get("clock", ""))
+    return "VIRTUAL TIME" if "lockstep" in clock or "virtual" in clock else provenance_label(ds)
+
+
+def _machine_of(ds) -> str:
+    """'Linux 3.4.2, 4 vCPUs each at the clock' from the run's machine level(s)."""
+    ms = [parse_machine(str(m)) for m in np.atleast_1d(ds[schema.MACHINE].values)] \
+        if schema.MACHINE in ds.coords else []
+    if not ms or not all(m.is_guest for m in ms):
+        return str(ds.attrs.get("machine", "?"))
+    kernels = ", ".join(dict.fromkeys(f"Linux {m.kernel}" for m in ms))
+    clock = "each at the clock" if all(m.lockstep for m in ms) else "sharing one icount clock"
+    return f"{kernels}, {ms[0].cpus} vCPU{'s' * (ms[0].cpus != 1)} {clock}"
+
+
+def _ext4_change(one, lo, hi, policy="ext4") -> str:
+    """'x4.17 [..] with the write op timed, unblocked writers 101 -> 213 of 256' of one run."""
+    text = f"x{format_ratio(*ratio_ci(_values(one, 'throughput', policy, hi), _values(one, 'throughput', policy, lo)))}"
+    u = unblocked(one, lo, hi, policy)
+    if u is not None:
+        text += f", {u.short} {u.text()}"
+    return text
+
+
+def in_the_guest(ds, ab=None, names=("", "")) -> str:
+    """What the paper's machine in the guest measured at Fig. 7a's cell, in one line: ext4's
+    throughput (write op timed) at the fastest clock over the slowest with its CI, the
+    unblocked writers at both, delayJC over ext4 at the fastest (ds, e.g. the stored result
+    paper_fig7a_342), and each kernel of ab (a run with a machine dim, e.g. stock 6.1 and
+    6.1-legacy: paper_machine_61_ab); names: the two results' names, to say where the
+    numbers come from. The paper's values from the reference file beside them; every other
+    number computed from the data given, and the kind of time said."""
+    p = paper_iozone()
+    freqs = [float(f) for f in ds[schema.FREQ].values]
+    lo, hi = freqs[0], freqs[-1]
+    reps = int(np.isfinite(_values(ds, "throughput", "ext4", hi)).sum())
+    text = (f"The paper's machine in the guest ({_time_kind(ds)}; {_machine_of(ds)}"
+            + (f"; stored result {names[0]}" if names[0] else "") + f", {reps} repetitions): "
+            f"ext4 at {hi:g} over {lo:g} GHz {_ext4_change(ds, lo, hi)}")
+    delay = _delay_policy(ds)
+    if delay:
+        d = ratio_ci(_values(ds, "throughput", delay, hi), _values(ds, "throughput", "ext4", hi))
+        text += f", {delay.split(':')[0]} over ext4 at {hi:g} GHz x{format_ratio(*d)}"
+    if ab is not None:
+        a_lo, a_hi = (float(f) for f in ab[schema.FREQ].values[[0, -1]])
+        kernels = [f"Linux {parse_machine(str(m)).kernel} "
+                   + _ext4_change(ab.sel({schema.MACHINE: m}), a_lo, a_hi) for m in ab[schema.MACHINE].values]
+        text += (f"; on the same machine ({_time_kind(ab)}"
+                 + (f"; {names[1]}" if len(names) > 1 and names[1] else "")
+                 + f"), ext4 at {a_hi:g} over {a_lo:g} GHz: " + "; ".join(kernels))
+    return (text + f". The paper (Linux 3.4.2): x{p['ratio']}, unblocked {p['unblocked_low']} -> "
+            f"{p['unblocked_high']} of {p['threads']}, delayJC x{p['delayjc_gain']} at {p['f_high']:g} GHz.")

@@ -1,7 +1,10 @@
 """abtlab.present.paper_machine: the paper's Figs. 7-8 rows from a run, the paper's stated
 values read from data/reference beside them (constructed runs with known answers)."""
+import re
+
 import matplotlib
 import numpy as np
+import xarray as xr
 
 from abtlab.present import paper_machine as pm
 from tests.run_data import make_run
@@ -53,3 +56,53 @@ def test_the_summary_is_computed_and_names_the_papers_values():
     assert text.startswith("ext4 at 3.3 GHz over 1.6 GHz: x0.5")
     assert "delayjc:window=16ms over ext4 at 3.3 GHz: x3.0" in text
     assert "(the paper, Fig7a: slowdown high vs low freq 0.47 at 3.3 GHz" in text
+
+
+def _on_machines(ds, machines, attrs):
+    """ds (policy, freq, threads, file_size, rep) on each of `machines` (a machine dim)."""
+    out = xr.concat([ds] * len(machines), dim="machine").assign_coords(machine=machines)
+    out.attrs.update(ds.attrs, **attrs)
+    return out
+
+
+LOCKSTEP = {"freq_mode": "virtual", "clock": "lockstep",
+            "time_base": "virtual: guest CLOCK_MONOTONIC under qemu -icount, lock-step vCPUs"}
+
+
+def test_the_guest_line_is_computed_from_the_runs_and_says_virtual_time():
+    fig7a = _on_machines(_fig7a({"ext4": 0.5, "nojc": 2.0, "delayjc:window=16ms": 1.5}),
+                         ["guest:clock=lockstep,cpus=4,kernel=3.4.2"], LOCKSTEP)
+    ab = _fig7a({"ext4": 2.0, "nojc": 2.0, "delayjc:window=16ms": 2.0}).sel(policy=["ext4"])
+    ab = _on_machines(ab, ["guest:clock=lockstep,cpus=4", "guest:clock=lockstep,cpus=4,kernel=6.1-legacy"],
+                      LOCKSTEP)
+    # the legacy preset 1.5x faster again at 3.3 GHz: 3x where stock 6.1 is 2x
+    ab["throughput"] = ab.throughput * xr.DataArray([1.0, 1.5], dims="freq_ghz").where(
+        ab.machine == ab.machine[1], 1.0)
+    text = pm.in_the_guest(fig7a, ab, ("fig7a.nc", "ab.nc"))
+    assert text.startswith("The paper's machine in the guest (VIRTUAL TIME; Linux 3.4.2, 4 vCPUs each "
+                           "at the clock; stored result fig7a.nc, 6 repetitions): ext4 at 3.3 over 1.6 GHz x0.5")
+    assert "unblocked threads 240 -> 40 of 256" in text
+    assert "delayjc over ext4 at 3.3 GHz x3.0" in text
+    # each kernel of the A/B its own ratio: 2x on stock 6.1, 3x on the legacy preset
+    m = re.search(r"\(VIRTUAL TIME; ab\.nc\), ext4 at 3\.3 over 1\.6 GHz: Linux 6\.1 x([\d.]+) \[[^]]+\], "
+                  r"unblocked threads 240 -> 40 of 256; Linux 6\.1-legacy x([\d.]+) \[", text)
+    assert m and abs(float(m[1]) - 2) < 0.05 and abs(float(m[2]) - 3) < 0.08, text
+    p = pm.paper_iozone()
+    assert text.endswith(f"The paper (Linux 3.4.2): x{p['ratio']}, unblocked {p['unblocked_low']} -> "
+                         f"{p['unblocked_high']} of 256, delayJC x{p['delayjc_gain']} at 3.3 GHz.")
+    # data of another kind says its own kind, not virtual time
+    other = fig7a.copy()
+    other.attrs = dict(fig7a.attrs, freq_mode="simulated", clock="")
+    assert "(SIMULATED;" in pm.in_the_guest(other) and "VIRTUAL" not in pm.in_the_guest(other)
+
+
+def test_the_guest_line_of_the_stored_results_is_their_data():
+    """Notebook 08's line on the stored results: its ratio is the stored runs' own."""
+    from abtlab.results.stored import dataset
+    from abtlab.stats.ratios import format_ratio, ratio_ci
+    run, ab = dataset("paper_fig7a_342"), dataset("paper_machine_61_ab")
+    text = pm.in_the_guest(run, ab, ("paper_fig7a_342", "paper_machine_61_ab"))
+    ext4 = run.throughput.sel(policy="ext4")
+    want = format_ratio(*ratio_ci(ext4.sel(freq_ghz=3.3).values.ravel(), ext4.sel(freq_ghz=1.6).values.ravel()))
+    assert f"ext4 at 3.3 over 1.6 GHz x{want}" in text and "VIRTUAL TIME" in text
+    assert "Linux 6.1 x" in text and "Linux 6.1-legacy x" in text
