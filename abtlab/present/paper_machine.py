@@ -63,31 +63,38 @@ def _values(ds, var, policy, f):
     return ds[var].sel({schema.POLICY: policy, schema.FREQ: f}).values.ravel()
 
 
-def _delay_policy(ds):
-    return next((p for p in map(str, ds[schema.POLICY].values) if p.split(":")[0] in DELAY_KINDS), None)
+def _delay_policies(ds) -> list[str]:
+    """The delayJC policies of ds (the preload's, the kernel's), in its order."""
+    return [p for p in map(str, ds[schema.POLICY].values) if p.split(":")[0] in DELAY_KINDS]
 
 
 def table(ds, level=0.95):
-    """One row per (policy, clock): mean of the paper's quantity, normalised to the lowest
-    clock with its CI, delayJC over ext4 at that clock with its CI, unblocked writers
-    (IOzone) or the mean commit wait (Metarates), and the paper's stated value where
-    there is one. A pandas DataFrame; its attrs carry the provenance."""
+    """One row per (policy, clock) that has runs: mean of the paper's quantity over its n
+    repetitions, normalised to the lowest clock with its CI, each delayJC (the preload's,
+    `delayjc_over_ext4`; the kernel's, `kdelayjc_over_ext4`) over ext4 at that clock
+    with its CI, unblocked writers (IOzone) or the mean commit wait (Metarates). A
+    pandas DataFrame; its attrs carry the provenance."""
     import pandas as pd
     var, fig = _var(ds), figure_of(ds)
     freqs = [float(f) for f in ds[schema.FREQ].values]
-    low, delay, rows = freqs[0], _delay_policy(ds), []
+    low, delays, rows = freqs[0], _delay_policies(ds), []
     for pol in map(str, ds[schema.POLICY].values):
         for f in freqs:
             x = _values(ds, var, pol, f)
+            if not np.isfinite(x).any():    # a sitting that did not run this point
+                continue
             norm = ("1 (the reference)" if f == low else
                     format_ratio(*ratio_ci(x, _values(ds, var, pol, low), level)))
-            row = {"policy": pol, "freq_ghz": f, var: _mean(x), "normalised": norm}
+            row = {"policy": pol, "freq_ghz": f, "n": int(np.isfinite(x).sum()), var: _mean(x),
+                   "normalised": norm}
             if var == "throughput" and "throughput_stonewall" in ds:   # IOzone without -x
                 sw = _values(ds, "throughput_stonewall", pol, f)
                 row["stonewalled_normalised"] = ("1 (the reference)" if f == low else format_ratio(
                     *ratio_ci(sw, _values(ds, "throughput_stonewall", pol, low), level)))
-            if delay and pol == "ext4":
-                row["delayjc_over_ext4"] = format_ratio(*ratio_ci(_values(ds, var, delay, f), x, level))
+            for delay in delays if pol == "ext4" else []:
+                d = _values(ds, var, delay, f)
+                row[f"{delay.split(':')[0]}_over_ext4"] = (
+                    format_ratio(*ratio_ci(d, x, level)) if np.isfinite(d).any() else "-")
             extra = "unblocked_threads" if var == "throughput" else "mean_commit_wait"
             if extra in ds:
                 row[extra] = _mean(_values(ds, extra, pol, f))
@@ -142,7 +149,8 @@ def plot_figure(ds):
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     plot_metric(ds, var, ax=axes[0])
     for pol in map(str, ds[schema.POLICY].values):
-        _ratio_line(axes[1], ds, var, pol, pol, freqs, pol, ref=freqs[0])
+        at = [f for f in freqs if np.isfinite(_values(ds, var, pol, f)).any()]
+        _ratio_line(axes[1], ds, var, pol, pol, at, pol.split(",")[0], ref=at[0] if at else None)
     work = "iozone" if var == "throughput" else "metarates"
     # "3.3GHz runs 47% slower than 1.6GHz": normalised, 1 - 0.47 at the faster clock
     for ghz, v in paper_value(fig_id, f"{work}_slowdown_high_vs_low_freq") if fig_id else []:
@@ -150,9 +158,11 @@ def plot_figure(ds):
                      label=f"paper (ext4): {1 - v:.2f}")
     axes[1].axhline(1, color="0.5", lw=0.8)
     axes[1].set(title="normalised to the lowest clock", xlabel="CPU frequency (GHz)", ylabel="ratio")
-    delay = _delay_policy(ds)
-    if delay:
-        _ratio_line(axes[2], ds, var, delay, "ext4", freqs, f"{delay} / ext4")
+    delays = _delay_policies(ds)
+    for delay in delays:
+        at = [f for f in freqs if np.isfinite(_values(ds, var, delay, f)).any()]
+        _ratio_line(axes[2], ds, var, delay, "ext4", at, f"{delay.split(',')[0]} / ext4")
+    if delays:
         _paper_marks(axes[2], fig_id, f"{work}_delayjc_over_ext4_speedup", "delayJC / ext4")
     else:
         axes[2].text(0.5, 0.5, "no delayJC in this run", ha="center", transform=axes[2].transAxes)
@@ -190,8 +200,7 @@ def summary(ds, f_low=None, f_high=None) -> str:
                       _values(ds, "throughput_stonewall", "ext4", lo))
         text += (f" (eq. 3 over each writer's whole file, IOzone -x; x{format_ratio(*sw)} "
                  f"stonewalled, IOzone's default)")
-    delay = _delay_policy(ds)
-    if delay:
+    for delay in _delay_policies(ds):
         d = ratio_ci(_values(ds, var, delay, hi), _values(ds, var, "ext4", hi))
         text += f"; {delay} over ext4 at {hi:g} GHz: x{format_ratio(*d)}"
     stated = [f"{m.split('_', 1)[1].replace('_', ' ')} {v:g}" + (f" at {g:g} GHz" if g else "")

@@ -13,8 +13,7 @@ matplotlib.use("Agg")
 
 
 def _fig7a(ratio):
-    ds = make_run(ratio, reps=6, rsd=0.02, policies=("ext4", "nojc", "delayjc:window=16ms"),
-                  threads=(256,))
+    ds = make_run(ratio, reps=6, rsd=0.02, policies=tuple(ratio), threads=(256,))
     ds = ds.expand_dims(file_size=[128 << 10]).transpose("policy", "freq_ghz", "threads", "file_size", "rep")
     ds.attrs["backend"] = "iozone"
     u = np.where(ds.freq_ghz.values[None, :, None, None, None] == 1.6, 240.0, 40.0) * np.ones(ds.throughput.shape)
@@ -106,3 +105,19 @@ def test_the_guest_line_of_the_stored_results_is_their_data():
     want = format_ratio(*ratio_ci(ext4.sel(freq_ghz=3.3).values.ravel(), ext4.sel(freq_ghz=1.6).values.ravel()))
     assert f"ext4 at 3.3 over 1.6 GHz x{want}" in text and "VIRTUAL TIME" in text
     assert "Linux 6.1 x" in text and "Linux 6.1-legacy x" in text
+
+
+def test_the_kernels_delayjc_in_a_sitting_at_the_ends_only():
+    """Fig. 7a's grid: kdelayjc ran at 1.6 and 3.3 GHz only; its other clocks are missing
+    (NaN), as a sitting that did not run them leaves them."""
+    ds = _fig7a({"ext4": 0.5, "nojc": 2.0, "delayjc:window=16ms": 1.5, "kdelayjc:window=16ms": 1.2})
+    ds = ds.reindex(freq_ghz=[1.6, 2.4, 3.3])          # 2.4 GHz: no runs of any policy yet
+    ds["throughput"].loc[{"policy": ["ext4", "nojc", "delayjc:window=16ms"], "freq_ghz": 2.4}] = 1e9
+    t = pm.table(ds).set_index(["policy", "freq_ghz"])
+    assert ("kdelayjc:window=16ms", 2.4) not in t.index and ("ext4", 2.4) in t.index
+    assert t.loc[("ext4", 3.3), "kdelayjc_over_ext4"].startswith("2.4")
+    assert t.loc[("ext4", 2.4), "kdelayjc_over_ext4"] == "-"
+    assert t.loc[("ext4", 3.3), "n"] == 6
+    labels = [t for ax in pm.plot_figure(ds).axes for t in ax.get_legend_handles_labels()[1]]
+    assert "kdelayjc:window=16ms / ext4" in labels and "delayjc:window=16ms / ext4" in labels
+    assert "kdelayjc:window=16ms over ext4 at 3.3 GHz: x2.4" in pm.summary(ds)
