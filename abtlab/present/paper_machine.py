@@ -254,8 +254,7 @@ def in_the_guest(ds, ab=None, names=("", "")) -> str:
     text = (f"The paper's machine in the guest ({_time_kind(ds)}; {_machine_of(ds)}"
             + (f"; stored result {names[0]}" if names[0] else "") + f", {reps} repetitions): "
             f"ext4 at {hi:g} over {lo:g} GHz {_ext4_change(ds, lo, hi)}")
-    delay = _delay_policy(ds)
-    if delay:
+    for delay in _delay_policies(ds):
         d = ratio_ci(_values(ds, "throughput", delay, hi), _values(ds, "throughput", "ext4", hi))
         text += f", {delay.split(':')[0]} over ext4 at {hi:g} GHz x{format_ratio(*d)}"
     if ab is not None:
