@@ -292,3 +292,19 @@ def test_delay_side_by_side_note_gives_each_best_window_with_its_ci_or_the_bound
     assert "- guest: no delayJC windows in it; ext4 leaves 64 of 256 unblocked threads at 3.3 GHz, " \
            "so a window could give back at most about x4.00" in note
     assert "delayJC x3.65" in note and note.endswith("Why do they differ?")
+
+
+def test_delay_note_names_no_window_where_its_gains_ci_includes_1():
+    """A window ahead of ext4 in the means by more than 5% but inside the noise: lab 3's
+    answer says no gain is measurable, with the CI, instead of "a window raises it"."""
+    ds = _windows_run(gain=1.12, rsd=0.2, reps=3, seed=0)
+    table = studies.delay_table(ds)
+    r = ratio_ci(*(ds.throughput.sel(policy=p).values.ravel() for p in ("delayjc:window=4ms", "ext4")))
+    assert r[0] > 1.05 and r[1] < 1 < r[2]                      # the constructed case
+    best = pd.Series({"window_ms": 0.0, "gain_over_ext4": 1.0})
+    note = lab_notes.delay_note(ds, table, best, 3.3)
+    assert note.startswith(f"Answer: no window's gain is measurable here (x{format_ratio(*r)}, no difference "
+                           "measurable here at 3 repetitions)"), note
+    sure = _windows_run(gain=2.0, rsd=0.02, reps=6)
+    assert lab_notes.delay_note(sure, studies.delay_table(sure), best, 3.3).startswith(
+        "Answer: a delayJC window raises the throughput here")
