@@ -22,7 +22,7 @@ from ..stats.ratios import format_ratio, ratio_ci
 from ..stats.values import provenance_label
 from ..studies.notebook_studies import delay_table
 
-__all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints",
+__all__ = ["ext4_hints", "nojc_hints", "fsync_hints", "faster_cpu_note", "commit_hints", "commits_check",
            "unblocked_hints", "unblocked_check", "unblocked_what", "batching_note", "delay_note", "magnitudes_note",
            "side_by_side_note", "delay_side_by_side_note"]
 
@@ -111,7 +111,35 @@ def commit_hints(ds, f_low, f_high, threads) -> dict:
            if min(c) > 0 else "")
     return {"up": f"the writers' fsyncs fell into more, smaller commits at the faster clock{per}.",
             "down": f"the writers' fsyncs fell into fewer, larger commits at the faster clock{per}.",
-            "same": f"the fsyncs fell into as many commits at both clocks{per}."}
+            "same": f"the fsyncs fell into about as many commits at both clocks{per}."}
+
+
+def commits_check(prediction, ds, f_low, f_high, threads):
+    """Lab 2's commits check: "more"/"fewer" only where the 95% Welch CI of the change in mean
+    journal commits per run (faster clock minus slower, over the repetitions) excludes 0,
+    else "same" (no difference measurable here at N repetitions); no CI, nothing graded."""
+    what = "journal commits per run"
+    if prediction is None and not _answer_key():
+        return Feedback(None, f"write your prediction for {what} in the parameters cell, then re-run")
+    one = pt.of_policy(ds, "ext4")["commits"]
+    a, b = (one.sel({schema.FREQ: f}).values.ravel() for f in (f_low, f_high))
+    d, lo, hi, n = difference_ci(a, b)
+    got = "unknown" if not (math.isfinite(lo) and math.isfinite(hi)) else \
+        "up" if lo > 0 else "down" if hi < 0 else "same"
+    ci = (f"95% CI [{number(lo)}, {number(hi)}], {n} repetitions at each clock" if got != "unknown"
+          else f"no CI: fewer than 2 repetitions at a clock ({n})")
+    seen = (f"{what}: {number(np.nanmean(a))} -> {number(np.nanmean(b))} (change {number(d)}, {ci}), "
+            f"measured change: {got}")
+    if got == "unknown":
+        return Feedback(None, f"{seen}; no direction is graded without a CI.", key=prediction is None,
+                        measured=False)
+    why = commit_hints(ds, f_low, f_high, threads)
+    why["same"] = (f"the same count in every repetition at both clocks: {why['same']}" if lo == hi == 0 else
+                   f"no difference measurable here at {n} repetitions, the CI includes 0: {why['same']}")
+    if prediction is None:
+        return Feedback(None, f"{seen}; graded correct: {', '.join(map(repr, WORDS[got]))}.", key=True)
+    return Feedback(_meaning(prediction, "prediction_commits") == got,
+                    f"you predicted {prediction!r}. {seen}. Why: {why[got]}")
 
 
 def unblocked_what(ds, f_low, f_high) -> str:

@@ -308,3 +308,33 @@ def test_delay_note_names_no_window_where_its_gains_ci_includes_1():
     sure = _windows_run(gain=2.0, rsd=0.02, reps=6)
     assert lab_notes.delay_note(sure, studies.delay_table(sure), best, 3.3).startswith(
         "Answer: a delayJC window raises the throughput here")
+
+
+def _commits_run(low, high):
+    """ext4 at 1.6 and 3.3 GHz with these journal commits per repetition."""
+    ds = make_run({"ext4": 1.0}, policies=("ext4",), threads=(256,), reps=len(low))
+    v = np.stack([np.array(low, float), np.array(high, float)])[None, :, None, :]
+    return ds.assign(commits=(ds.throughput.dims, v))
+
+
+def test_lab2_commits_are_graded_on_the_ci_of_their_change(monkeypatch):
+    """Two runs whose means move apart within the noise (6.3 -> 7.3, then 4.7 -> 4.3, as
+    the host gave) both say "same", no difference measurable; a steady change is graded;
+    a wrong prediction gets the hint for what was measured; one repetition grades nothing."""
+    for low, high in (([5, 7, 7], [8, 7, 7]), ([4, 5, 5], [4, 4, 5])):
+        f = lab_notes.commits_check("more", _commits_run(low, high), 1.6, 3.3, 256)
+        d, lo, hi, n = difference_ci(low, high)
+        assert lo < 0 < hi and f.ok is False and "measured change: same" in f.message
+        assert f"95% CI [{number(lo)}, {number(hi)}], 3 repetitions at each clock" in f.message
+        assert "Why: no difference measurable here at 3 repetitions, the CI includes 0" in f.message
+    f = lab_notes.commits_check("more", _commits_run([4, 4, 5], [8, 9, 8]), 1.6, 3.3, 256)
+    assert f.ok is True and "measured change: up" in f.message and "more, smaller commits" in f.message
+    f = lab_notes.commits_check("same", _commits_run([4, 4, 5], [8, 9, 8]), 1.6, 3.3, 256)
+    assert f.ok is False and f.message.endswith(lab_notes.commit_hints(_commits_run([4, 4, 5], [8, 9, 8]),
+                                                                       1.6, 3.3, 256)["up"])
+    steady = lab_notes.commits_check("more", _commits_run([5, 5, 5], [5, 5, 5]), 1.6, 3.3, 256)
+    assert steady.ok is False and "Why: the same count in every repetition at both clocks" in steady.message
+    one = lab_notes.commits_check("fewer", _commits_run([4], [8]), 1.6, 3.3, 256)
+    assert one.ok is None and not one.measured and "no CI" in one.message
+    with pytest.raises(ConfigError, match="prediction_commits"):
+        lab_notes.commits_check("sideways", _commits_run([4, 4, 5], [8, 9, 8]), 1.6, 3.3, 256)
