@@ -161,12 +161,32 @@ def guest_events(files: dict, printed: str = "truncated", slack_ns: int = 0) -> 
     if lost:
         raise RunError(f"{lost} trace events lost in the guest: raise the run option guest_trace_kb "
                        f"(-o guest_trace_kb=KiB, a buffer per vCPU; default {DEFAULT_TRACE_KB})")
-    events = sorted(filter(None, map(parse_line, trace_lines(files))), key=lambda e: e["ts"])
+    in_order = list(filter(None, map(parse_line, trace_lines(files))))
+    if (back := cpu_step_back(in_order, slack_ns)) is not None:
+        raise RunError(back)
+    events = sorted(in_order, key=lambda e: e["ts"])
     samples = clock_samples(files)
     if not samples or not all(marker_between(b - slack_ns, t, a + slack_ns, printed)
                               for b, t, a in samples):
         raise RunError(f"guest trace clock and CLOCK_MONOTONIC disagree: {samples}")
     return events
+
+
+def cpu_step_back(events: list, slack_ns: int = 0) -> str | None:
+    """Why the trace's times cannot be trusted, or None. The trace file gives each CPU's
+    events in the order they were written (it merges the CPUs' buffers by time), so one
+    CPU's times must not step back by more than slack_ns: Linux 3.4's ring buffer put
+    the first event on a new buffer page, and every later one on that page, late by the
+    gap before it (k342/10-ring-buffer-first-event.patch); the next page steps back."""
+    latest = {}
+    for e in events:
+        cpu, ts = e["cpu"], e["ts"]
+        if ts < latest.get(cpu, ts) - slack_ns:
+            return (f"the guest's trace steps back {(latest[cpu] - ts) / 1e3:.1f} us on CPU {cpu} "
+                    f"at {ts / 1e9:.6f} s (a buffer page's events stamped late; the clock's "
+                    f"slack: {slack_ns / 1e3:.1f} us)")
+        latest[cpu] = max(latest.get(cpu, ts), ts)
+    return None
 
 
 def _commits(files, ops, printed: str = "truncated", slack_ns: int = 0):

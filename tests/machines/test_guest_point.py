@@ -1,6 +1,7 @@
 """A point in the guest gives the host's RunResult: op records, the tracefs per-commit
 table parsed from the guest's trace, commit counts, geometry and the machine's attrs
 (the guest itself faked: its /out files are given)."""
+import re
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,25 @@ def test_trace_on_another_clock_fails_the_point(tmp_path, monkeypatch):
     with pytest.raises(RunError, match="disagree"):
         dispatch.run_in_guest(_argv, {"policy": "ext4", "device": "none"},
                                  RunContext(workdir=tmp_path), 1, "guest")
+
+
+def test_a_cpus_trace_stepping_back_fails_the_point(tmp_path, monkeypatch):
+    """Linux 3.4's ring buffer stamped a page's events late by the gap before its first
+    event; the trace file lists each CPU's events in written order, so the next page
+    steps back. One CPU's events in order, or two CPUs interleaved, pass."""
+    files = _files(tmp_path)
+    lines = files["trace"].decode().splitlines()
+    # commit 3's events on CPU 0 stamped 60 us late (its end at 479 us), then one at 430 us
+    late = [re.sub(r"1\.0004(1\d):", lambda m: f"1.0004{int(m[1]) + 60}:", ln) for ln in lines]
+    late.insert(-1, "  kworker/0:1-7 [000] ..... 1.000430: jbd2_checkpoint: dev 252,1 result 0")
+    _fake_boot(monkeypatch, {**files, "trace": ("\n".join(late) + "\n").encode()}, {})
+    with pytest.raises(RunError, match="steps back 49.0 us on CPU 0"):
+        dispatch.run_in_guest(_argv, {"policy": "ext4", "device": "none"},
+                              RunContext(workdir=tmp_path), 1, "guest")
+    events = [{"cpu": c, "ts": t} for c, t in ((0, 10), (1, 5), (0, 12), (1, 6), (0, 11))]
+    assert guest_point.cpu_step_back(events[:4]) is None           # each CPU in order
+    assert "steps back 0.0 us on CPU 0" in guest_point.cpu_step_back(events)
+    assert guest_point.cpu_step_back(events, slack_ns=1) is None   # within the clock's slack
 
 
 def test_failed_point_names_its_step_and_lost_events_fail(tmp_path, monkeypatch):
