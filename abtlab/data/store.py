@@ -432,6 +432,11 @@ def stored_spec(out) -> tuple[dict | None, str]:
     return None, ""
 
 
+# run options of every backend that say where a run keeps files, not what it measures (a
+# backend's own: Backend.place_options): not compared by --resume, in old specs either
+PLACE_OPTIONS = ("guest_failed_dir",)
+
+
 def check_resume(out, spec: dict) -> None:
     """Refuse to resume out with another command: ConfigError naming the first field
     (factor, option, seed, repetitions, order) that differs from what is stored."""
@@ -444,6 +449,8 @@ def check_resume(out, spec: dict) -> None:
         if isinstance(new_v, dict) or isinstance(old_v, dict):
             old_v, new_v = old_v or {}, new_v or {}
             for key in sorted(set(old_v) | set(new_v)):
+                if key in PLACE_OPTIONS and section == "options":
+                    continue
                 if old_v.get(key) != new_v.get(key):
                     _mismatch(key, new_v.get(key), old_v.get(key), where)
         elif old_v != new_v:

@@ -148,7 +148,8 @@ def _plan(backend, levels, reps, out, settings) -> Sweep:
 def _spec(be, levels, options, freq_mode, s, reps) -> dict:
     """What a --resume must match: the backend, levels, options that change what is
     measured (not where files are kept), seed, repetitions and order."""
-    recorded = {k: v for k, v in options.items() if k not in be.place_options}
+    recorded = {k: v for k, v in options.items()
+                if k not in be.place_options and k not in store.PLACE_OPTIONS}
     spec = {"backend": be.name, "factors": levels, "options": {**recorded, "freq_mode": freq_mode},
             "seed": s["seed"], "reps": str(reps), "order": s["order"]}
     if s["seeds"] != "per_run":

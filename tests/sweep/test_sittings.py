@@ -79,3 +79,17 @@ def test_bad_sittings_name_the_field_before_anything_runs(tmp_path, text, field)
         spec.run_spec(p, out=tmp_path / "o.nc", quiet=True)
     assert e.value.field == field
     assert list(tmp_path.iterdir()) == [p]
+
+
+def test_resume_ignores_where_failed_points_are_kept(tmp_path):
+    """guest_failed_dir says where a failed guest point's files go, not what is measured:
+    a sitting run with it resumes without it (and the other way round)."""
+    from abtlab.data import store
+    p = _spec(tmp_path, "")
+    out = tmp_path / "one.nc"
+    spec.run_spec(p, out=out, quiet=True)
+    stored, _ = store.stored_spec(out)
+    store.check_resume(out, {**stored, "options": {**stored["options"], "guest_failed_dir": "/x"}})
+    with pytest.raises(ConfigError) as e:
+        store.check_resume(out, {**stored, "options": {**stored["options"], "fsync": False}})
+    assert e.value.field.startswith("fsync")
