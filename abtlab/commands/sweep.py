@@ -23,6 +23,9 @@ def register(sub):
                    help="replace what is at --out (a finished dataset, unfinished parts, a file)")
     p.add_argument("--no-wait", dest="wait", action="store_false",
                    help="fail at once if another real run holds this machine (default: wait)")
+    p.add_argument("--sitting", type=int, metavar="K",
+                   help="run only the spec's sitting K (from 1; [[sittings]]) into --out, as it "
+                        "is kept beside a pooled output")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=main)
 
@@ -30,7 +33,10 @@ def register(sub):
 def main(args):
     # deferred: every command module loads for `abtlab --help` (see commands/__init__)
     from ..sweep.spec import load_spec, run_spec
+    from ..sweep.sittings import only_sitting
     spec = load_spec(args.spec)
+    if args.sitting is not None:
+        spec = only_sitting(spec, args.sitting)
     if args.machine is not None:
         spec.factors["machine"] = args.machine
     ds = run_spec(spec, out=args.out, resume=args.resume, quiet=args.quiet,

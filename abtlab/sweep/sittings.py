@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-__all__ = ["Sitting", "parse_sittings", "sitting_path", "run_sittings"]
+__all__ = ["Sitting", "parse_sittings", "sitting_path", "run_sittings", "only_sitting"]
 
 _KEYS = ("seed", "repetitions", "factors")
 
@@ -81,6 +81,21 @@ def sitting_path(out, k: int) -> Path:
     return out.with_name(f"{out.stem}.sitting-{k}{out.suffix}")
 
 
+def _alone(spec, sit):
+    """The spec of one sitting, run as a sweep of its own."""
+    return replace(spec, seed=sit.seed, reps=spec.reps if sit.reps is None else sit.reps,
+                   factors={**spec.factors, **sit.factors}, sittings=[])
+
+
+def only_sitting(spec, k: int):
+    """The spec of sitting k (from 1) alone (`abtlab sweep SPEC --sitting K`): the dataset
+    it writes is the one kept beside a pooled output; ConfigError for a k it lacks."""
+    if not spec.sittings or not 1 <= k <= len(spec.sittings):
+        raise ConfigError("--sitting", k, f"1 to {len(spec.sittings)}, the spec's [[sittings]]"
+                          if spec.sittings else "none: this spec has no [[sittings]]")
+    return _alone(spec, spec.sittings[k - 1])
+
+
 def run_sittings(spec, out, run_one, **overrides):
     """Run each sitting of spec (run_one(spec, out, **overrides): abtlab.sweep.spec's
     single-sitting runner) into its own dataset, then pool them into out. out is checked
@@ -91,8 +106,7 @@ def run_sittings(spec, out, run_one, **overrides):
     command = overrides.pop("command", None)
     paths = []
     for k, sit in enumerate(spec.sittings, 1):
-        one = replace(spec, seed=sit.seed, reps=spec.reps if sit.reps is None else sit.reps,
-                      factors={**spec.factors, **sit.factors}, sittings=[])
+        one = _alone(spec, sit)
         paths.append(sitting_path(out, k))
         said = f"{command} (sitting {k} of {len(spec.sittings)})" if command else None
         run_one(one, out=paths[-1], command=said, **overrides)

@@ -93,3 +93,17 @@ def test_resume_ignores_where_failed_points_are_kept(tmp_path):
     with pytest.raises(ConfigError) as e:
         store.check_resume(out, {**stored, "options": {**stored["options"], "fsync": False}})
     assert e.value.field.startswith("fsync")
+
+
+def test_one_sitting_alone_is_the_dataset_kept_beside_the_pool(tmp_path):
+    from abtlab.cli import main
+    from abtlab.sweep.sittings import only_sitting
+    p = _spec(tmp_path, '[[sittings]]\nseed = 1\n[[sittings]]\nseed = 2\nrepetitions = 3\n'
+                        'factors = { freq = "1.6,3.3" }\n')
+    spec.run_spec(p, out=tmp_path / "grid.nc", quiet=True)
+    assert main(["sweep", str(p), "--sitting", "2", "--out", str(tmp_path / "two.nc"), "--quiet"]) == 0
+    kept, alone = abtlab.load(sitting_path(tmp_path / "grid.nc", 2)), abtlab.load(tmp_path / "two.nc")
+    assert np.array_equal(kept["throughput"].values, alone["throughput"].values)
+    with pytest.raises(ConfigError) as e:
+        only_sitting(spec.load_spec(p), 3)
+    assert e.value.field == "--sitting" and "1 to 2" in e.value.accepted
