@@ -87,7 +87,7 @@ def faster_cpu_note(ds, f_low, f_high) -> str:
     here += f"; {u.sentence()}" if u else ""
     if pt.direction(w) == "down":
         head = "Answer: the paper's effect is measured here: ext4 is slower at the faster clock with the write op timed."
-        if u and u.change() != "down":
+        if u and u.change() not in ("down", "busy"):
             head += f" Not through fewer {u.short}, though, as the paper's account has it."
     elif pt.direction(w) == "unknown":
         n = int(min(np.isfinite(pt.of_policy(ds, "ext4")["throughput"].sel(freq_ghz=f).values).sum()
@@ -133,6 +133,9 @@ def commits_check(prediction, ds, f_low, f_high, threads):
     if got == "unknown":
         return Feedback(None, f"{seen}; no direction is graded without a CI.", key=prediction is None,
                         measured=False)
+    busy = pt.busy_host(ds)
+    if busy:
+        return _busy_feedback(prediction, "prediction_commits", seen.rsplit(", measured change", 1)[0], busy)
     why = commit_hints(ds, f_low, f_high, threads)
     why["same"] = (f"the same count in every repetition at both clocks: {why['same']}" if lo == hi == 0 else
                    f"no difference measurable here at {n} repetitions, the CI includes 0: {why['same']}")
@@ -140,6 +143,14 @@ def commits_check(prediction, ds, f_low, f_high, threads):
         return Feedback(None, f"{seen}; graded correct: {', '.join(map(repr, WORDS[got]))}.", key=True)
     return Feedback(_meaning(prediction, "prediction_commits") == got,
                     f"you predicted {prediction!r}. {seen}. Why: {why[got]}")
+
+
+def _busy_feedback(prediction, field, seen, busy) -> Feedback:
+    """A count on a busy host: shown with its CI, not graded (a bad word is still refused)."""
+    if prediction is not None:
+        _meaning(prediction, field)
+    return Feedback(None, f"{seen}; not graded: {busy}, so this CI does not carry a direction to the next "
+                    "run (run it on a quiet host).", key=prediction is None, measured=False)
 
 
 def unblocked_what(ds, f_low, f_high) -> str:
@@ -172,6 +183,8 @@ def unblocked_check(prediction, ds, f_low, f_high):
     if u is None:
         return Feedback(None, f"{what}: this data counts none, so nothing is graded.", measured=False)
     got, why = u.change(), unblocked_hints(ds, f_low, f_high)
+    if got == "busy":
+        return _busy_feedback(prediction, "prediction_unblocked", f"{what}: {u.text()} ({u.ci_text()})", u.busy)
     seen = f"{what}: {u.text()} ({u.ci_text()}), measured change: {got}"
     if got == "unknown":
         return Feedback(None, f"{seen}. {why[got]}", key=prediction is None, measured=False)
@@ -195,6 +208,9 @@ def batching_note(ds, f_low, f_high) -> str:
     elif u.change() == "unknown":
         head = ("Answer: this data has fewer than 2 repetitions at a clock, so the change in unblocked "
                 "writers has no CI and the lab's question is not answered on it.")
+    elif u.change() == "busy":
+        head = (f"Answer: the change in {u.short} is not measurable here: {u.busy}. Run it on a quiet "
+                "host to answer the lab's question on this machine.")
     elif u.change() == "same":
         head = (f"Answer: no difference in {u.short} measurable here at {u.n} repetitions (the CI of the "
                 "change includes 0), so the paper's batching effect is not measured here.")

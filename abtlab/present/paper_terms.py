@@ -22,6 +22,7 @@ from ..stats.intervals import difference_ci
 from ..stats.iozone_view import ratios_between
 from ..stats.ratios import format_ratio
 from ..model import terms
+from ..system import quietness
 from .kernel_history_tables import answer_table
 
 __all__ = ["PAPER", "PAPER_IOZONE", "Counts", "of_policy", "unblocked", "unblocked_var", "ratio", "direction",
@@ -64,6 +65,7 @@ class Counts:
     evidence: bool          # True: the trace evidence; False: span overlap only
     ci: tuple[float, float] | None = None
     n: int = 0
+    busy: str = ""          # a host run that started on a busy host: why no direction is graded
 
     @property
     def label(self) -> str:
@@ -78,9 +80,11 @@ class Counts:
 
     def change(self) -> str:
         """"up" or "down" where the CI of high - low excludes 0, "same" where it includes
-        it (no difference measurable), "unknown" without a CI."""
+        it (no difference measurable), "unknown" without a CI, "busy" on a busy host (busy_host)."""
         if self.ci is None or not all(math.isfinite(x) for x in self.ci):
             return "unknown"
+        if self.busy:
+            return "busy"
         lo, hi = self.ci
         return "up" if lo > 0 else "down" if hi < 0 else "same"
 
@@ -99,7 +103,8 @@ class Counts:
     def sentence(self) -> str:
         how = {"up": "more at the faster clock", "down": "fewer at the faster clock",
                "same": f"no difference measurable here at {self.n} repetitions",
-               "unknown": "no direction graded"}[self.change()]
+               "unknown": "no direction graded",
+               "busy": f"no direction graded: {self.busy}"}[self.change()]
         return f"{self.label}: {self.text()} ({self.ci_text()}), {how}"
 
 
@@ -121,8 +126,25 @@ def unblocked(ds, f_low, f_high, policy="ext4") -> Counts | None:
             d, lo, hi, n = difference_ci(_per_rep(one[var], f_low), _per_rep(one[var], f_high))
             ci = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
             m = one[var].mean(schema.REP)
-            return Counts(_at(m, f_low), _at(m, f_high), writers, evidence, ci, n)
+            return Counts(_at(m, f_low), _at(m, f_high), writers, evidence, ci, n, busy_host(ds))
     return None
+
+
+def busy_host(ds) -> str:
+    """Why a host run's counts of commits and unblocked writers carry no direction: the host
+    was busy as the run started (its `host_quiet` attr, abtlab.system.quietness: CPUs busy or
+    load above its thresholds), else "". These counts are how the writers and the journal
+    thread interleave, which the other work on the CPUs changes: on this 2-core host lab 2's
+    commits per run went 4.8 -> 3.2 and 3.9 -> 2.7 (10 repetitions, load 3.7), 5.0 -> 5.7
+    (40, load 3 rising to 14), and its unblocked writers' change had a CI of [0.2, 58.5] in
+    one sitting, [-45.0, 10.3] in the next (20 repetitions, load 9 and 13): one sitting's CI
+    said "fewer" or "more", the next "same"."""
+    q = quietness.parse(ds.attrs.get(quietness.ATTR))
+    if q is None or not (q.busy > quietness.BUSY or q.load1 > quietness.LOAD_PER_CPU * q.cpus):
+        return ""
+    return (f"the host was busy as the run started (CPUs {q.busy:.0%} busy, load {q.load1:.2f} on "
+            f"{q.cpus} CPUs; abtlab doctor --host), and these counts follow the host's load, which changes "
+            "between sittings more than within one")
 
 
 def ratio(ds, var, f_low, f_high, policy="ext4", level=0.95):

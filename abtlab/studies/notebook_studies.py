@@ -30,6 +30,7 @@ from ..model import measures
 from ..model.remeasure import upgrade
 from ..policies import parse as parse_policy
 from ..sim import simulate
+from ..sweep.reps import Reps
 from ..sweep.runner import run as run_sweep
 
 __all__ = ["real_available", "study_data", "lab_data", "lab_delay_policies", "delay_policies", "delay_sweep", "delay_table",
@@ -63,8 +64,8 @@ def study_data(data="auto", sim=None, real=None, reps=3, seed=0, quiet=False, gu
             raise ConfigError("data", data, "auto | sim | the path of a dataset"
                               + (" | guest" if guest else ""))
         return load_dataset(path)
-    if not isinstance(reps, int) or reps < 1:
-        raise ConfigError("reps", reps, "an integer >= 1")
+    if not isinstance(reps, Reps) and (not isinstance(reps, int) or reps < 1):
+        raise ConfigError("reps", reps, "an integer >= 1 or a Reps rule (adaptive)")
     real = dict(real or {})
     backend = real.pop("backend", "iozone")
     if data == "auto" and real and real_available(backend):

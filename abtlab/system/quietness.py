@@ -11,12 +11,13 @@ adds disk I/O of its own."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Quietness", "check", "announce", "other_runs", "ATTR"]
+__all__ = ["Quietness", "check", "announce", "other_runs", "parse", "ATTR"]
 
 ATTR = "host_quiet"          # the dataset attr of a host run
 BUSY = 0.20                  # CPUs' busy share above this: warn
@@ -142,3 +143,19 @@ def announce(stream=None) -> str:
         print(f"abtlab: warning: the host is not quiet: {w} (abtlab doctor --host)",
               file=stream or sys.stderr, flush=True)
     return q.line()
+
+
+_LINE = re.compile(r"CPUs (?P<busy>[\d.]+)% busy over [\d.]+ s, load (?P<load>[\d.]+) on (?P<cpus>\d+) CPUs; "
+                   r"governor (?P<gov>.*); other abtlab processes (?P<others>\d+); swap used "
+                   r"(?P<swap>[\d.]+) MiB, (?P<pages>\d+) pages moved")
+
+
+def parse(line) -> Quietness | None:
+    """The Quietness a dataset's `host_quiet` attr says (Quietness.line read back; the
+    other runs by count only), or None where it has none or another form."""
+    m = _LINE.match(str(line)) if line else None
+    if not m:
+        return None
+    return Quietness(cpus=int(m["cpus"]), load1=float(m["load"]), busy=float(m["busy"]) / 100,
+                     governor=m["gov"], others=["?"] * int(m["others"]),
+                     swap_used_mib=float(m["swap"]), swap_pages=int(m["pages"]))

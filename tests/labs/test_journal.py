@@ -116,3 +116,24 @@ def test_lab4_runs_its_entries_per_thread(monkeypatch):
     assert seen["entries"] == 100
     names, _ = classroom._parameters(classroom.NOTEBOOK_DIR / "lab_4_spinlock.ipynb")
     assert names["entries"] == lab_studies.LAB_ENTRIES != 100
+
+
+def test_the_host_run_takes_adaptive_repetitions_and_the_others_the_labs(monkeypatch):
+    """On this host's real kernel lab 2's run gets a Reps rule on its commits (at least
+    HOST_REPS' min, or the lab's reps where more); on the simulator, stored data, or a host
+    that cannot run it, the lab's own count; the study accepts the rule."""
+    from abtlab.studies import notebook_studies
+    from abtlab.sweep.reps import Reps
+    monkeypatch.setattr(notebook_studies, "real_available", lambda backend="iozone": True)
+    r = journal.host_reps("auto", 3)
+    assert isinstance(r, Reps) and (r.min, r.max, r.metric, r.on) == (
+        journal.HOST_REPS["min"], journal.HOST_REPS["max"], "commits", "slowdown")
+    assert journal.host_reps("auto", 30).min == 30 == journal.host_reps("auto", 30).max
+    assert journal.host_reps("sim", 3) == 3 and journal.host_reps(journal.GUEST_RESULT, 3) == 3
+    monkeypatch.setattr(notebook_studies, "real_available", lambda backend="iozone": False)
+    assert journal.host_reps("auto", 3) == 3
+    with pytest.raises(ConfigError, match="reps"):
+        notebook_studies.study_data("sim", reps=0)
+    small = notebook_studies.lab_data("sim", threads=4, policy="ext4", quiet=True,
+                                      reps=Reps(min=2, max=3, target=0.5, metric="commits", on="slowdown"))
+    assert small.sizes["rep"] in (2, 3)

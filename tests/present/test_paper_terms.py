@@ -338,3 +338,43 @@ def test_lab2_commits_are_graded_on_the_ci_of_their_change(monkeypatch):
     assert one.ok is None and not one.measured and "no CI" in one.message
     with pytest.raises(ConfigError, match="prediction_commits"):
         lab_notes.commits_check("sideways", _commits_run([4, 4, 5], [8, 9, 8]), 1.6, 3.3, 256)
+
+
+def test_lab2_commits_on_a_busy_host_are_not_graded(monkeypatch):
+    """A host run that started on a busy host (its host_quiet attr): the commit count's CI
+    is shown but no direction graded, even where it excludes 0 (on this host the count
+    moved with the load between sittings); a quiet host's run is graded on the CI; a bad
+    word is still refused."""
+    busy = "CPUs 98% busy over 0.25 s, load 3.73 on 2 CPUs; governor none; other abtlab processes 2; " \
+           "swap used 0 MiB, 0 pages moved in 0.25 s"
+    quiet = "CPUs 3% busy over 0.25 s, load 0.20 on 2 CPUs; governor none; other abtlab processes 0; " \
+            "swap used 0 MiB, 0 pages moved in 0.25 s"
+    low, high = [4, 4, 5, 5, 4, 5], [2, 3, 2, 3, 3, 2]
+    ds = _commits_run(low, high)
+    f = lab_notes.commits_check("fewer", ds.assign_attrs(host_quiet=busy), 1.6, 3.3, 256)
+    d, lo, hi, _ = difference_ci(low, high)
+    assert hi < 0 and f.ok is None and not f.measured and str(f).startswith("[NOT MEASURED HERE]")
+    assert f"95% CI [{number(lo)}, {number(hi)}]" in f.message and "measured change" not in f.message
+    assert "not graded: the host was busy as the run started (CPUs 98% busy, load 3.73 on 2 CPUs" in f.message
+    monkeypatch.setenv("ABTLAB_ANSWER_KEY", "1")
+    key = lab_notes.commits_check(None, ds.assign_attrs(host_quiet=busy), 1.6, 3.3, 256)
+    assert key.key and not key.measured
+    f = lab_notes.commits_check("more", ds.assign_attrs(host_quiet=quiet), 1.6, 3.3, 256)
+    assert f.ok is False and "measured change: down" in f.message and "fewer, larger commits" in f.message
+    with pytest.raises(ConfigError, match="prediction_commits"):
+        lab_notes.commits_check("sideways", ds.assign_attrs(host_quiet=busy), 1.6, 3.3, 256)
+    # the unblocked writers, the closing answer and the side-by-side row say the same
+    v = np.stack([np.array([200, 205, 198, 202, 201, 199.0]), np.array([230, 236, 229, 233, 231, 235.0])])
+    ds = ds.assign(unblocked_threads=(ds.throughput.dims, v[None, :, None, :]))
+    f = lab_notes.unblocked_check("fewer", ds.assign_attrs(host_quiet=busy), 1.6, 3.3)
+    assert f.ok is None and not f.measured and "not graded: the host was busy" in f.message
+    assert "measured change" not in f.message
+    note = lab_notes.batching_note(ds.assign_attrs(host_quiet=busy), 1.6, 3.3)
+    assert note.startswith("Answer: the change in unblocked threads is not measurable here: the host was busy")
+    assert "no direction graded: the host was busy" in note
+    f = lab_notes.unblocked_check("fewer", ds.assign_attrs(host_quiet=quiet), 1.6, 3.3)
+    assert f.ok is False and "measured change: up" in f.message
+    assert lab_notes.batching_note(ds.assign_attrs(host_quiet=quiet), 1.6, 3.3).startswith(
+        "Answer: this machine measures something else than the paper")
+    with pytest.raises(ConfigError, match="prediction_unblocked"):
+        lab_notes.unblocked_check("sideways", ds.assign_attrs(host_quiet=busy), 1.6, 3.3)

@@ -57,3 +57,15 @@ def test_a_host_run_records_how_quiet_the_host_was(tmp_path, capsys, monkeypatch
     assert ds.attrs[quietness.ATTR] == busy.line()
     err = capsys.readouterr().err
     assert "abtlab: warning: the host is not quiet: the CPUs were 90% busy" in err
+
+
+def test_a_datasets_line_reads_back_as_its_quietness():
+    """parse(line()) gives back what the line says (the other runs by count), and a
+    dataset with no such attr, or another form, has none."""
+    q = quietness.Quietness(cpus=2, load1=3.73, busy=0.98, governor="none (no cpufreq here)",
+                            others=["pid 1: abtlab sweep a.toml", "pid 2: abtlab run"], swap_used_mib=12,
+                            swap_pages=3)
+    back = quietness.parse(q.line())
+    assert back.line() == q.line() and len(back.others) == 2 and back.busy == 0.98 and back.load1 == 3.73
+    assert len(back.warnings()) == len(q.warnings()) == 4
+    assert quietness.parse(None) is None and quietness.parse("quiet") is None
