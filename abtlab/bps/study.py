@@ -27,7 +27,7 @@ from . import EXPECTED_SIGN, METRICS, ranking
 from ..errors import ConfigError, UnavailableError
 from .backend import CASE_KEYS, BpsBackend, case, fio_available, parse_case
 from ..system.facts import collect
-from ..system import mounts
+from ..system import mounts, quietness
 from ..sweep import loop
 
 __all__ = ["SETS", "fio_available", "run_study", "by_run", "one_run", "correlations", "compare_with_paper"]
@@ -166,7 +166,8 @@ def correlations(ds, level=0.95, n_boot=2000, seed=0):
     normalized (= |cc| if the sign is the expected one, else -|cc|), its bootstrap CI
     over the set's workloads (ci_low, ci_high), the CI of the set leader's normalised CC
     minus this one (diff_low, diff_high), n (levels) and winner: the set's metric whose
-    lead over every other excludes 0, else "" (abtlab.bps.ranking).
+    lead over every other excludes 0, else "" (abtlab.bps.ranking); "" everywhere for a run that
+    started on a busy host (attrs["busy"] says why: abtlab.system.quietness.busy_reason).
     A final set "mean" averages the normalised CC over the sets, the paper's summary.
     """
     # deferred: pandas is heavy; `import abtlab` and `abtlab run` do without it
@@ -188,7 +189,12 @@ def correlations(ds, level=0.95, n_boot=2000, seed=0):
     extra = [{"set": "mean", "metric": m, "cc": float("nan"), "expected": EXPECTED_SIGN[m],
               "normalized": float(v), "n": int(out[out.metric == m].n.sum()), "winner": ""}
              for m, v in mean.items()]
-    return pd.concat([out, pd.DataFrame(extra)], ignore_index=True)
+    out = pd.concat([out, pd.DataFrame(extra)], ignore_index=True)
+    busy = quietness.busy_reason(ds.attrs)
+    if busy:            # a lead measured on a busy host did not hold from one sitting to the next
+        out["winner"] = ""
+    out.attrs["busy"] = busy
+    return out
 
 
 def compare_with_paper(corr, reference=None):

@@ -19,6 +19,7 @@ from ..backends.dio import WORKLOADS
 from ..bps import ranking
 from ..studies.syscalls import compare as compare_grids, hardware_threads
 from ..studies.notebook_studies import optimal_delay, sim_ranking
+from ..system import quietness
 from .kernel_history_tables import ratio_table
 from . import paper_machine as _paper_machine
 from .paper_terms import PAPER_IOZONE, unblocked, unblocked_var
@@ -96,7 +97,7 @@ def bps(corr=None, per_run=None) -> None:
     normalised CC excludes 0 (abtlab.bps.ranking)."""
     if corr is not None and len(corr.dropna(subset=["normalized"])):
         sets = [s for s in corr.set.unique() if s != "mean"]
-        parts = [_rank_sentence(f"set {s}", corr[corr.set == s]) for s in sets]
+        parts = [_rank_sentence(f"set {s}", corr[corr.set == s], corr.attrs.get("busy", "")) for s in sets]
         return _say("which metric tracks run time, measured with fio (normalised CC, 95% bootstrap CI "
                     "over the set's workloads): " + "; ".join(parts) + ".")
     table = sim_ranking(per_run)
@@ -105,8 +106,9 @@ def bps(corr=None, per_run=None) -> None:
                 f"bootstrap CI over the runs): " + _rank_sentence("simulated", table) + ".")
 
 
-def _rank_sentence(name, rows) -> str:
-    """One set's verdict from its rank rows (abtlab.bps.ranking.rank)."""
+def _rank_sentence(name, rows, busy="") -> str:
+    """One set's verdict from its rank rows (abtlab.bps.ranking.rank); none named where the
+    run started on a busy host (busy: why)."""
     rows = rows.dropna(subset=["normalized"])
     n = int(rows.n.max()) if len(rows) else 0
     if not len(rows):
@@ -114,6 +116,8 @@ def _rank_sentence(name, rows) -> str:
     cis = ", ".join(f"{r.metric} {_cc(r)}" for r in rows.sort_values("normalized", ascending=False)
                     .itertuples())
     won = str(rows.winner.iloc[0]) if "winner" in rows else ""
+    if busy:
+        return f"{name}: no metric named at {n} workloads, {busy} ({cis})"
     if won:
         return f"{name} ({n} workloads): {won} tracks run time best ({ranking.reason(rows)}; {cis})"
     return f"{name}: no difference measurable here at {n} workloads ({ranking.reason(rows)}; {cis})"
@@ -154,7 +158,8 @@ def syscalls(here, ref) -> None:
                          f"{int((cells <= 0.9 + 1e-9).sum())}")
         return _say("nothing measured here; in the paper's grid (i7-2600K, t_mutex / t_spin rounded to 0.1, "
                     "a side at >= 1.1 or <= 0.9): " + "; ".join(parts) + ".")
-    c = compare_grids(here, ref).to_dataframe().reset_index()
+    cmp = compare_grids(here, ref)
+    c = cmp.to_dataframe().reset_index()
     groups = {1: [], -1: [], 0: []}
     for r in c.itertuples():
         groups[int(r.winner_here)].append(f"threads={r.threads} work={r.work} "
@@ -164,7 +169,9 @@ def syscalls(here, ref) -> None:
         (f"{int(reps.min())}-{int(reps.max())}" if len(reps) else "?")
     parts = [f"spinlock faster at {', '.join(groups[1])}" if groups[1] else "spinlock faster at no cell",
              f"mutex faster at {', '.join(groups[-1])}" if groups[-1] else "mutex faster at no cell"]
-    if groups[0]:
+    if groups[0] and cmp.attrs.get("busy"):
+        parts.append(f"no side named at {n} repetitions, {cmp.attrs['busy']}: {', '.join(groups[0])}")
+    elif groups[0]:
         parts.append(f"no difference measurable here at {n} repetitions at {', '.join(groups[0])}")
     return _say(f"spinlock vs mutex, measured here ({hardware_threads(here)} hardware threads; "
                 f"t_mutex / t_spin, {here.attrs.get('ci', '95% CI')}, a side only where it excludes 1): "
@@ -176,11 +183,13 @@ def direct_io(ds) -> None:
     per workload and block size, a side only where its CI excludes 1."""
     df = ds[["direct_speedup", "direct_speedup_lo", "direct_speedup_hi", "direct_speedup_n"]] \
         .to_dataframe().reset_index()
-    groups = {"direct I/O faster": [], "buffered faster": [], "no difference measurable here": []}
+    busy = quietness.busy_reason(ds.attrs)
+    none = f"no side named, {busy}" if busy else "no difference measurable here"
+    groups = {"direct I/O faster": [], "buffered faster": [], none: []}
     for r in df.itertuples():
-        side = ("direct I/O faster" if r.direct_speedup_lo > 1 else "buffered faster"
-                if r.direct_speedup_hi < 1 else "no difference measurable here")
-        extra = "" if side != "no difference measurable here" else f" at {_count(r.direct_speedup_n)} repetitions"
+        side = (none if busy else "direct I/O faster" if r.direct_speedup_lo > 1 else "buffered faster"
+                if r.direct_speedup_hi < 1 else none)
+        extra = "" if side != none else f" at {_count(r.direct_speedup_n)} repetitions"
         groups[side].append(f"workload {r.workload} ({WORKLOADS[int(r.workload)]}), "
                             f"{r.block_size // 1024} KiB: x{format_ratio(r.direct_speedup, r.direct_speedup_lo, r.direct_speedup_hi)}{extra}")
     parts = [f"{k}: {'; '.join(v)}" for k, v in groups.items() if v]

@@ -132,19 +132,13 @@ def unblocked(ds, f_low, f_high, policy="ext4") -> Counts | None:
 
 def busy_host(ds) -> str:
     """Why a host run's counts of commits and unblocked writers carry no direction: the host
-    was busy as the run started (its `host_quiet` attr, abtlab.system.quietness: CPUs busy or
-    load above its thresholds), else "". These counts are how the writers and the journal
-    thread interleave, which the other work on the CPUs changes: on this 2-core host lab 2's
-    commits per run went 4.8 -> 3.2 and 3.9 -> 2.7 (10 repetitions, load 3.7), 5.0 -> 5.7
-    (40, load 3 rising to 14), and its unblocked writers' change had a CI of [0.2, 58.5] in
-    one sitting, [-45.0, 10.3] in the next (20 repetitions, load 9 and 13): one sitting's CI
-    said "fewer" or "more", the next "same"."""
-    q = quietness.parse(ds.attrs.get(quietness.ATTR))
-    if q is None or not (q.busy > quietness.BUSY or q.load1 > quietness.LOAD_PER_CPU * q.cpus):
-        return ""
-    return (f"the host was busy as the run started (CPUs {q.busy:.0%} busy, load {q.load1:.2f} on "
-            f"{q.cpus} CPUs; abtlab doctor --host), and these counts follow the host's load, which changes "
-            "between sittings more than within one")
+    was busy as the run started (abtlab.system.quietness.busy_reason), else "". These counts
+    are how the writers and the journal thread interleave, which other work on the CPUs
+    changes: on this 2-core host lab 2's commits per run went 4.8 -> 3.2 and 3.9 -> 2.7 (10
+    repetitions, load 3.7), 5.0 -> 5.7 (40, load 3 rising to 14), and its unblocked writers'
+    change had a CI of [0.2, 58.5] in one sitting, [-45.0, 10.3] in the next (20 repetitions,
+    load 9 and 13)."""
+    return quietness.busy_reason(ds.attrs)
 
 
 def ratio(ds, var, f_low, f_high, policy="ext4", level=0.95):

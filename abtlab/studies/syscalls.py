@@ -27,6 +27,7 @@ from ..backends.locks import MAX_THREADS, MAX_WORK, LocksBackend
 from ..errors import ConfigError
 from ..stats.ratios import geomean_ratio_ci
 from ..sweep.loop import Reps, run as run_sweep
+from ..system import quietness
 
 __all__ = ["lock_grid", "dio_grid", "load_reference", "compare", "hardware_threads", "family_level",
            "add_lock_speedup", "add_dio_speedup",
@@ -169,7 +170,8 @@ def _or_nan(da, like):
 
 def compare(here: xr.Dataset, ref: xr.Dataset | None = None) -> xr.Dataset:
     """here vs the paper on the (threads, work) cells both have: log2(here / paper),
-    and which lock wins on each side (+1 spin, -1 mutex, 0 tie)."""
+    and which lock wins on each side (+1 spin, -1 mutex, 0 tie; 0 at every cell here where the
+    run started on a busy host, attrs["busy"] saying why: abtlab.system.quietness.busy_reason)."""
     ref = load_reference() if ref is None else ref
     t = np.intersect1d(here.threads.values, ref.threads.values)
     w = np.intersect1d(here.work.values, ref.work.values)
@@ -179,6 +181,9 @@ def compare(here: xr.Dataset, ref: xr.Dataset | None = None) -> xr.Dataset:
     h, p = here.sel(threads=t, work=w), ref.sel(threads=t, work=w)
     lo, hi = (h.get("spin_speedup_lo"), h.get("spin_speedup_hi"))
     side_here = _side(h.spin_speedup, lo, hi)
+    busy = quietness.busy_reason(here.attrs)
+    if busy:        # a side measured on a busy host did not hold from one sitting to the next
+        side_here = xr.zeros_like(side_here)
     side_paper = _side(p.spin_speedup)
     return xr.Dataset({
         "here": h.spin_speedup, "here_lo": _or_nan(lo, h.spin_speedup),
@@ -189,7 +194,7 @@ def compare(here: xr.Dataset, ref: xr.Dataset | None = None) -> xr.Dataset:
         "winner_here": side_here, "winner_paper": side_paper,
         "agree": side_here == side_paper},
         attrs={"hardware_threads_here": hardware_threads(here),
-               "hardware_threads_paper": ref.attrs.get("hardware_threads", PAPER_HW_THREADS)})
+               "hardware_threads_paper": ref.attrs.get("hardware_threads", PAPER_HW_THREADS), "busy": busy})
 
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Quietness", "check", "announce", "other_runs", "parse", "ATTR"]
+__all__ = ["Quietness", "check", "announce", "other_runs", "parse", "busy_reason", "ATTR"]
 
 ATTR = "host_quiet"          # the dataset attr of a host run
 BUSY = 0.20                  # CPUs' busy share above this: warn
@@ -159,3 +159,18 @@ def parse(line) -> Quietness | None:
     return Quietness(cpus=int(m["cpus"]), load1=float(m["load"]), busy=float(m["busy"]) / 100,
                      governor=m["gov"], others=["?"] * int(m["others"]),
                      swap_used_mib=float(m["swap"]), swap_pages=int(m["pages"]))
+
+
+def busy_reason(attrs) -> str:
+    """Why a host run's comparisons name no side: the host was busy as the run started (its
+    ATTR line: CPUs busy or load above the thresholds), said in words; "" for a quiet host or
+    a dataset without the line (not a host run). On this 2-core host, shared with other
+    work, the same run twice in a row named a side in one sitting and none in the next
+    (lab 2's counts, study 07's locks and O_DIRECT, study 05's metrics): a CI from one
+    sitting does not carry to the next."""
+    q = parse(dict(attrs or {}).get(ATTR))
+    if q is None or not (q.busy > BUSY or q.load1 > LOAD_PER_CPU * q.cpus):
+        return ""
+    return (f"the host was busy as the run started (CPUs {q.busy:.0%} busy, load {q.load1:.2f} on "
+            f"{q.cpus} CPUs; abtlab doctor --host), and on a busy host the same run names a side in one "
+            "sitting and none in the next")

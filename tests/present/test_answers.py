@@ -176,3 +176,47 @@ def test_bps_answer_no_difference_on_a_tie_and_a_winner_on_a_clear_lead(capsys):
     answers.bps(None, clear)
     out = capsys.readouterr().out
     assert "simulated (12 workloads): bps tracks run time best" in out
+
+
+BUSY = ("CPUs 100% busy over 0.25 s, load 6.44 on 2 CPUs; governor none; other abtlab processes 2; "
+        "swap used 0 MiB, 0 pages moved in 0.25 s")
+
+
+def test_a_run_on_a_busy_host_names_no_side_and_its_table_agrees(capsys):
+    """Study 07 on a busy host (its host_quiet attr): even a CI that excludes 1 names no
+    side, as compare's winner_here column says; the CIs are still printed; the same
+    grid on a quiet host names its sides."""
+    import numpy as np
+    from abtlab.studies import syscalls as sc
+    here = _lock_grid(np.array([[2.0, 1.0], [1.0, 1.0], [1.0, 0.4]]), noise=0.02).assign_attrs(host_quiet=BUSY)
+    answers.syscalls(here, None)
+    out = capsys.readouterr().out
+    assert "spinlock faster at no cell; mutex faster at no cell" in out
+    assert "no side named at 6 repetitions, the host was busy as the run started (CPUs 100% busy, load 6.44" in out
+    assert "threads=1 work=1 x2.0" in out and (sc.compare(here).winner_here == 0).all()
+    dio = _dio([[1.0, 3.0], [0.5, 1.0]], noise=0.02).assign_attrs(host_quiet=BUSY)
+    answers.direct_io(dio)
+    out = capsys.readouterr().out
+    assert "direct I/O faster" not in out and "buffered faster" not in out
+    assert "no side named, the host was busy" in out and "64 KiB: x3.00" in out
+    quiet = BUSY.replace("100% busy", "2% busy").replace("load 6.44", "load 0.10").replace("processes 2", "processes 0")
+    answers.direct_io(dio.assign_attrs(host_quiet=quiet))
+    assert "direct I/O faster: workload 2" in capsys.readouterr().out
+
+
+def test_bps_on_a_busy_host_names_no_metric(capsys):
+    import numpy as np
+    import pandas as pd
+    from abtlab.bps import ranking, EXPECTED_SIGN, METRICS
+    x = np.linspace(1, 10, 12)
+    rng = np.random.default_rng(1)
+    clear = pd.DataFrame({"runtime": 30 - 2 * x, "bps": x, "iops": x + 3 * rng.standard_normal(12),
+                          "bandwidth": x + 3 * rng.standard_normal(12), "arpt": -x + 3 * rng.standard_normal(12)})
+    r = ranking.rank(clear, "runtime", METRICS, EXPECTED_SIGN)
+    r.insert(0, "set", "size")
+    r["winner"] = r.attrs["winner"] or ""
+    assert r.winner.iloc[0] == "bps"                          # the constructed lead
+    r.attrs["busy"] = "the host was busy as the run started (CPUs 100% busy, load 6.44 on 2 CPUs)"
+    answers.bps(r, None)
+    out = capsys.readouterr().out
+    assert "set size: no metric named at 12 workloads, the host was busy" in out and "tracks run time best" not in out

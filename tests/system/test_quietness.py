@@ -69,3 +69,11 @@ def test_a_datasets_line_reads_back_as_its_quietness():
     assert back.line() == q.line() and len(back.others) == 2 and back.busy == 0.98 and back.load1 == 3.73
     assert len(back.warnings()) == len(q.warnings()) == 4
     assert quietness.parse(None) is None and quietness.parse("quiet") is None
+
+
+def test_busy_reason_names_a_busy_hosts_load_and_nothing_for_a_quiet_one():
+    busy = quietness.Quietness(cpus=2, load1=6.44, busy=1.0, governor="none").line()
+    quiet = quietness.Quietness(cpus=2, load1=0.1, busy=0.02, governor="none").line()
+    assert quietness.busy_reason({quietness.ATTR: busy}).startswith(
+        "the host was busy as the run started (CPUs 100% busy, load 6.44 on 2 CPUs")
+    assert quietness.busy_reason({quietness.ATTR: quiet}) == "" and quietness.busy_reason({}) == ""
