@@ -13,7 +13,8 @@ from ..data.display import quantity
 from ..bps import ranking
 from ..stats.ratios import format_ratio
 from ..studies.syscalls import PAPER_DIO, compare, hardware_threads
-from .classroom import Feedback, check_change, check_choice
+from ..system import quietness
+from .classroom import Feedback, _meaning, check_change, check_choice
 
 __all__ = ["lock_check", "lock_note", "dio_check", "dio_note", "bps_check", "bps_note",
            "sera_check", "sera_note", "BPS_CHOICES", "PAPER_SERA"]
@@ -25,6 +26,18 @@ BPS_CHOICES = ("bps", "iops", "bandwidth", "arpt", "none")
 # Ge et al. (CCGrid 2012), abstract: 9% to 28% less system energy without losing performance
 PAPER_SERA = {"energy_saving": (0.09, 0.28), "source": f"{GE}, abstract"}
 TIME_TOL = 0.02         # "without losing performance": a slowdown within 2% counts as none
+
+
+def _busy(ds) -> str:
+    """Why a host run's comparison names no side (it started on a busy host), else ""."""
+    return quietness.busy_reason(ds.attrs) if ds is not None else ""
+
+
+def _not_graded(prediction, what, seen, busy) -> Feedback:
+    """A comparison measured on a busy host: shown with its CI, not graded."""
+    if prediction is not None:
+        _meaning(prediction, "prediction")          # a bad word is still refused
+    return Feedback(None, f"{what}: {seen}; not graded: {busy}.", key=prediction is None, measured=False)
 
 
 def _side(ratio, lo, hi) -> str:
@@ -58,6 +71,8 @@ def lock_check(prediction, here, ref, threads, work) -> Feedback:
            "same": f"t_mutex / t_spin = {r:.2f}" + (f", its CI [{lo:.2f}, {hi:.2f}] includes 1: no difference "
                    f"measurable here at {n} repetitions" if here is not None else
                    ": within 10% in the paper's grid") + "; the lock hand-over is not what this run's time is made of."}
+    if _busy(here):
+        return _not_graded(prediction, what, f"x{format_ratio(r, lo, hi)}", _busy(here))
     ci = (lo, hi) if here is not None else None
     label = here.attrs.get("ci", "95% CI") if here is not None else "95% CI"
     return check_change(prediction, 1.0, r, what, ci=ci, tol=0.0999, why=why, ci_label=label)
@@ -93,11 +108,13 @@ def lock_note(here, ref, cells) -> str:
     lines, holds = [], []
     for t, w in cells:
         cell = c.sel(threads=t, work=w)
-        side = {1: "spinlock faster", -1: "mutex faster", 0: "no difference measurable"}[int(cell.winner_here)]
+        side = {1: "spinlock faster", -1: "mutex faster",
+                0: "no side named" if c.attrs.get("busy") else "no difference measurable"}[int(cell.winner_here)]
         lines.append(f"{t} threads x {w} nops: here x{format_ratio(float(cell.here), float(cell.here_lo), float(cell.here_hi))} "
                      f"({side}), paper x{float(cell.paper):.1f}")
         holds.append(bool(cell.agree))
-    verdict = ("The paper's side (spinlock, mutex, or within 10%) is the one measured here at every cell"
+    verdict = (f"No side is named here: {c.attrs['busy']}" if c.attrs.get("busy") else
+               "The paper's side (spinlock, mutex, or within 10%) is the one measured here at every cell"
                if all(holds) else f"The paper's side is the one measured here at {sum(holds)} of {len(holds)} "
                "cells" if any(holds) else "The paper's side is measured here at none of these cells")
     return (f"Answer: spinlock vs mutex measured on this machine ({hardware_threads(here)} hardware threads; "
@@ -142,6 +159,8 @@ def dio_check(prediction, ds, workload, block) -> Feedback:
            "same": f"t_buffered / t_direct = {r:.2f}" + (f", its CI [{lo:.2f}, {hi:.2f}] includes 1: no "
                    f"difference measurable here at {n} repetitions" if ds is not None else "") +
                    "; both paths are bound by the same thing here (the device, or the system calls)."}
+    if _busy(ds):
+        return _not_graded(prediction, what, f"x{format_ratio(r, lo, hi)}", _busy(ds))
     ci = (lo, hi) if ds is not None else None
     label = ds.attrs.get("ci", "95% CI") if ds is not None else "95% CI"
     return check_change(prediction, 1.0, r, what, ci=ci, tol=0.0999, why=why, ci_label=label)
@@ -152,10 +171,11 @@ def dio_note(ds, cells) -> str:
     if ds is None:
         return (f"Answer: nothing measured here (data='sim': abtlab has no simulator of the page cache); "
                 f"{PAPER_DIO['source']}. Run with data='auto' to measure this machine.")
-    parts, rates = [], []
+    parts, rates, busy = [], [], _busy(ds)
     for w, b in cells:
         r, lo, hi, n = _dio_cell(ds, w, b)
-        side = {"up": "direct faster", "down": "buffered faster", "same": "no difference measurable"}[_side(r, lo, hi)]
+        side = "no side named" if busy else \
+            {"up": "direct faster", "down": "buffered faster", "same": "no difference measurable"}[_side(r, lo, hi)]
         parts.append(f"workload {w} at {b // 1024} KiB x{format_ratio(r, lo, hi)} ({side})")
         tp = ds.throughput.sel(workload=w, block_size=b).median("rep")
         rates.append(f"workload {w} at {b // 1024} KiB: buffered {quantity(float(tp.sel(mode='buffered')), 'bytes/s')}, "
@@ -163,8 +183,9 @@ def dio_note(ds, cells) -> str:
     paper = ""
     if PAPER_DIO["workload"] in ds.workload.values and PAPER_DIO["block_size"] in ds.block_size.values:
         r, lo, hi, _ = _dio_cell(ds, PAPER_DIO["workload"], PAPER_DIO["block_size"])
-        said = {"up": "holds here", "same": "is not measurable here (the CI includes 1)",
-                "down": "does not hold here (buffered is faster)"}[_side(r, lo, hi)]
+        said = f"is not measurable here: {busy}" if busy else \
+            {"up": "holds here", "same": "is not measurable here (the CI includes 1)",
+             "down": "does not hold here (buffered is faster)"}[_side(r, lo, hi)]
         paper = (f" The paper's one figure (direct x{PAPER_DIO['direct_speedup']} at 4 KiB single-block "
                  f"overwrite) {said}.")
     return ("Magnitudes (median throughput): " + "; ".join(rates) + ". A rate of thousands of MiB/s is the page "
@@ -187,8 +208,9 @@ def bps_check(prediction, table) -> Feedback:
     cis = "; ".join(f"{r.metric} {r.normalized:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
                     for r in table.sort_values("normalized", ascending=False).itertuples())
     why = (f"normalised CC with run time ({table.attrs.get('source')}, 95% bootstrap CI over "
-           f"{int(table.n.max())} workloads): {cis}; {ranking.reason(table)}" +
-           (": no difference measurable here." if got == "none" else "."))
+           f"{int(table.n.max())} workloads): {cis}; " +
+           (f"no metric named: {table.attrs['busy']}." if table.attrs.get("busy") else
+            ranking.reason(table) + (": no difference measurable here." if got == "none" else ".")))
     f = check_choice(prediction, got, BPS_CHOICES, "the metric that tracks run time best", why=why)
     if f.ok:      # the CIs beside a correct answer too
         return Feedback(True, f"{f.message} {why}")
@@ -199,7 +221,8 @@ def bps_note(table) -> str:
     got = _winner(table)
     paper = (f"{HE} found BPS tracks run time best (mean normalised CC 0.91) and bandwidth fails on data "
              "sieving, which moves bytes the application does not need")
-    holds = ("holds here" if got == "bps" else "is not measured here (no lead measurable)" if got == "none"
+    holds = ("holds here" if got == "bps" else f"is not measured here ({table.attrs['busy']})"
+             if table.attrs.get("busy") else "is not measured here (no lead measurable)" if got == "none"
              else f"does not hold here ({got} leads)")
     return (f"Answer: on {table.attrs.get('source')}, the metric that tracks run time best is "
             f"{got if got != 'none' else 'none measurable'} (bootstrap CIs over {int(table.n.max())} "

@@ -20,6 +20,7 @@ from ..data.store import save
 from ..errors import ConfigError
 from ..sera import compare as sera_compare, sim_workloads
 from ..stats.ratios import geomean_ratio_ci
+from ..system import quietness
 from . import syscalls
 from .notebook_studies import trace_metrics
 from ..sweep.runner import run as run_sweep
@@ -106,12 +107,14 @@ def _sim_runs(threads, freqs, reps):
 def bps_table(runs, level=0.95, n_boot=2000, seed=0):
     """lab 6's answer from its runs (bps_lab_runs, or the stored result of them): the ranking
     of BPS, IOPS, bandwidth and ARPT by how well each tracks run time (abtlab.bps.ranking:
-    normalised CC, bootstrap CIs over the runs, a winner only where its lead excludes 0)."""
+    normalised CC, bootstrap CIs over the runs, a winner only where its lead excludes 0 and
+    the runs did not start on a busy host: abtlab.system.quietness.busy_reason)."""
     import pandas as pd     # deferred: see _sim_runs
     df = pd.DataFrame({v: runs[v].values.astype(float) for v in (RUNTIME, *METRICS)})
     table = ranking.rank(df, RUNTIME, list(METRICS), EXPECTED_SIGN, level=level, n_boot=n_boot, seed=seed)
-    table["winner"] = table.attrs["winner"] or ""
-    table.attrs.update(source=runs.attrs.get("source", "?"), n=int(table.n.max()))
+    busy = quietness.busy_reason(runs.attrs)    # a lead on a busy host did not hold to the next sitting
+    table["winner"] = "" if busy else table.attrs["winner"] or ""
+    table.attrs.update(source=runs.attrs.get("source", "?"), n=int(table.n.max()), busy=busy)
     return table
 
 

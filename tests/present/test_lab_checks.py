@@ -123,3 +123,44 @@ def test_lab5_without_measurement_grades_only_the_papers_figure():
     assert str(f).startswith("[NOT MEASURED HERE]") and "data='auto'" in f.message
     f = lc.dio_check("slower", None, 3, 4096)
     assert f.ok is False and "the paper's figure" in f.message and "t_buffered / t_direct = 1.25" in f.message
+
+
+def test_labs_4_and_5_on_a_busy_host_grade_nothing_and_their_answers_name_no_side():
+    """A run that started on a busy host: the ratio and its CI are shown, no prediction is
+    graded (a bad word is still refused), and the closing answers name no side, as study
+    07's table does."""
+    from tests.present.test_answers import BUSY
+    here, ref = _lock().assign_attrs(host_quiet=BUSY), sc.load_reference()
+    f = lc.lock_check("slower", here, ref, 1, 1)
+    assert f.ok is None and not f.measured and "x2.00 [1.9" in f.message
+    assert "not graded: the host was busy as the run started (CPUs 100% busy, load 6.44" in f.message
+    with pytest.raises(Exception, match="prediction"):
+        lc.lock_check("sideways", here, ref, 1, 1)
+    note = lc.lock_note(here, ref, [(1, 1), (8, 100)])
+    assert "(no side named)" in note and "No side is named here: the host was busy" in note
+    ds = _dio([[1.0, 3.0], [1.25, 1.0]], noise=0.02).assign_attrs(host_quiet=BUSY)
+    ds["throughput"] = 1e6 / ds.elapsed
+    f = lc.dio_check("slower", ds, 2, 65536)
+    assert f.ok is None and not f.measured and "x3.00" in f.message and "not graded: the host was busy" in f.message
+    note = lc.dio_note(ds, [(2, 65536), (3, 4096)])
+    assert "(direct faster)" not in note and "(no side named)" in note
+    assert "overwrite) is not measurable here: the host was busy" in note
+
+
+def test_lab6_on_a_busy_host_names_no_metric():
+    """bps_table of runs that started on a busy host names no winner, though the lead is
+    clear; lab 6's check and answer say why."""
+    import xarray as xr
+    from abtlab.studies import lab_studies as ls
+    from tests.present.test_answers import BUSY
+    x = np.linspace(1, 10, 12)
+    rng = np.random.default_rng(1)
+    cols = {ls.RUNTIME: 30 - 2 * x, "bps": x, "iops": x + 3 * rng.standard_normal(12),
+            "bandwidth": x + 3 * rng.standard_normal(12), "arpt": -x + 3 * rng.standard_normal(12)}
+    runs = xr.Dataset({k: ("run", v) for k, v in cols.items()}, attrs={"source": "fio"})
+    assert ls.bps_table(runs).winner.iloc[0] == "bps"          # the constructed lead
+    table = ls.bps_table(runs.assign_attrs(host_quiet=BUSY))
+    assert (table.winner == "").all()
+    f = lc.bps_check("bps", table)
+    assert f.ok is False and "no metric named: the host was busy" in f.message
+    assert "is not measured here (the host was busy" in lc.bps_note(table)
