@@ -137,13 +137,16 @@ def test_an_answer_apart_from_its_tables_is_caught(tmp_path):
 
 @pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n.startswith("lab_")])
 def test_lab_checks_give_feedback(batch, name):
-    """With predictions filled in, every check prints a verdict (not 'no prediction')."""
+    """With predictions filled in, every check prints a verdict (not 'no prediction'); one
+    not graded says why (a run on a busy host: labs 2, 4, 5 and 6 on data="auto")."""
     outcomes, _, _ = batch
     nb = json.loads(outcomes[name].ipynb.read_text())
     text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])
                    if o.get("output_type") == "stream")
-    verdicts = re.findall(r"\[(CORRECT|NOT QUITE|NO PREDICTION YET)\]", text)
+    verdicts = re.findall(r"\[(CORRECT|NOT QUITE|NO PREDICTION YET|NOT MEASURED HERE)\]", text)
     assert verdicts and "NO PREDICTION YET" not in verdicts, text[-2000:]
+    ungraded = re.findall(r"\[NOT MEASURED HERE\][^\n]*", text)
+    assert all("not graded: the host was busy" in g or "no CI" in g or "not measured" in g for g in ungraded), ungraded
 
 
 def test_lab_without_prediction_asks_for_one(batch):
