@@ -17,7 +17,7 @@ from ..stats.ratios import format_ratio, ratio_ci
 from ..studies.notebook_studies import delay_table
 from .classroom import Feedback, _answer_key
 
-__all__ = ["BestWindow", "best_window", "best_window_check"]
+__all__ = ["BestWindow", "best_window", "best_window_check", "wait_ci"]
 
 WHAT = "the best window (ms) within ext4's commit wait"
 
@@ -33,16 +33,16 @@ class BestWindow:
 
     def says(self) -> str:
         if self.window_ms == 0:
-            return (f"no window is measurably best here at {self.n} repetitions (no window's CI over ext4 "
-                    "excludes 1 within ext4's commit wait), so plain ext4: 0")
+            return (f"no window is measurably best here at {self.n} repetitions (no window that keeps "
+                    "within ext4's commit wait has a CI over ext4 that excludes 1), so plain ext4: 0")
         if len(self.tied) > 1:
             return (f"{' or '.join(f'{w:g}' for w in self.tied)} ms: each raises the throughput measurably "
                     f"and they are not measurably apart at {self.n} repetitions")
         return f"{self.window_ms:g} ms: its CI over ext4 excludes 1 and no other window is measurably ahead"
 
 
-def _at(ds, policy, freq):
-    one = ds["throughput"].sel({schema.POLICY: policy}) if schema.POLICY in ds.dims else ds["throughput"]
+def _at(ds, policy, freq, var="throughput"):
+    one = ds[var].sel({schema.POLICY: policy}) if schema.POLICY in ds.dims else ds[var]
     if schema.FREQ in one.dims:
         one = one.sel({schema.FREQ: freq}, method="nearest")
     return np.asarray(one.values, float).ravel()
@@ -90,3 +90,15 @@ def best_window_check(prediction, best: BestWindow, choices) -> Feedback:
         return Feedback(None, f"choose {WHAT} among {list(choices)} in the parameters cell, then re-run")
     ok = any(math.isclose(float(prediction), w) for w in best.tied)
     return Feedback(ok, f"{WHAT}: you chose {prediction}; the measurement says {best.says()} ({seen}).")
+
+
+def wait_ci(ds, freq, short_ms, long_ms) -> tuple[float, float]:
+    """The 95% CI (Fieller) of the longest window's mean commit wait over the shortest's at
+    `freq`, for lab 3's wait check (classroom.check_change's ci): "same" where it includes 1."""
+    table = delay_table(ds)
+    if schema.FREQ in table:
+        table = table[np.isclose(table[schema.FREQ].astype(float), freq)]
+    pol = {w: table[table.window_ms == w].iloc[0].get(schema.POLICY) for w in (short_ms, long_ms)}
+    _, lo, hi = ratio_ci(_at(ds, pol[long_ms], freq, "mean_commit_wait"),
+                         _at(ds, pol[short_ms], freq, "mean_commit_wait"))
+    return lo, hi

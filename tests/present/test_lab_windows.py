@@ -4,7 +4,7 @@ import pytest
 
 from abtlab.errors import ConfigError
 from abtlab.present import lab_notes
-from abtlab.present.lab_windows import best_window, best_window_check
+from abtlab.present.lab_windows import best_window, best_window_check, wait_ci
 from abtlab.stats.ratios import format_ratio, ratio_ci
 from abtlab.studies import notebook_studies as studies
 from tests.run_data import make_run
@@ -74,3 +74,18 @@ def test_one_repetition_grades_nothing_and_a_bad_choice_is_refused():
     assert f.ok is None and not f.measured and "no CI" in f.message
     with pytest.raises(ConfigError, match="prediction_best_window"):
         best_window_check(8, one, CHOICES)
+
+
+def test_the_wait_check_is_graded_on_the_ci_of_the_longest_windows_wait_over_the_shortests():
+    """Lab 3's first check: a longer wait inside the noise is "same", a clear one "up"; the
+    hint quotes the CI."""
+    from abtlab.present import classroom
+    noisy = _run((1.0, 1.0, 1.0), rsd=0.02, reps=3, waits=(90.0, 92.0, 93.0))
+    wait = noisy.mean_commit_wait
+    lo, hi = wait_ci(noisy, 3.3, 1, 16)
+    assert (lo, hi) == ratio_ci(*(wait.sel(policy=f"delayjc:window={w}ms").values.ravel() for w in (16, 1)))[1:]
+    clear = _run((1.0, 1.0, 1.0), rsd=0.02, reps=3, waits=(90.0, 150.0, 300.0))
+    f = classroom.check_change("same", 90, 300, "mean commit wait (ms)", ci=wait_ci(clear, 3.3, 1, 16))
+    assert f.ok is False and "measured change: up" in f.message
+    lo, hi = wait_ci(clear, 3.3, 1, 16)
+    assert f"95% CI [{lo:.2f}, {hi:.2f}]" in f.message
