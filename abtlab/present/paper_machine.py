@@ -20,7 +20,7 @@ from .figures import finish
 from .paper_terms import unblocked
 from .plots import plot_metric
 
-__all__ = ["published", "paper_value", "stated", "table", "by_machine", "plot_figure", "summary",
+__all__ = ["published", "paper_value", "stated", "table", "by_machine", "plot_figure", "summary", "cells",
            "in_the_guest", "DELAY_KINDS"]
 
 DELAY_KINDS = ("delayjc", "kdelayjc")
@@ -266,3 +266,48 @@ def in_the_guest(ds, ab=None, names=("", "")) -> str:
                  + f"), ext4 at {a_hi:g} over {a_lo:g} GHz: " + "; ".join(kernels))
     return (text + f". The paper (Linux 3.4.2): x{p['ratio']}, unblocked {p['unblocked_low']} -> "
             f"{p['unblocked_high']} of {p['threads']}, delayJC x{p['delayjc_gain']} at {p['f_high']:g} GHz.")
+
+
+def _ends(ds, var, pol="ext4"):
+    """The lowest and highest clock where pol has runs (None, None with fewer than two)."""
+    at = [float(f) for f in ds[schema.FREQ].values if np.isfinite(_values(ds, var, pol, float(f))).any()]
+    return (at[0], at[-1]) if len(at) > 1 else (None, None)
+
+
+def _paper_cell(fig, work) -> dict:
+    """What the paper states for a cell: its slowdown as the normalised ratio, delayJC."""
+    slow = paper_value(fig, f"{work}_slowdown_high_vs_low_freq") if fig else []
+    gain = paper_value(fig, f"{work}_delayjc_over_ext4_speedup") if fig else []
+    return {"paper ext4 fast/slow": "; ".join(f"{1 - v:.2f} at {g:g} GHz" for g, v in slow) or "-",
+            "paper delayJC/ext4": "; ".join(f"{v:g} at {g:g} GHz" for g, v in gain) or "-"}
+
+
+def cells(datasets, level=0.95):
+    """One row per run of a paper cell (e.g. each of Figs. 7a-8c): ext4's quantity at its
+    highest clock over its lowest with the CI and the repetitions at each, NOJC's, each
+    delayJC over ext4 at the highest clock, the unblocked writers (IOzone) or the mean
+    commit wait (Metarates) from the lowest clock to the highest, and the paper's stated
+    values for the cell. A pandas DataFrame."""
+    import pandas as pd
+    rows = []
+    for ds in datasets:
+        var, fig = _var(ds), figure_of(ds)
+        lo, hi = _ends(ds, var)
+        if lo is None:
+            rows.append({"figure": fig, "quantity": var, "ext4 fast/slow": "no ext4 at two clocks"})
+            continue
+        x = {f: _values(ds, var, "ext4", f) for f in (lo, hi)}
+        row = {"figure": fig, "quantity": var, "clocks": f"{lo:g} -> {hi:g} GHz",
+               "n": f"{np.isfinite(x[lo]).sum()}, {np.isfinite(x[hi]).sum()}",
+               "ext4 fast/slow": format_ratio(*ratio_ci(x[hi], x[lo], level))}
+        if "nojc" in map(str, ds[schema.POLICY].values):
+            row["nojc fast/slow"] = format_ratio(*ratio_ci(_values(ds, var, "nojc", hi),
+                                                           _values(ds, var, "nojc", lo), level))
+        for d in _delay_policies(ds):
+            row[f"{d.split(':')[0]}/ext4 at {hi:g}"] = format_ratio(*ratio_ci(_values(ds, var, d, hi), x[hi], level))
+        extra = "unblocked_threads" if var == "throughput" else "mean_commit_wait"
+        if extra in ds:
+            e = [_mean(_values(ds, extra, "ext4", f)) * (1 if var == "throughput" else 1e3) for f in (lo, hi)]
+            row["unblocked" if var == "throughput" else "commit wait (ms)"] = f"{e[0]:.4g} -> {e[1]:.4g}"
+        rows.append({**row, **_paper_cell(fig, "iozone" if var == "throughput" else "metarates")})
+    return pd.DataFrame(rows)

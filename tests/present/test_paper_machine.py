@@ -121,3 +121,15 @@ def test_the_kernels_delayjc_in_a_sitting_at_the_ends_only():
     labels = [t for ax in pm.plot_figure(ds).axes for t in ax.get_legend_handles_labels()[1]]
     assert "kdelayjc:window=16ms / ext4" in labels and "delayjc:window=16ms / ext4" in labels
     assert "kdelayjc:window=16ms over ext4 at 3.3 GHz: x2.4" in pm.summary(ds)
+
+
+def test_one_row_per_cell_with_the_papers_values():
+    ds = _fig7a({"ext4": 0.5, "nojc": 2.0, "delayjc:window=16ms": 1.5})
+    row = pm.cells([ds]).iloc[0]
+    assert row["figure"] == "Fig7a" and row["clocks"] == "1.6 -> 3.3 GHz" and row["n"] == "6, 6"
+    assert row["ext4 fast/slow"].startswith("0.5") and row["nojc fast/slow"].startswith("2.0")
+    assert row["delayjc/ext4 at 3.3"].startswith("3.0") and row["unblocked"] == "240 -> 40"
+    assert row["paper ext4 fast/slow"] == "0.53 at 3.3 GHz" and row["paper delayJC/ext4"] == "3.65 at 3.3 GHz"
+    # a cell whose ext4 ran at one clock only says so
+    one = ds.sel(freq_ghz=[3.3])
+    assert pm.cells([one]).iloc[0]["ext4 fast/slow"] == "no ext4 at two clocks"
