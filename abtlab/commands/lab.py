@@ -23,7 +23,7 @@ def register(sub):
     where.add_argument("--real", action="store_true",
                        help="data=auto: the real kernel where root and loop devices are available")
     where.add_argument("--guest", action="store_true",
-                       help="the guest's paper machine, read from its stored result (paper_fig7a_342: "
+                       help="the guest's paper machine, read from its stored result (paper_fig7a_342_grid: "
                             "Linux 3.4.2 in the qemu guest, lock-step virtual time, IOzone's polling "
                             "start, Fig. 7a's cell) at the labs' clocks, for the labs that take it; "
                             "nothing runs in the guest")

@@ -2,7 +2,7 @@
 a lab runs on, and what it sets beside it where abtlab has the paper's effect:
 
 (a) the SIMULATED paper machine (examples/sim_paper_machine.toml, run at the lab's point);
-(b) the guest's paper machine: the stored result `paper_fig7a_342` (Linux 3.4.2 in the
+(b) the guest's paper machine: the stored result `paper_fig7a_342_grid` (Linux 3.4.2 in the
     qemu guest, lock-step VIRTUAL TIME, IOzone's polling start, Fig. 7a's cell), read
     through the results registry at the lab's clocks, never rerun;
 (c) the real kernel: this host's, run at the lab's point where root and loop devices are
@@ -28,7 +28,7 @@ from ..sweep.reps import Reps
 __all__ = ["GUEST_RESULT", "HOST_RESULT", "REAL_KERNEL", "HOST_REPS", "Side", "stored", "lab_data", "at_clocks",
            "host_reps", "sides"]
 
-GUEST_RESULT = "paper_fig7a_342"
+GUEST_RESULT = "paper_fig7a_342_grid"
 # how a stored guest run started its writers (its "start" attr), said in its label
 STARTS = {"poll": "IOzone's polling start", "barrier": "abt-iozone's barrier start"}
 HOST_RESULT = "host_iozone_32t"
@@ -85,7 +85,7 @@ def host_reps(data, reps, metric="commits"):
 def lab_data(data, threads=256, file_size="128k", record_size="32k", policy="ext4,nojc",
              freqs=(1.6, 3.3), **kw):
     """abtlab.studies.notebook_studies.lab_data, with `data` also the name of a stored
-    result (e.g. "paper_fig7a_342": the guest's paper machine, read, not run), read at
+    result (e.g. "paper_fig7a_342_grid": the guest's paper machine, read, not run), read at
     the lab's clocks `freqs`."""
     ds = studies.lab_data(_stored_path(data), threads, file_size, record_size, policy, freqs, **kw)
     return at_clocks(ds, freqs if isinstance(freqs, (list, tuple)) else [freqs]) \

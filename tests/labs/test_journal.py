@@ -31,7 +31,7 @@ def test_the_sides_are_the_simulated_paper_machine_the_stored_guest_and_the_stor
     assert f"a journal CPU of {sim.ds.attrs['sim_commit_cpu_us']:g} us" in sim.label and "chosen" in sim.label
     assert int(sim.ds.threads.max()) == 64                           # run at the lab's point
     assert f"stored result {journal.GUEST_RESULT}" in guest.label and "VIRTUAL TIME" in guest.label
-    assert journal.GUEST_RESULT == "paper_fig7a_342" and "IOzone's polling start" in guest.label
+    assert journal.GUEST_RESULT == "paper_fig7a_342_grid" and "IOzone's polling start" in guest.label
     assert sorted(map(float, guest.ds.freq_ghz.values)) == [1.6, 3.3]    # its points at the lab's clocks
     assert "Linux 3.4.2" in guest.label and "4 vCPUs" in guest.label and "lock-step" in guest.label
     assert guest.ds.attrs["clock"] == "lockstep"
