@@ -63,6 +63,12 @@ def _values(ds, var, policy, f):
     return ds[var].sel({schema.POLICY: policy, schema.FREQ: f}).values.ravel()
 
 
+def _clocks(ds, var, pol) -> list[float]:
+    """The clocks where pol has runs (a sitting that did not run a point, or a check that
+    failed every repetition there, leaves none)."""
+    return [float(f) for f in ds[schema.FREQ].values if np.isfinite(_values(ds, var, pol, float(f))).any()]
+
+
 def _delay_policies(ds) -> list[str]:
     """The delayJC policies of ds (the preload's, the kernel's), in its order."""
     return [p for p in map(str, ds[schema.POLICY].values) if p.split(":")[0] in DELAY_KINDS]
@@ -149,7 +155,7 @@ def plot_figure(ds):
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     plot_metric(ds, var, ax=axes[0])
     for pol in map(str, ds[schema.POLICY].values):
-        at = [f for f in freqs if np.isfinite(_values(ds, var, pol, f)).any()]
+        at = _clocks(ds, var, pol)
         _ratio_line(axes[1], ds, var, pol, pol, at, pol.split(",")[0], ref=at[0] if at else None)
     work = "iozone" if var == "throughput" else "metarates"
     # "3.3GHz runs 47% slower than 1.6GHz": normalised, 1 - 0.47 at the faster clock
@@ -160,7 +166,7 @@ def plot_figure(ds):
     axes[1].set(title="normalised to the lowest clock", xlabel="CPU frequency (GHz)", ylabel="ratio")
     delays = _delay_policies(ds)
     for delay in delays:
-        at = [f for f in freqs if np.isfinite(_values(ds, var, delay, f)).any()]
+        at = _clocks(ds, var, delay)
         _ratio_line(axes[2], ds, var, delay, "ext4", at, f"{delay.split(',')[0]} / ext4")
     if delays:
         _paper_marks(axes[2], fig_id, f"{work}_delayjc_over_ext4_speedup", "delayJC / ext4")
@@ -188,10 +194,9 @@ def summary(ds, f_low=None, f_high=None) -> str:
     ext4 at the fastest, and the paper's values for the same cell."""
     var, fig_id = _var(ds), figure_of(ds)
     # the clocks where ext4 has a value (a run a check failed at every repetition has none)
-    freqs = [float(f) for f in ds[schema.FREQ].values
-             if np.isfinite(_values(ds, var, "ext4", float(f))).any()] or [math.nan]
-    lo, hi = f_low or freqs[0], f_high or freqs[-1]
-    if lo == hi or math.isnan(hi):
+    first, last = _ends(ds, var)
+    lo, hi = f_low or first, f_high or last
+    if lo is None or hi is None or lo == hi:
         return f"no ext4 {var} at two clocks in this run"
     r = ratio_ci(_values(ds, var, "ext4", hi), _values(ds, var, "ext4", lo))
     text = f"ext4 at {hi:g} GHz over {lo:g} GHz: x{format_ratio(*r)}"
@@ -270,7 +275,7 @@ def in_the_guest(ds, ab=None, names=("", "")) -> str:
 
 def _ends(ds, var, pol="ext4"):
     """The lowest and highest clock where pol has runs (None, None with fewer than two)."""
-    at = [float(f) for f in ds[schema.FREQ].values if np.isfinite(_values(ds, var, pol, float(f))).any()]
+    at = _clocks(ds, var, pol)
     return (at[0], at[-1]) if len(at) > 1 else (None, None)
 
 
