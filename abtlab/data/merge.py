@@ -105,6 +105,12 @@ def _attrs(datasets, names) -> dict:
         values = list(dict.fromkeys(str(ds.attrs[key]) for ds in datasets if key in ds.attrs))
         out[key] = datasets[0].attrs[key] if len(values) == 1 and key in datasets[0].attrs \
             else " | ".join(values)
+    # one failed run a line, as a sweep writes them, each saying which source it is from
+    # (its `rep k` counts that source's repetitions)
+    failed = [f"{n}: {line}" for ds, n in zip(datasets, names)
+              for line in str(ds.attrs.get(schema.FAILED_RUNS, "")).splitlines() if line.strip()]
+    if failed:
+        out[schema.FAILED_RUNS] = "\n".join(failed)
     out[schema.MERGED_FROM] = "; ".join(
         f"{n} (reps {ds.sizes[schema.REP]}, seed {ds.attrs.get('seed', '?')}: "
         f"{ds.attrs.get('command', '?')})" for ds, n in zip(datasets, names))

@@ -138,3 +138,19 @@ def test_the_command_warns_of_points_without_a_run(grid, tmp_path, capsys):
     assert main(["merge", str(tmp_path / "e.nc"), str(tmp_path / "c.nc"),
                  "--out", str(tmp_path / "m.nc")]) == 0
     assert "1 point with no run" in capsys.readouterr().err
+
+
+def test_failed_runs_pool_one_a_line_naming_their_source(grid, capsys):
+    ends, mid = (ds.copy() for ds in grid)
+    ends.attrs[schema.FAILED_RUNS] = "policy=ext4 freq_ghz=3.3 rep 0: a\npolicy=ext4 freq_ghz=3.3 rep 1: b"
+    mid.attrs[schema.FAILED_RUNS] = "policy=nojc freq_ghz=2.0 rep 2: c"
+    merged = merge_reps([ends, mid], names=["ends.nc", "mid.nc"])
+    lines = merged.attrs[schema.FAILED_RUNS].splitlines()
+    assert lines == ["ends.nc: policy=ext4 freq_ghz=3.3 rep 0: a", "ends.nc: policy=ext4 freq_ghz=3.3 rep 1: b",
+                     "mid.nc: policy=nojc freq_ghz=2.0 rep 2: c"]
+    from abtlab.commands.run import failed_runs
+    assert failed_runs(merged, "abtlab sweep") == 1
+    assert "3 runs failed" in capsys.readouterr().err
+    ends.attrs.pop(schema.FAILED_RUNS)
+    mid.attrs.pop(schema.FAILED_RUNS)
+    assert schema.FAILED_RUNS not in merge_reps([ends, mid], names=["ends.nc", "mid.nc"]).attrs
