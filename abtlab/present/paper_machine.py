@@ -151,7 +151,6 @@ def plot_figure(ds):
     mean commit wait (Metarates). The paper's stated values are black stars."""
     import matplotlib.pyplot as plt
     var, fig_id = _var(ds), figure_of(ds)
-    freqs = [float(f) for f in ds[schema.FREQ].values]
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     plot_metric(ds, var, ax=axes[0])
     for pol in map(str, ds[schema.POLICY].values):
