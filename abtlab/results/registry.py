@@ -3,6 +3,7 @@ its file, the command that regenerates it (with `{out}` where the output path go
 smaller quick version of it, the quantity it is about, and a sentence of what it shows."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tomllib
@@ -11,10 +12,13 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-__all__ = ["Result", "root", "read", "write", "get"]
+__all__ = ["Result", "root", "read", "write", "get", "fingerprint", "READ_LOG"]
 
 INDEX = "index.toml"
 FIELDS = ("file", "command", "quick", "var", "says")
+# a file to which each result whose path is looked up appends its name: set by a gallery
+# execution (abtlab.results.gallery), so the executed copy knows which results it read
+READ_LOG = "ABTLAB_RESULTS_READ"
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,10 @@ class Result:
     quick: str = ""      # a smaller version for `check --quick` ('' when there is none)
 
     def path(self, folder) -> Path:
+        log = os.environ.get(READ_LOG)
+        if log:
+            with open(log, "a") as f:
+                f.write(self.name + "\n")
         return Path(folder) / self.file
 
 
@@ -55,6 +63,16 @@ def get(name: str, folder=None) -> Result:
         raise ConfigError("NAME", name, ", ".join(results) or "none registered yet "
                           "(abtlab results add)")
     return results[name]
+
+
+def fingerprint(name: str, folder=None) -> str | None:
+    """The sha256 (16 hex digits) of a stored result's file; None when the name is not
+    registered or its file is missing."""
+    folder = Path(folder or root())
+    r = read(folder).get(name)
+    if r is None or not (folder / r.file).is_file():
+        return None
+    return hashlib.sha256((folder / r.file).read_bytes()).hexdigest()[:16]
 
 
 def write(results: dict[str, Result], folder=None) -> Path:
